@@ -1,0 +1,1 @@
+//! I/O-free EPUB reader (placeholder, being written).
