@@ -1,0 +1,232 @@
+//! Rendering the final source list as text, markdown, HTML or JSON.
+
+use crate::event::ListedSource;
+use crate::source::{Round, Source};
+use crate::style::escape_html;
+
+/// The format of a rendered source list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ListFormat {
+    /// `[1] Title <https://…>`, one line a source (what a terminal shows).
+    Text,
+    /// A markdown list: `1. [Title](https://…)`; footnote definitions for the footnote style.
+    Markdown,
+    /// Markdown footnote definitions: `[^1]: [Title](https://…)`.
+    Footnotes,
+    /// An HTML `<ol>` whose items have ids `cite-N`.
+    Html,
+    /// A JSON array of listed sources.
+    #[cfg(feature = "serde")]
+    Json,
+}
+
+impl ListFormat {
+    /// Parses `text`, `markdown`, `footnotes`, `html` or `json`.
+    ///
+    /// # Errors
+    /// [`SettingsError::UnknownName`](crate::SettingsError::UnknownName) for anything else.
+    pub fn from_name(name: &str) -> Result<Self, crate::SettingsError> {
+        match name {
+            "text" => Ok(ListFormat::Text),
+            "markdown" => Ok(ListFormat::Markdown),
+            "footnotes" => Ok(ListFormat::Footnotes),
+            "html" => Ok(ListFormat::Html),
+            #[cfg(feature = "serde")]
+            "json" => Ok(ListFormat::Json),
+            _ => Err(crate::SettingsError::UnknownName {
+                what: "list format",
+                value: name.to_owned(),
+            }),
+        }
+    }
+}
+
+/// Renders `list`. With `rounds`, sources are grouped under each round's query (markdown,
+/// text and HTML).
+pub fn render_list(list: &[ListedSource], format: ListFormat, rounds: Option<&[Round]>) -> String {
+    #[cfg(feature = "serde")]
+    if format == ListFormat::Json {
+        return serde_json::to_string(list).unwrap_or_else(|_| "[]".to_owned());
+    }
+    let mut out = String::new();
+    let groups: Vec<(Option<&Round>, Vec<&ListedSource>)> = match rounds {
+        Some(rounds) if !rounds.is_empty() => {
+            let mut g: Vec<(Option<&Round>, Vec<&ListedSource>)> =
+                rounds.iter().map(|r| (Some(r), Vec::new())).collect();
+            let mut other = Vec::new();
+            for l in list {
+                match l
+                    .round
+                    .and_then(|n| g.iter_mut().find(|(r, _)| r.is_some_and(|r| r.number == n)))
+                {
+                    Some((_, v)) => v.push(l),
+                    None => other.push(l),
+                }
+            }
+            g.retain(|(_, v)| !v.is_empty());
+            if !other.is_empty() {
+                g.push((None, other));
+            }
+            g
+        }
+        _ => vec![(None, list.iter().collect())],
+    };
+    let grouped = groups.len() > 1 || groups.first().is_some_and(|(r, _)| r.is_some());
+    if format == ListFormat::Html {
+        out.push_str("<div class=\"citeflow-sources\">\n");
+    }
+    for (round, items) in groups {
+        if grouped {
+            let head = match round {
+                Some(r) => match &r.query {
+                    Some(q) => format!("Round {}: {}", r.number, q),
+                    None => format!("Round {}", r.number),
+                },
+                None => "Other".to_owned(),
+            };
+            match format {
+                ListFormat::Html => {
+                    out.push_str(&format!("<h4>{}</h4>\n", escape_html(&head)));
+                }
+                ListFormat::Markdown | ListFormat::Footnotes => {
+                    out.push_str(&format!("**{head}**\n\n"));
+                }
+                _ => out.push_str(&format!("{head}\n")),
+            }
+        }
+        if format == ListFormat::Html {
+            out.push_str("<ol>\n");
+        }
+        for l in items {
+            render_item(l, format, &mut out);
+        }
+        match format {
+            ListFormat::Html => out.push_str("</ol>\n"),
+            _ if grouped => out.push('\n'),
+            _ => {}
+        }
+    }
+    if format == ListFormat::Html {
+        out.push_str("</div>\n");
+    }
+    out
+}
+
+fn locator_text(s: &Source) -> String {
+    let Some(loc) = &s.locator else {
+        return String::new();
+    };
+    let mut parts = Vec::new();
+    if let Some(t) = &loc.chapter_title {
+        parts.push(format!("chapter: {t}"));
+    } else if let Some(i) = loc.chapter_index {
+        parts.push(format!("chapter {i}"));
+    }
+    if let Some(p) = &loc.page {
+        parts.push(format!("page {p}"));
+    }
+    if let Some(c) = &loc.cfi {
+        parts.push(format!("CFI: {c}"));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", parts.join(", "))
+    }
+}
+
+fn render_item(l: &ListedSource, format: ListFormat, out: &mut String) {
+    let s = &l.source;
+    let title = s.title.as_deref().unwrap_or(&s.id);
+    let loc = locator_text(s);
+    let n = l.number;
+    match (format, s.url.as_deref()) {
+        (ListFormat::Text, Some(u)) => out.push_str(&format!("[{n}] {title} <{u}>{loc}\n")),
+        (ListFormat::Text, None) => out.push_str(&format!("[{n}] {title}{loc}\n")),
+        (ListFormat::Markdown, Some(u)) => out.push_str(&format!("{n}. [{title}]({u}){loc}\n")),
+        (ListFormat::Markdown, None) => out.push_str(&format!("{n}. {title}{loc}\n")),
+        (ListFormat::Footnotes, Some(u)) => out.push_str(&format!("[^{n}]: [{title}]({u}){loc}\n")),
+        (ListFormat::Footnotes, None) => out.push_str(&format!("[^{n}]: {title}{loc}\n")),
+        (ListFormat::Html, url) => {
+            let title = escape_html(title);
+            let body = match url {
+                Some(u) => format!("<a href=\"{}\">{title}</a>", escape_html(u)),
+                None => title,
+            };
+            out.push_str(&format!(
+                "<li id=\"cite-{n}\" value=\"{n}\">{body}{}</li>\n",
+                escape_html(&loc)
+            ));
+        }
+        #[cfg(feature = "serde")]
+        (ListFormat::Json, _) => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::Locator;
+
+    fn listed(n: u32, round: u32) -> ListedSource {
+        ListedSource {
+            number: n,
+            source: Source::new(format!("s{n}"))
+                .with_title(format!("T<{n}>"))
+                .with_url(format!("https://e.x/{n}")),
+            round: Some(round),
+            citations: 1,
+        }
+    }
+
+    #[test]
+    fn text_list_shows_locator() {
+        let mut l = listed(1, 1);
+        l.source = l.source.with_locator(Locator {
+            chapter_title: Some("Down the Rabbit-Hole".into()),
+            cfi: Some("epubcfi(/6/4!/4/2/1:0)".into()),
+            ..Locator::default()
+        });
+        assert_eq!(
+            render_list(&[l], ListFormat::Text, None),
+            "[1] T<1> <https://e.x/1> (chapter: Down the Rabbit-Hole, CFI: epubcfi(/6/4!/4/2/1:0))\n"
+        );
+    }
+
+    #[test]
+    fn markdown_groups_by_round() {
+        let rounds = [
+            Round {
+                number: 1,
+                query: Some("q one".into()),
+                source_ids: vec![],
+            },
+            Round {
+                number: 2,
+                query: Some("q two".into()),
+                source_ids: vec![],
+            },
+        ];
+        let got = render_list(
+            &[listed(1, 2), listed(2, 1)],
+            ListFormat::Markdown,
+            Some(&rounds),
+        );
+        assert_eq!(
+            got,
+            "**Round 1: q one**\n\n2. [T<2>](https://e.x/2)\n\n**Round 2: q two**\n\n1. [T<1>](https://e.x/1)\n\n"
+        );
+    }
+
+    #[test]
+    fn html_escapes() {
+        let got = render_list(&[listed(3, 1)], ListFormat::Html, None);
+        assert!(
+            got.contains(
+                "<li id=\"cite-3\" value=\"3\"><a href=\"https://e.x/3\">T&lt;3&gt;</a></li>"
+            ),
+            "{got}"
+        );
+    }
+}

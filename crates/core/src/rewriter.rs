@@ -1,0 +1,696 @@
+//! The [`Rewriter`]: bytes in, events out.
+
+use std::collections::VecDeque;
+
+use crate::error::RewriteError;
+use crate::event::{Event, ListedSource, Report, UnresolvedReason};
+use crate::numbering::Numbering;
+use crate::scan::{Item, Marker, ScanConfig, Scanner};
+use crate::settings::{NumberSource, RankMode, Settings, UnknownPolicy};
+use crate::source::{Source, Sources};
+use crate::utf8::Utf8Decoder;
+
+/// Whether a chunk given with a sequence number or offset was new.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Accepted {
+    /// The chunk was new and was processed.
+    New,
+    /// The chunk was seen before and was ignored.
+    Duplicate,
+}
+
+/// Rewrites one streamed answer: citation markers become stable numbers.
+///
+/// # Call protocol
+/// 1. [`Rewriter::new`] with the settings, the sources the model was shown, and the numbering
+///    to continue (a fresh [`Numbering`] for per-answer numbering, the session's for agents).
+/// 2. For each chunk: [`Rewriter::write`] (or [`Rewriter::write_seq`] /
+///    [`Rewriter::write_at`] for retransmitted input), then [`Rewriter::poll_event`] until it
+///    returns `None`.
+/// 3. [`Rewriter::end`], then [`Rewriter::poll_event`] until it yields [`Event::Done`].
+///
+/// With [`NumberSource::External`], `poll_event` may yield [`Event::NumberNeeded`]; nothing
+/// more comes out until [`Rewriter::provide_number`] answers it (input written meanwhile is
+/// kept). Save [`Rewriter::numbering`] after the stream (or after every new number).
+#[derive(Debug, Clone)]
+pub struct Rewriter {
+    st: State,
+    cfg: ScanConfig,
+}
+
+/// The whole serialisable state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+struct State {
+    settings: Settings,
+    sources: Sources,
+    numbering: Numbering,
+    initial_numbers: usize,
+    decoder: Utf8Decoder,
+    scanner: Scanner,
+    input_bytes: u64,
+    next_seq: u64,
+    flushed_bytes: u64,
+    text: String,
+    events: VecDeque<Event>,
+    shown: Vec<Shown>,
+    awaiting: Option<Group>,
+    phase: Phase,
+    citations: u64,
+    unresolved: u64,
+    new_numbers: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+enum Phase {
+    Open,
+    Ending,
+    Ended,
+    Failed(String),
+}
+
+/// A number shown in this stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+struct Shown {
+    number: u32,
+    key: String,
+    source_id: String,
+    citations: u32,
+}
+
+/// A marker being resolved, item by item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+struct Group {
+    marker: Marker,
+    next: usize,
+    pieces: Vec<Piece>,
+    /// The key and source id waiting for an external number.
+    waiting: Option<(String, String)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+enum Piece {
+    Number {
+        number: u32,
+        source_id: String,
+    },
+    Unresolved {
+        reference: String,
+        reason: UnresolvedReason,
+    },
+}
+
+/// A serialised [`Rewriter`]: numbering, sources, and the stream's hold-back and position.
+#[cfg(feature = "serde")]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Snapshot {
+    version: u32,
+    state: State,
+}
+
+#[cfg(feature = "serde")]
+const SNAPSHOT_VERSION: u32 = 1;
+
+impl Rewriter {
+    /// A rewriter for one stream.
+    pub fn new(settings: Settings, sources: Sources, numbering: Numbering) -> Self {
+        let mut sources = sources;
+        sources.reindex();
+        let cfg = ScanConfig::new(&settings, sources.iter().map(|s| s.id.as_str()));
+        Rewriter {
+            cfg,
+            st: State {
+                initial_numbers: numbering.len(),
+                settings,
+                sources,
+                numbering,
+                decoder: Utf8Decoder::default(),
+                scanner: Scanner::default(),
+                input_bytes: 0,
+                next_seq: 0,
+                flushed_bytes: 0,
+                text: String::new(),
+                events: VecDeque::new(),
+                shown: Vec::new(),
+                awaiting: None,
+                phase: Phase::Open,
+                citations: 0,
+                unresolved: 0,
+                new_numbers: 0,
+            },
+        }
+    }
+
+    fn check_open(&self) -> Result<(), RewriteError> {
+        match &self.st.phase {
+            Phase::Open => Ok(()),
+            Phase::Failed(m) => Err(RewriteError::Failed(m.clone())),
+            Phase::Ending | Phase::Ended => Err(RewriteError::Ended),
+        }
+    }
+
+    fn fail(&mut self, e: RewriteError) -> RewriteError {
+        self.st.phase = Phase::Failed(e.to_string());
+        e
+    }
+
+    /// Feeds the next chunk of the answer. Bytes may cut a UTF-8 character or a marker anywhere.
+    ///
+    /// # Errors
+    /// [`RewriteError::InvalidUtf8`] under [`InvalidUtf8::Error`](crate::InvalidUtf8::Error)
+    /// (the valid text before it is still processed), [`RewriteError::Ended`] after
+    /// [`Rewriter::end`], [`RewriteError::Failed`] after a fatal error.
+    pub fn write(&mut self, chunk: impl AsRef<[u8]>) -> Result<(), RewriteError> {
+        self.check_open()?;
+        let bytes = chunk.as_ref();
+        let st = &mut self.st;
+        let r = st.decoder.decode(
+            bytes,
+            st.input_bytes,
+            st.settings.invalid_utf8(),
+            st.scanner.buf_mut(),
+        );
+        st.input_bytes += bytes.len() as u64;
+        self.pump(false);
+        match r {
+            Ok(()) => Ok(()),
+            Err(at) => Err(self.fail(RewriteError::InvalidUtf8 { byte_offset: at })),
+        }
+    }
+
+    /// Feeds chunk number `seq` (from 0). A chunk already seen is ignored.
+    ///
+    /// # Errors
+    /// [`RewriteError::Gap`] when `seq` skips a chunk (nothing changes; send the missing one),
+    /// else as [`Rewriter::write`].
+    pub fn write_seq(
+        &mut self,
+        seq: u64,
+        chunk: impl AsRef<[u8]>,
+    ) -> Result<Accepted, RewriteError> {
+        self.check_open()?;
+        if seq < self.st.next_seq {
+            return Ok(Accepted::Duplicate);
+        }
+        if seq > self.st.next_seq {
+            return Err(RewriteError::Gap {
+                unit: "sequence",
+                expected: self.st.next_seq,
+                got: seq,
+            });
+        }
+        self.write(chunk)?;
+        self.st.next_seq += 1;
+        Ok(Accepted::New)
+    }
+
+    /// Feeds a chunk that starts at raw input byte `byte_offset`. Bytes already seen are
+    /// ignored; only the new tail of an overlapping chunk is processed.
+    ///
+    /// # Errors
+    /// [`RewriteError::Gap`] when the chunk starts after the input so far (nothing changes),
+    /// else as [`Rewriter::write`].
+    pub fn write_at(
+        &mut self,
+        byte_offset: u64,
+        chunk: impl AsRef<[u8]>,
+    ) -> Result<Accepted, RewriteError> {
+        self.check_open()?;
+        let bytes = chunk.as_ref();
+        let have = self.st.input_bytes;
+        if byte_offset > have {
+            return Err(RewriteError::Gap {
+                unit: "byte offset",
+                expected: have,
+                got: byte_offset,
+            });
+        }
+        let end = byte_offset + bytes.len() as u64;
+        if end <= have {
+            return Ok(Accepted::Duplicate);
+        }
+        self.write(&bytes[(have - byte_offset) as usize..])?;
+        Ok(Accepted::New)
+    }
+
+    /// Ends the input: the held-back tail is decided and [`Event::Done`] is queued (after the
+    /// awaited number, if one is awaited).
+    ///
+    /// # Errors
+    /// [`RewriteError::InvalidUtf8`] for a truncated character under the error policy,
+    /// [`RewriteError::Verification`] if the final check fails (the `Done` event is still
+    /// queued, with `verified: false`), [`RewriteError::Ended`] when called twice.
+    pub fn end(&mut self) -> Result<(), RewriteError> {
+        self.check_open()?;
+        self.st.phase = Phase::Ending;
+        let st = &mut self.st;
+        if let Err(at) = st.decoder.finish(
+            st.input_bytes,
+            st.settings.invalid_utf8(),
+            st.scanner.buf_mut(),
+        ) {
+            self.pump(true);
+            return Err(self.fail(RewriteError::InvalidUtf8 { byte_offset: at }));
+        }
+        self.pump(true);
+        if self.st.awaiting.is_some() {
+            return Ok(());
+        }
+        self.finish_stream()
+    }
+
+    /// Answers [`Event::NumberNeeded`] with the number the shared store gave `key`.
+    ///
+    /// # Errors
+    /// [`RewriteError::NotAwaiting`] when no number is awaited for `key` (nothing changes);
+    /// [`RewriteError::Numbering`] when the number conflicts with the table (fatal).
+    pub fn provide_number(&mut self, key: &str, number: u32) -> Result<(), RewriteError> {
+        if let Phase::Failed(m) = &self.st.phase {
+            return Err(RewriteError::Failed(m.clone()));
+        }
+        let Some(mut group) = self.st.awaiting.take() else {
+            return Err(RewriteError::NotAwaiting {
+                key: key.to_owned(),
+            });
+        };
+        let Some((k, source_id)) = group.waiting.take().filter(|(k, _)| k == key) else {
+            self.st.awaiting = Some(group);
+            return Err(RewriteError::NotAwaiting {
+                key: key.to_owned(),
+            });
+        };
+        if let Err(e) = self.st.numbering.insert(number, k.clone(), source_id) {
+            return Err(self.fail(e.into()));
+        }
+        self.st.new_numbers += 1;
+        if !self.resolve(group) {
+            return Ok(());
+        }
+        let ending = self.st.phase == Phase::Ending;
+        self.pump(ending);
+        if ending && self.st.awaiting.is_none() {
+            return self.finish_stream();
+        }
+        Ok(())
+    }
+
+    /// The next event, or `None` when the rewriter needs more input (or an awaited number).
+    pub fn poll_event(&mut self) -> Option<Event> {
+        if let Some(e) = self.st.events.pop_front() {
+            return Some(e);
+        }
+        if self.st.text.is_empty() {
+            return None;
+        }
+        let text = std::mem::take(&mut self.st.text);
+        self.st.flushed_bytes += text.len() as u64;
+        Some(Event::Text { text })
+    }
+
+    fn flush_text(&mut self) {
+        if !self.st.text.is_empty() {
+            let text = std::mem::take(&mut self.st.text);
+            self.st.flushed_bytes += text.len() as u64;
+            self.st.events.push_back(Event::Text { text });
+        }
+    }
+
+    fn pump(&mut self, eof: bool) {
+        if self.st.awaiting.is_some() {
+            return;
+        }
+        while let Some(marker) = self.st.scanner.next(&self.cfg, &mut self.st.text, eof) {
+            self.flush_text();
+            let group = Group {
+                marker,
+                next: 0,
+                pieces: Vec::new(),
+                waiting: None,
+            };
+            if !self.resolve(group) {
+                break;
+            }
+        }
+        self.st.scanner.compact();
+    }
+
+    /// Resolves a marker's items from `group.next` on. Returns false when it stopped to wait
+    /// for an external number.
+    fn resolve(&mut self, mut group: Group) -> bool {
+        while let Some(item) = group.marker.items.get(group.next) {
+            let piece = match self.lookup(item) {
+                Err(reason) => Piece::Unresolved {
+                    reference: match item {
+                        Item::Id(id) => id.clone(),
+                        Item::Rank(n) => n.to_string(),
+                    },
+                    reason,
+                },
+                Ok(source) => {
+                    let source_id = source.id.clone();
+                    let keep_rank = match item {
+                        Item::Rank(n) if self.st.settings.rank() == RankMode::Keep => Some(*n),
+                        _ => None,
+                    };
+                    let key = match keep_rank {
+                        Some(n) => format!("rank:{n}"),
+                        None => Sources::key_of(source, self.st.settings.is_dedupe()),
+                    };
+                    let number = match (keep_rank, self.st.numbering.get(&key)) {
+                        (Some(n), _) => n,
+                        (None, Some(n)) => n,
+                        (None, None) => match self.st.settings.number_source() {
+                            NumberSource::Local => {
+                                self.st.new_numbers += 1;
+                                self.st.numbering.allocate(&key, &source_id).0
+                            }
+                            NumberSource::External => {
+                                self.st.events.push_back(Event::NumberNeeded {
+                                    key: key.clone(),
+                                    source_id: source_id.clone(),
+                                });
+                                group.waiting = Some((key, source_id));
+                                self.st.awaiting = Some(group);
+                                return false;
+                            }
+                        },
+                    };
+                    self.show(number, key, &source_id);
+                    Piece::Number { number, source_id }
+                }
+            };
+            let repeat = matches!(&piece, Piece::Number { number, .. }
+                if group.pieces.iter().any(|p| matches!(p, Piece::Number { number: m, .. } if m == number)));
+            if !repeat {
+                group.pieces.push(piece);
+            }
+            group.next += 1;
+        }
+        self.render_group(group);
+        true
+    }
+
+    fn lookup(&self, item: &Item) -> Result<&Source, UnresolvedReason> {
+        match item {
+            Item::Id(id) => self.st.sources.get(id).ok_or(UnresolvedReason::UnknownId),
+            Item::Rank(n) => self
+                .st
+                .sources
+                .by_rank(*n)
+                .ok_or(UnresolvedReason::RankOutOfRange),
+        }
+    }
+
+    /// Emits the source the first time its number is shown in this stream.
+    fn show(&mut self, number: u32, key: String, source_id: &str) {
+        if let Some(s) = self.st.shown.iter_mut().find(|s| s.number == number) {
+            s.citations += 1;
+            return;
+        }
+        let is_new = self
+            .st
+            .numbering
+            .entries()
+            .iter()
+            .position(|e| e.number == number)
+            .is_some_and(|i| i >= self.st.initial_numbers);
+        let source = self
+            .st
+            .sources
+            .get(source_id)
+            .cloned()
+            .unwrap_or_else(|| Source::new(source_id));
+        self.st.events.push_back(Event::Source {
+            number,
+            round: self.st.sources.round_of(source_id),
+            source,
+            is_new,
+        });
+        self.st.shown.push(Shown {
+            number,
+            key,
+            source_id: source_id.to_owned(),
+            citations: 1,
+        });
+    }
+
+    fn render_group(&mut self, group: Group) {
+        let st = &mut self.st;
+        let base = st.flushed_bytes + st.text.len() as u64;
+        let input_byte_offset = group.marker.input_offset;
+        let all_unresolved = group
+            .pieces
+            .iter()
+            .all(|p| matches!(p, Piece::Unresolved { .. }));
+        let mut rendered = String::new();
+        for piece in group.pieces {
+            let byte_offset = base + rendered.len() as u64;
+            match piece {
+                Piece::Number { number, source_id } => {
+                    st.citations += 1;
+                    let source = st.sources.get(&source_id);
+                    let fallback;
+                    let source = match source {
+                        Some(s) => s,
+                        None => {
+                            fallback = Source::new(source_id.as_str());
+                            &fallback
+                        }
+                    };
+                    st.settings
+                        .style()
+                        .render_number(number, source, &mut rendered);
+                    st.events.push_back(Event::Citation {
+                        number,
+                        source_id,
+                        byte_offset,
+                        input_byte_offset,
+                    });
+                }
+                Piece::Unresolved { reference, reason } => {
+                    st.unresolved += 1;
+                    match st.settings.unknown() {
+                        UnknownPolicy::Mark => st.settings.style().render_unresolved(&mut rendered),
+                        UnknownPolicy::Keep if all_unresolved => {
+                            if rendered.is_empty() {
+                                rendered.push_str(&group.marker.raw);
+                            }
+                        }
+                        UnknownPolicy::Keep => {
+                            rendered.push('[');
+                            rendered.push_str(&reference);
+                            rendered.push(']');
+                        }
+                        _ => {}
+                    }
+                    st.events.push_back(Event::Unresolved {
+                        raw: group.marker.raw.clone(),
+                        reference,
+                        reason,
+                        byte_offset,
+                        input_byte_offset,
+                    });
+                }
+            }
+        }
+        st.text.push_str(&rendered);
+    }
+
+    /// The cited sources by number; with `all`, every numbered source of the table.
+    pub fn listed_sources(&self, all: bool) -> Vec<ListedSource> {
+        let st = &self.st;
+        let mut list: Vec<ListedSource> = st
+            .shown
+            .iter()
+            .map(|s| ListedSource {
+                number: s.number,
+                source: st
+                    .sources
+                    .get(&s.source_id)
+                    .cloned()
+                    .unwrap_or_else(|| Source::new(s.source_id.as_str())),
+                round: st.sources.round_of(&s.source_id),
+                citations: s.citations,
+            })
+            .collect();
+        if all {
+            for e in st.numbering.entries() {
+                if list.iter().any(|l| l.number == e.number) {
+                    continue;
+                }
+                if let Some(source) = st.sources.get(&e.source_id) {
+                    list.push(ListedSource {
+                        number: e.number,
+                        source: source.clone(),
+                        round: st.sources.round_of(&e.source_id),
+                        citations: 0,
+                    });
+                }
+            }
+        }
+        list.sort_by_key(|l| l.number);
+        list
+    }
+
+    fn finish_stream(&mut self) -> Result<(), RewriteError> {
+        self.flush_text();
+        let sources = self.listed_sources(false);
+        let st = &self.st;
+        let numbers_in_body: Vec<u32> = st.shown.iter().map(|s| s.number).collect();
+        let numbers_listed: Vec<u32> = sources.iter().map(|s| s.number).collect();
+        let mut problems = Vec::new();
+        let mut body_sorted = numbers_in_body.clone();
+        body_sorted.sort_unstable();
+        if body_sorted != numbers_listed {
+            problems.push(format!(
+                "body numbers {numbers_in_body:?} differ from list {numbers_listed:?}"
+            ));
+        }
+        if st.numbering.len() < st.initial_numbers {
+            problems.push("the numbering table shrank".to_owned());
+        }
+        for s in &st.shown {
+            if !s.key.starts_with("rank:") && st.numbering.get(&s.key) != Some(s.number) {
+                problems.push(format!("key {:?} no longer has number {}", s.key, s.number));
+            }
+        }
+        let report = Report {
+            citations: st.citations,
+            unresolved: st.unresolved,
+            released_holdbacks: st.scanner.overflows,
+            input_bytes: st.input_bytes,
+            output_bytes: st.flushed_bytes,
+            new_numbers: st.new_numbers,
+            numbers_in_body,
+            numbers_listed,
+            verified: problems.is_empty(),
+        };
+        self.st.events.push_back(Event::Done { sources, report });
+        if problems.is_empty() {
+            self.st.phase = Phase::Ended;
+            Ok(())
+        } else {
+            Err(self.fail(RewriteError::Verification(problems.join("; "))))
+        }
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &Settings {
+        &self.st.settings
+    }
+
+    /// The sources.
+    pub fn sources(&self) -> &Sources {
+        &self.st.sources
+    }
+
+    /// The numbering table as it is now: save it to continue the numbering elsewhere.
+    pub fn numbering(&self) -> &Numbering {
+        &self.st.numbering
+    }
+
+    /// Takes the numbering table out.
+    pub fn into_numbering(self) -> Numbering {
+        self.st.numbering
+    }
+
+    /// Raw input bytes accepted so far (the next [`Rewriter::write_at`] offset).
+    pub fn input_bytes(&self) -> u64 {
+        self.st.input_bytes
+    }
+
+    /// The next [`Rewriter::write_seq`] sequence number.
+    pub fn next_seq(&self) -> u64 {
+        self.st.next_seq
+    }
+
+    /// Input bytes held back: an unfinished character or a possible marker.
+    pub fn held_bytes(&self) -> usize {
+        self.st.decoder.held_bytes() + self.st.scanner.held_bytes()
+    }
+
+    /// Whether an [`Event::NumberNeeded`] waits for its answer.
+    pub fn is_awaiting_number(&self) -> bool {
+        self.st.awaiting.is_some()
+    }
+
+    /// Whether [`Event::Done`] has been queued.
+    pub fn is_ended(&self) -> bool {
+        self.st.phase == Phase::Ended
+    }
+
+    /// The whole state, to restore in another process with [`Rewriter::from_snapshot`].
+    #[cfg(feature = "serde")]
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            version: SNAPSHOT_VERSION,
+            state: self.st.clone(),
+        }
+    }
+
+    /// Restores a rewriter from a snapshot; it continues exactly where the snapshot was taken.
+    ///
+    /// # Errors
+    /// [`RestoreError::Version`](crate::RestoreError::Version) for a snapshot of another
+    /// format version.
+    #[cfg(feature = "serde")]
+    pub fn from_snapshot(snapshot: Snapshot) -> Result<Self, crate::RestoreError> {
+        if snapshot.version != SNAPSHOT_VERSION {
+            return Err(crate::RestoreError::Version {
+                found: snapshot.version,
+                expected: SNAPSHOT_VERSION,
+            });
+        }
+        let mut st = snapshot.state;
+        st.sources.reindex();
+        let cfg = ScanConfig::new(&st.settings, st.sources.iter().map(|s| s.id.as_str()));
+        Ok(Rewriter { st, cfg })
+    }
+}
+
+/// The result of [`rewrite_str`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rewritten {
+    /// The rendered answer.
+    pub text: String,
+    /// Every event, with adjacent texts merged.
+    pub events: Vec<Event>,
+    /// The numbering after the answer.
+    pub numbering: Numbering,
+}
+
+/// Rewrites a whole answer at once.
+///
+/// # Errors
+/// As [`Rewriter::write`] and [`Rewriter::end`].
+pub fn rewrite_str(
+    text: &str,
+    settings: Settings,
+    sources: Sources,
+    numbering: Numbering,
+) -> Result<Rewritten, RewriteError> {
+    let mut r = Rewriter::new(settings, sources, numbering);
+    r.write(text)?;
+    r.end()?;
+    let mut out = String::new();
+    let mut events: Vec<Event> = Vec::new();
+    while let Some(e) = r.poll_event() {
+        if let Event::Text { text } = &e {
+            out.push_str(text);
+            if let Some(Event::Text { text: last }) = events.last_mut() {
+                last.push_str(text);
+                continue;
+            }
+        }
+        events.push(e);
+    }
+    Ok(Rewritten {
+        text: out,
+        events,
+        numbering: r.into_numbering(),
+    })
+}

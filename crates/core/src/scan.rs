@@ -1,0 +1,962 @@
+//! The streaming marker scanner: finds markers in decoded text, passes everything else through.
+//!
+//! The scanner owns a buffer of decoded text. [`Scanner::next`] consumes as much of it as can be
+//! decided now: plain text is appended to the caller's output at once; a possible marker is held
+//! as a *candidate* (the unconsumed tail of the buffer) until [`classify`] decides it. Every
+//! decision depends only on the candidate's bytes (at most `cap` of them), the end of input, and
+//! a little context from before it, so the result does not depend on how the input was cut.
+
+use crate::settings::{IdShape, RankMode, Settings, Syntax};
+
+/// One citation inside a marker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub(crate) enum Item {
+    /// A source id as written.
+    Id(String),
+    /// A rank: the n-th source shown to the model.
+    Rank(u32),
+}
+
+/// A recognised marker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub(crate) struct Marker {
+    /// The marker as written.
+    pub(crate) raw: String,
+    /// Its citations in order.
+    pub(crate) items: Vec<Item>,
+    /// Offset of its first byte in the decoded input.
+    pub(crate) input_offset: u64,
+}
+
+/// What the scanner needs from the settings, plus the registered ids.
+#[derive(Debug, Clone)]
+pub(crate) struct ScanConfig {
+    double: bool,
+    colon: bool,
+    tag: bool,
+    single: bool,
+    bare: bool,
+    rank: bool,
+    skip_code: bool,
+    cap: usize,
+    shape: IdShape,
+    /// Registered ids, sorted, for prefix checks.
+    ids: Vec<String>,
+    /// Bytes that need a look in normal text (not at line start).
+    interesting: [bool; 256],
+}
+
+impl ScanConfig {
+    pub(crate) fn new<'a>(settings: &Settings, ids: impl Iterator<Item = &'a str>) -> Self {
+        let mut ids: Vec<String> = ids.map(str::to_owned).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut c = ScanConfig {
+            double: settings.has_syntax(Syntax::DoubleBracket),
+            colon: settings.has_syntax(Syntax::CiteColon),
+            tag: settings.has_syntax(Syntax::CiteTag),
+            single: settings.has_syntax(Syntax::SingleBracket),
+            bare: settings.has_syntax(Syntax::BareId),
+            rank: settings.rank() != RankMode::Off,
+            skip_code: settings.is_skip_code(),
+            cap: settings.max_pending_bytes(),
+            shape: settings.id_shape().clone(),
+            ids,
+            interesting: [false; 256],
+        };
+        let mut set = vec![b'\n', b'\\'];
+        if c.brackets() {
+            set.push(b'[');
+        }
+        if c.colon || c.tag {
+            set.push(b'<');
+        }
+        if c.fullwidth() {
+            set.extend([0xE3, 0xEF]);
+        }
+        if c.skip_code {
+            set.push(b'`');
+        }
+        if c.bare {
+            set.push(c.shape.prefix().as_bytes()[0]);
+        }
+        for b in set {
+            c.interesting[b as usize] = true;
+        }
+        c
+    }
+
+    fn brackets(&self) -> bool {
+        self.double || self.single || self.rank
+    }
+
+    fn fullwidth(&self) -> bool {
+        self.single || self.rank
+    }
+
+    fn is_registered(&self, s: &str) -> bool {
+        self.ids.binary_search_by(|x| x.as_str().cmp(s)).is_ok()
+    }
+
+    fn is_registered_prefix(&self, s: &str) -> bool {
+        let i = self.ids.partition_point(|x| x.as_str() < s);
+        self.ids.get(i).is_some_and(|x| x.starts_with(s))
+    }
+}
+
+/// Where the scanner is in the markdown structure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+enum Mode {
+    Normal,
+    /// Inside an inline code span opened by this many backticks.
+    Code(u32),
+    /// Inside a fenced code block opened by this many of this character.
+    Fence {
+        ch: u8,
+        len: u32,
+        line: FenceLine,
+    },
+}
+
+/// Progress through a line inside a fenced block, looking for the closing fence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+enum FenceLine {
+    Start(u32),
+    Run(u32),
+    Trail,
+    Other,
+}
+
+/// A run of backticks or tildes being counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+struct Run {
+    ch: u8,
+    len: u32,
+    at_line_start: bool,
+}
+
+/// A possible marker held back, starting at `start` in the buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+struct Cand {
+    start: usize,
+    at_line_start: bool,
+    after_plain_bracket: bool,
+}
+
+/// The scanner's whole state; it serialises for snapshots.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub(crate) struct Scanner {
+    buf: String,
+    pos: usize,
+    /// Decoded-input offset of `buf[0]`.
+    base: u64,
+    cand: Option<Cand>,
+    mode: Mode,
+    run: Option<Run>,
+    /// Only whitespace since the last newline (or the start).
+    line_blank: bool,
+    indent: u32,
+    escaped: bool,
+    prev: u8,
+    prev_marker_end: bool,
+    /// How many candidates were released because they outgrew the cap.
+    pub(crate) overflows: u64,
+}
+
+impl Default for Scanner {
+    fn default() -> Self {
+        Scanner {
+            buf: String::new(),
+            pos: 0,
+            base: 0,
+            cand: None,
+            mode: Mode::Normal,
+            run: None,
+            line_blank: true,
+            indent: 0,
+            escaped: false,
+            prev: b'\n',
+            prev_marker_end: false,
+            overflows: 0,
+        }
+    }
+}
+
+/// The verdict on a candidate.
+#[derive(Debug, PartialEq, Eq)]
+enum Verdict {
+    /// Could still become a marker: wait for more input.
+    More,
+    /// Not a marker: release its first character as text and scan on.
+    No,
+    /// A marker of this many bytes.
+    Marker(usize, Vec<Item>),
+}
+
+impl Scanner {
+    /// Appends decoded text.
+    #[cfg(test)]
+    pub(crate) fn push(&mut self, s: &str) {
+        self.buf.push_str(s);
+    }
+
+    /// The buffer to decode new input onto.
+    pub(crate) fn buf_mut(&mut self) -> &mut String {
+        &mut self.buf
+    }
+
+    /// Bytes held back (a candidate) or not yet scanned.
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.buf.len() - self.cand.map_or(self.pos, |c| c.start)
+    }
+
+    /// Drops consumed text from the buffer.
+    pub(crate) fn compact(&mut self) {
+        let keep = self.cand.map_or(self.pos, |c| c.start);
+        if keep == 0 {
+            return;
+        }
+        if keep == self.buf.len() {
+            self.buf.clear();
+            if self.buf.capacity() > 4096 {
+                self.buf.shrink_to(256);
+            }
+        } else {
+            self.buf.drain(..keep);
+        }
+        self.base += keep as u64;
+        self.pos -= keep;
+        if let Some(c) = &mut self.cand {
+            c.start -= keep;
+        }
+    }
+
+    /// Scans on. Plain text goes to `out`; returns the next marker, or `None` when everything
+    /// that can be decided now is decided (with `eof`, when the input is exhausted).
+    pub(crate) fn next(&mut self, cfg: &ScanConfig, out: &mut String, eof: bool) -> Option<Marker> {
+        loop {
+            if let Some(c) = self.cand {
+                let avail = &self.buf[c.start..];
+                let mut limit = avail.len().min(cfg.cap);
+                while !avail.is_char_boundary(limit) {
+                    limit -= 1;
+                }
+                let view = &avail[..limit];
+                let view_eof = eof && limit == avail.len();
+                match classify(view, view_eof, c, cfg) {
+                    Verdict::More if limit < avail.len() || limit >= cfg.cap => {
+                        self.overflows += 1;
+                        self.release_first(c, out);
+                    }
+                    Verdict::More => return None,
+                    Verdict::No => self.release_first(c, out),
+                    Verdict::Marker(len, items) => {
+                        let raw = avail[..len].to_owned();
+                        self.cand = None;
+                        self.pos = c.start + len;
+                        self.line_blank = false;
+                        self.escaped = false;
+                        self.prev = *raw.as_bytes().last().unwrap_or(&b']');
+                        self.prev_marker_end = true;
+                        return Some(Marker {
+                            raw,
+                            items,
+                            input_offset: self.base + c.start as u64,
+                        });
+                    }
+                }
+                continue;
+            }
+            if self.pos == self.buf.len() {
+                if eof {
+                    if let Some(run) = self.run.take() {
+                        self.end_run(run);
+                    }
+                }
+                return None;
+            }
+            match self.mode {
+                Mode::Normal => self.scan_normal(cfg, out),
+                Mode::Code(n) => self.scan_code(n, out),
+                Mode::Fence { ch, len, line } => self.scan_fence(ch, len, line, out),
+            }
+        }
+    }
+
+    /// Releases the candidate's first character as text; scanning resumes right after it.
+    fn release_first(&mut self, c: Cand, out: &mut String) {
+        let ch = self.buf[c.start..].chars().next().map_or(1, char::len_utf8);
+        out.push_str(&self.buf[c.start..c.start + ch]);
+        self.pos = c.start + ch;
+        self.cand = None;
+        self.line_blank = false;
+        self.escaped = false;
+        self.prev = self.buf.as_bytes()[self.pos - 1];
+        self.prev_marker_end = false;
+    }
+
+    fn end_run(&mut self, run: Run) {
+        match self.mode {
+            Mode::Normal if run.ch == b'`' => {
+                self.mode = if run.at_line_start && run.len >= 3 {
+                    Mode::Fence {
+                        ch: b'`',
+                        len: run.len,
+                        line: FenceLine::Other,
+                    }
+                } else {
+                    Mode::Code(run.len)
+                };
+            }
+            Mode::Normal if run.at_line_start && run.len >= 3 => {
+                self.mode = Mode::Fence {
+                    ch: run.ch,
+                    len: run.len,
+                    line: FenceLine::Other,
+                };
+            }
+            Mode::Code(n) if run.len == n => self.mode = Mode::Normal,
+            _ => {}
+        }
+    }
+
+    /// Continues or ends a run at `b`. Returns true when `b` was taken into the run.
+    fn step_run(&mut self, b: u8) -> bool {
+        if let Some(run) = &mut self.run {
+            if run.ch == b {
+                run.len += 1;
+                return true;
+            }
+            let run = *run;
+            self.run = None;
+            self.end_run(run);
+        }
+        false
+    }
+
+    fn scan_normal(&mut self, cfg: &ScanConfig, out: &mut String) {
+        let buf = std::mem::take(&mut self.buf);
+        let bytes = buf.as_bytes();
+        let mut i = self.pos;
+        let text_from = i;
+        while i < bytes.len() {
+            if self.run.is_some() {
+                if self.step_run(bytes[i]) {
+                    i += 1;
+                    continue;
+                }
+                if self.mode != Mode::Normal {
+                    break;
+                }
+            }
+            if !self.line_blank {
+                let start = i;
+                while i < bytes.len() && !cfg.interesting[bytes[i] as usize] {
+                    i += 1;
+                }
+                if i > start {
+                    self.prev = bytes[i - 1];
+                    self.escaped = false;
+                    self.prev_marker_end = false;
+                }
+                if i == bytes.len() {
+                    break;
+                }
+            }
+            let b = bytes[i];
+            let at_line_start = self.line_blank && self.indent <= 3;
+            let starts = match b {
+                b'[' => cfg.brackets(),
+                b'<' => cfg.colon || cfg.tag,
+                0xE3 => cfg.fullwidth() && bytes[i..].starts_with("【".as_bytes()),
+                0xEF => cfg.fullwidth() && bytes[i..].starts_with("［".as_bytes()),
+                _ if cfg.bare && b == cfg.shape.prefix().as_bytes()[0] => {
+                    !(self.prev.is_ascii_alphanumeric() || self.prev == b'_')
+                }
+                _ => false,
+            };
+            if starts && !self.escaped {
+                self.cand = Some(Cand {
+                    start: i,
+                    at_line_start,
+                    after_plain_bracket: self.prev == b']' && !self.prev_marker_end,
+                });
+                break;
+            }
+            let len = utf8_len(b);
+            match b {
+                b'\n' => {
+                    self.line_blank = true;
+                    self.indent = 0;
+                }
+                b' ' | b'\r' if self.line_blank => self.indent += 1,
+                b'\t' if self.line_blank => self.indent += 4,
+                b'`' if cfg.skip_code => {
+                    self.run = Some(Run {
+                        ch: b,
+                        len: 1,
+                        at_line_start,
+                    });
+                    self.line_blank = false;
+                }
+                b'~' if cfg.skip_code && at_line_start => {
+                    self.run = Some(Run {
+                        ch: b,
+                        len: 1,
+                        at_line_start,
+                    });
+                    self.line_blank = false;
+                }
+                _ => self.line_blank = false,
+            }
+            self.escaped = b == b'\\' && !self.escaped;
+            self.prev = bytes[i + len - 1];
+            self.prev_marker_end = false;
+            i += len;
+        }
+        out.push_str(&buf[text_from..i]);
+        self.pos = i;
+        self.buf = buf;
+    }
+
+    fn scan_code(&mut self, n: u32, out: &mut String) {
+        let buf = std::mem::take(&mut self.buf);
+        let bytes = buf.as_bytes();
+        let mut i = self.pos;
+        while i < bytes.len() {
+            let b = bytes[i];
+            if self.run.is_some() {
+                if self.step_run(b) {
+                    i += 1;
+                    continue;
+                }
+                if self.mode != Mode::Code(n) {
+                    break;
+                }
+            }
+            match b {
+                b'`' => {
+                    self.run = Some(Run {
+                        ch: b,
+                        len: 1,
+                        at_line_start: false,
+                    });
+                    self.line_blank = false;
+                }
+                b'\n' if self.line_blank => {
+                    // A blank line ends the paragraph, and with it an unclosed code span.
+                    self.mode = Mode::Normal;
+                    self.indent = 0;
+                    i += 1;
+                    break;
+                }
+                b'\n' => {
+                    self.line_blank = true;
+                }
+                b' ' | b'\t' | b'\r' => {}
+                _ => {
+                    self.line_blank = false;
+                    match memchr::memchr2(b'`', b'\n', &bytes[i..]) {
+                        Some(k) => {
+                            i += k;
+                            continue;
+                        }
+                        None => {
+                            i = bytes.len();
+                            break;
+                        }
+                    }
+                }
+            }
+            i += 1;
+        }
+        self.buf = buf;
+        self.finish_opaque(i, out);
+    }
+
+    fn scan_fence(&mut self, ch: u8, len: u32, mut line: FenceLine, out: &mut String) {
+        let bytes = self.buf.as_bytes();
+        let mut i = self.pos;
+        while i < bytes.len() {
+            let b = bytes[i];
+            if b == b'\n' {
+                if matches!(line, FenceLine::Run(k) if k >= len) || line == FenceLine::Trail {
+                    self.mode = Mode::Normal;
+                    self.line_blank = true;
+                    self.indent = 0;
+                    i += 1;
+                    self.finish_opaque(i, out);
+                    return;
+                }
+                line = FenceLine::Start(0);
+                i += 1;
+                continue;
+            }
+            line = match line {
+                FenceLine::Start(k) if b == b' ' && k < 3 => FenceLine::Start(k + 1),
+                FenceLine::Start(_) if b == ch => FenceLine::Run(1),
+                FenceLine::Run(k) if b == ch => FenceLine::Run(k + 1),
+                FenceLine::Run(k) if k >= len && matches!(b, b' ' | b'\t' | b'\r') => {
+                    FenceLine::Trail
+                }
+                FenceLine::Trail if matches!(b, b' ' | b'\t' | b'\r') => FenceLine::Trail,
+                _ => FenceLine::Other,
+            };
+            if line == FenceLine::Other {
+                match memchr::memchr(b'\n', &bytes[i..]) {
+                    Some(k) => i += k,
+                    None => i = bytes.len(),
+                }
+            } else {
+                i += 1;
+            }
+        }
+        self.mode = Mode::Fence { ch, len, line };
+        self.finish_opaque(i, out);
+    }
+
+    /// Passes code text through up to `i`.
+    fn finish_opaque(&mut self, i: usize, out: &mut String) {
+        if i > self.pos {
+            out.push_str(&self.buf[self.pos..i]);
+            self.prev = self.buf.as_bytes()[i - 1];
+            self.escaped = false;
+            self.prev_marker_end = false;
+        }
+        self.pos = i;
+    }
+}
+
+fn utf8_len(b: u8) -> usize {
+    match b {
+        0..=0x7F => 1,
+        0xC0..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        _ => 4,
+    }
+}
+
+/// Decides a candidate from its first bytes.
+///
+/// Contract: the verdict on a prefix that is not [`Verdict::More`] holds for every extension of
+/// it, and with `eof` the verdict is never `More`.
+fn classify(view: &str, eof: bool, c: Cand, cfg: &ScanConfig) -> Verdict {
+    let more = if eof { Verdict::No } else { Verdict::More };
+    let bytes = view.as_bytes();
+    match bytes[0] {
+        b'[' => match bytes.get(1) {
+            None => more,
+            Some(b'[') => classify_double(view, eof, cfg),
+            Some(_) if cfg.single || cfg.rank => classify_single(view, eof, c, cfg),
+            Some(_) => Verdict::No,
+        },
+        b'<' => classify_cite(view, eof, cfg),
+        0xE3 => classify_fullwidth(view, "】", eof, cfg),
+        0xEF => classify_fullwidth(view, "］", eof, cfg),
+        _ => classify_bare(view, eof, cfg),
+    }
+}
+
+/// `[[…]]`: explicit, so any content is a marker; only the brackets must be right.
+fn classify_double(view: &str, eof: bool, cfg: &ScanConfig) -> Verdict {
+    let more = if eof { Verdict::No } else { Verdict::More };
+    let content = &view[2..];
+    let Some(end) = content.find(|ch: char| !is_explicit_char(ch)) else {
+        return more;
+    };
+    if content.as_bytes()[end] != b']' {
+        return Verdict::No;
+    }
+    match content.as_bytes().get(end + 1) {
+        None => return more,
+        Some(b']') => {}
+        Some(_) => return Verdict::No,
+    }
+    let items = explicit_items(&content[..end], cfg);
+    let all_ranks = items.iter().all(|i| matches!(i, Item::Rank(_)));
+    if items.is_empty() || (!cfg.double && !all_ranks) {
+        return Verdict::No;
+    }
+    Verdict::Marker(2 + end + 2, items)
+}
+
+fn is_explicit_char(ch: char) -> bool {
+    !matches!(ch, '[' | ']' | '<' | '>' | '`' | '\n' | '\r')
+}
+
+/// Items of an explicit marker: comma-separated, trimmed, empty ones skipped.
+fn explicit_items(content: &str, cfg: &ScanConfig) -> Vec<Item> {
+    content
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| match rank_value(s) {
+            Some(n) if cfg.rank && !cfg.is_registered(s) => Item::Rank(n),
+            _ => Item::Id(s.to_owned()),
+        })
+        .collect()
+}
+
+/// The value of 1 to 4 ASCII or full-width digits.
+fn rank_value(s: &str) -> Option<u32> {
+    let mut n = 0u32;
+    let mut count = 0;
+    for ch in s.chars() {
+        let d = match ch {
+            '0'..='9' => ch as u32 - '0' as u32,
+            '０'..='９' => ch as u32 - '０' as u32,
+            _ => return None,
+        };
+        n = n * 10 + d;
+        count += 1;
+        if count > 4 {
+            return None;
+        }
+    }
+    (count > 0).then_some(n)
+}
+
+/// How far an item of an ambiguous marker is from being valid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ItemCheck {
+    Invalid,
+    Prefix,
+    Valid,
+}
+
+fn check_item(s: &str, cfg: &ScanConfig) -> ItemCheck {
+    if cfg.rank && rank_value(s).is_some() {
+        return ItemCheck::Valid;
+    }
+    if cfg.single {
+        if cfg.shape.matches(s) || cfg.is_registered(s) {
+            return ItemCheck::Valid;
+        }
+        if cfg.shape.is_prefix(s) || cfg.is_registered_prefix(s) {
+            return ItemCheck::Prefix;
+        }
+    }
+    ItemCheck::Invalid
+}
+
+/// Checks the content of an ambiguous group such as `source_1, source_3` or `2、5`: items
+/// separated by `,`, `、` or `，`, spaces allowed only after a separator. `complete` says the
+/// closing bracket follows. `Ok(None)`: could still become valid; `Ok(Some)`: valid.
+fn check_group(content: &str, complete: bool, cfg: &ScanConfig) -> Result<Option<Vec<Item>>, ()> {
+    let mut items = Vec::new();
+    let mut src = content;
+    loop {
+        let sep = src.find([',', '、', '，']);
+        let item = &src[..sep.unwrap_or(src.len())];
+        let check = if item.is_empty() {
+            ItemCheck::Invalid
+        } else {
+            check_item(item, cfg)
+        };
+        if sep.is_none() && !complete {
+            return match check {
+                ItemCheck::Invalid if !item.is_empty() => Err(()),
+                _ => Ok(None),
+            };
+        }
+        if check != ItemCheck::Valid {
+            return Err(());
+        }
+        items.push(match rank_value(item) {
+            Some(n) if cfg.rank && !cfg.is_registered(item) => Item::Rank(n),
+            _ => Item::Id(item.to_owned()),
+        });
+        match sep {
+            None => return Ok(Some(items)),
+            Some(i) => {
+                let sep_len = src[i..].chars().next().map_or(1, char::len_utf8);
+                src = src[i + sep_len..].trim_start_matches(' ');
+            }
+        }
+    }
+}
+
+/// `[source_3]`, `[2, 5]`: ambiguous; not a link `[x](…)`, a definition `[x]: …` at line start,
+/// nor the label of a reference link `[text][x]`.
+fn classify_single(view: &str, eof: bool, c: Cand, cfg: &ScanConfig) -> Verdict {
+    let more = if eof { Verdict::No } else { Verdict::More };
+    let content = &view[1..];
+    let close = content.find([']', '\n']);
+    let Some(end) = close.filter(|&e| content.as_bytes()[e] == b']') else {
+        if close.is_some() {
+            return Verdict::No;
+        }
+        return match check_group(content, false, cfg) {
+            Ok(_) => more,
+            Err(()) => Verdict::No,
+        };
+    };
+    let items = match check_group(&content[..end], true, cfg) {
+        Ok(Some(items)) => items,
+        _ => return Verdict::No,
+    };
+    if c.after_plain_bracket {
+        return Verdict::No;
+    }
+    let len = 1 + end + 1;
+    match view.as_bytes().get(len) {
+        None if eof => Verdict::Marker(len, items),
+        None => Verdict::More,
+        Some(b'(') => Verdict::No,
+        Some(b':') if c.at_line_start => Verdict::No,
+        Some(_) => Verdict::Marker(len, items),
+    }
+}
+
+/// `【2】`, `［2］`, `【source_3】`.
+fn classify_fullwidth(view: &str, close: &str, eof: bool, cfg: &ScanConfig) -> Verdict {
+    let more = if eof { Verdict::No } else { Verdict::More };
+    let content = &view[3..];
+    match content.find(close) {
+        Some(end) => match check_group(&content[..end], true, cfg) {
+            Ok(Some(items)) => Verdict::Marker(3 + end + close.len(), items),
+            _ => Verdict::No,
+        },
+        None => match check_group(content, false, cfg) {
+            Ok(_) => more,
+            Err(()) => Verdict::No,
+        },
+    }
+}
+
+/// `<cite:ID>`, `<cite id="ID"/>`, `<cite id="ID"></cite>`: explicit.
+fn classify_cite(view: &str, eof: bool, cfg: &ScanConfig) -> Verdict {
+    let more = if eof { Verdict::No } else { Verdict::More };
+    const OPEN: &str = "<cite";
+    if view.len() < OPEN.len() {
+        return if OPEN.starts_with(view) {
+            more
+        } else {
+            Verdict::No
+        };
+    }
+    if !view.starts_with(OPEN) {
+        return Verdict::No;
+    }
+    let rest = &view[OPEN.len()..];
+    match rest.as_bytes().first() {
+        None => more,
+        Some(b':') if cfg.colon => {
+            let content = &rest[1..];
+            let Some(end) = content.find(|ch: char| !is_explicit_char(ch)) else {
+                return more;
+            };
+            if content.as_bytes()[end] != b'>' {
+                return Verdict::No;
+            }
+            let items = explicit_items(&content[..end], cfg);
+            if items.is_empty() {
+                return Verdict::No;
+            }
+            Verdict::Marker(OPEN.len() + 1 + end + 1, items)
+        }
+        Some(b' ' | b'\t') if cfg.tag => classify_cite_tag(view, rest, eof, cfg),
+        Some(_) => Verdict::No,
+    }
+}
+
+fn classify_cite_tag(view: &str, rest: &str, eof: bool, cfg: &ScanConfig) -> Verdict {
+    let more = if eof { Verdict::No } else { Verdict::More };
+    let mut p = Cursor { s: rest, i: 0 };
+    p.skip_ws();
+    for want in [b'i', b'd'] {
+        match p.peek() {
+            None => return more,
+            Some(b) if b == want => p.i += 1,
+            Some(_) => return Verdict::No,
+        }
+    }
+    p.skip_ws();
+    match p.peek() {
+        None => return more,
+        Some(b'=') => p.i += 1,
+        Some(_) => return Verdict::No,
+    }
+    p.skip_ws();
+    let quote = match p.peek() {
+        None => return more,
+        Some(q @ (b'"' | b'\'')) => q,
+        Some(_) => return Verdict::No,
+    };
+    p.i += 1;
+    let value_start = p.i;
+    let value = &p.s[value_start..];
+    let Some(end) = value.find(|ch: char| ch == quote as char || !is_explicit_char(ch)) else {
+        return more;
+    };
+    if value.as_bytes()[end] != quote {
+        return Verdict::No;
+    }
+    let items = explicit_items(&value[..end], cfg);
+    if items.is_empty() {
+        return Verdict::No;
+    }
+    p.i = value_start + end + 1;
+    p.skip_ws();
+    let tail = &p.s[p.i..];
+    for close in ["/>", "></cite>"] {
+        if tail.len() >= close.len() {
+            if tail.starts_with(close) {
+                let len = view.len() - rest.len() + p.i + close.len();
+                return Verdict::Marker(len, items);
+            }
+        } else if close.starts_with(tail) {
+            return more;
+        }
+    }
+    Verdict::No
+}
+
+struct Cursor<'a> {
+    s: &'a str,
+    i: usize,
+}
+
+impl Cursor<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.s.as_bytes().get(self.i).copied()
+    }
+
+    fn skip_ws(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t')) {
+            self.i += 1;
+        }
+    }
+}
+
+/// A bare id between word boundaries.
+fn classify_bare(view: &str, eof: bool, cfg: &ScanConfig) -> Verdict {
+    let end = view
+        .char_indices()
+        .find(|&(i, ch)| !cfg.shape.is_prefix(&view[..i + ch.len_utf8()]))
+        .map(|(i, _)| i);
+    match end {
+        None if !eof => Verdict::More,
+        None if cfg.shape.matches(view) => {
+            Verdict::Marker(view.len(), vec![Item::Id(view.to_owned())])
+        }
+        None => Verdict::No,
+        Some(e) => {
+            let next = view.as_bytes()[e];
+            if cfg.shape.matches(&view[..e]) && !(next.is_ascii_alphanumeric() || next == b'_') {
+                Verdict::Marker(e, vec![Item::Id(view[..e].to_owned())])
+            } else {
+                Verdict::No
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scan_all(text: &str, settings: &Settings, ids: &[&str]) -> (String, Vec<String>) {
+        let cfg = ScanConfig::new(settings, ids.iter().copied());
+        let mut s = Scanner::default();
+        s.push(text);
+        let mut out = String::new();
+        let mut markers = Vec::new();
+        while let Some(m) = s.next(&cfg, &mut out, true) {
+            out.push('#');
+            markers.push(m.raw);
+        }
+        (out, markers)
+    }
+
+    #[test]
+    fn finds_every_default_syntax() {
+        let s = Settings::default();
+        let (out, m) = scan_all(
+            "a [[source_1]] b <cite:source_2> c <cite id=\"source_3\"/> d [source_4] e",
+            &s,
+            &[],
+        );
+        assert_eq!(out, "a # b # c # d # e");
+        assert_eq!(m.len(), 4);
+    }
+
+    #[test]
+    fn links_and_definitions_are_not_markers() {
+        let s = Settings::default();
+        for t in [
+            "[source_1](http://x)",
+            "[source_1]: http://x",
+            "see [doc][source_1]",
+            "\\[source_1]",
+            "`[source_1]`",
+            "```\n[source_1]\n```",
+            "[x]",
+            "[ source_1]",
+            "[source_1 ]",
+        ] {
+            let (out, m) = scan_all(t, &s, &[]);
+            assert!(m.is_empty(), "{t:?} gave {m:?}");
+            assert_eq!(out, t);
+        }
+    }
+
+    #[test]
+    fn adjacent_markers_both_count() {
+        let (out, m) = scan_all("x [source_1][source_3].", &Settings::default(), &[]);
+        assert_eq!(out, "x ##.");
+        assert_eq!(m, ["[source_1]", "[source_3]"]);
+    }
+
+    #[test]
+    fn ranks_need_rank_mode() {
+        let t = "a [2] b 【1】 c ［3］ d [2, 5] e 【1904年】";
+        let (_, m) = scan_all(t, &Settings::default(), &[]);
+        assert!(m.is_empty());
+        let s = Settings::default().with_rank(RankMode::Renumber);
+        let (out, m) = scan_all(t, &s, &[]);
+        assert_eq!(out, "a # b # c # d # e 【1904年】");
+        assert_eq!(m.len(), 4);
+    }
+
+    #[test]
+    fn fence_closes_only_on_a_fence_line() {
+        let t = "```\na [source_1] ``` b\n```\n[source_2]";
+        let (out, m) = scan_all(t, &Settings::default(), &[]);
+        assert_eq!(m, ["[source_2]"]);
+        assert_eq!(out, "```\na [source_1] ``` b\n```\n#");
+    }
+
+    #[test]
+    fn unclosed_code_span_ends_at_blank_line() {
+        let t = "a `b [source_1]\n\n[source_2]";
+        let (_, m) = scan_all(t, &Settings::default(), &[]);
+        assert_eq!(m, ["[source_2]"]);
+    }
+
+    #[test]
+    fn registered_ids_of_any_shape_count() {
+        let (_, m) = scan_all("x [doc-a#3] y", &Settings::default(), &["doc-a#3"]);
+        assert_eq!(m, ["[doc-a#3]"]);
+    }
+
+    #[test]
+    fn bare_ids_need_word_boundaries() {
+        let s = Settings::default().with_syntaxes(&[Syntax::BareId]);
+        let (out, m) = scan_all(
+            "as source_3 said, xsource_4 and source_5x; source_6",
+            &s,
+            &[],
+        );
+        assert_eq!(m, ["source_3", "source_6"]);
+        assert_eq!(out, "as # said, xsource_4 and source_5x; #");
+    }
+}

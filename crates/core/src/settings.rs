@@ -1,0 +1,493 @@
+//! Settings of a [`Rewriter`](crate::Rewriter): which markers to recognise and how to render them.
+
+use crate::error::SettingsError;
+use crate::style::Style;
+
+/// A marker syntax the scanner recognises.
+///
+/// Explicit syntaxes ([`Syntax::DoubleBracket`], [`Syntax::CiteColon`], [`Syntax::CiteTag`]) are
+/// always markers, whatever their content. Ambiguous ones ([`Syntax::SingleBracket`],
+/// [`Syntax::BareId`]) are markers only when every id in them has the configured [`IdShape`] or
+/// is a registered source id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
+pub enum Syntax {
+    /// `[[source_3]]`, `[[source_1, source_3]]`.
+    DoubleBracket,
+    /// `<cite:source_7>`.
+    CiteColon,
+    /// `<cite id="source_7"/>` (also `<cite id='…' />` and `<cite id="…"></cite>`).
+    CiteTag,
+    /// `[source_3]`, `[source_1, source_3]`, `【source_3】`, `［source_3］`.
+    SingleBracket,
+    /// A bare id such as `source_3` between word boundaries. Off by default.
+    BareId,
+}
+
+impl Syntax {
+    /// Every syntax, in a stable order.
+    pub const ALL: [Syntax; 5] = [
+        Syntax::DoubleBracket,
+        Syntax::CiteColon,
+        Syntax::CiteTag,
+        Syntax::SingleBracket,
+        Syntax::BareId,
+    ];
+
+    /// The syntaxes on by default: all but [`Syntax::BareId`].
+    pub const DEFAULT: [Syntax; 4] = [
+        Syntax::DoubleBracket,
+        Syntax::CiteColon,
+        Syntax::CiteTag,
+        Syntax::SingleBracket,
+    ];
+
+    /// The stable snake_case name (`double_bracket`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Syntax::DoubleBracket => "double_bracket",
+            Syntax::CiteColon => "cite_colon",
+            Syntax::CiteTag => "cite_tag",
+            Syntax::SingleBracket => "single_bracket",
+            Syntax::BareId => "bare_id",
+        }
+    }
+
+    /// Parses a name given by [`Syntax::name`].
+    ///
+    /// # Errors
+    /// [`SettingsError::UnknownName`] for any other name.
+    pub fn from_name(name: &str) -> Result<Self, SettingsError> {
+        Syntax::ALL
+            .into_iter()
+            .find(|s| s.name() == name)
+            .ok_or_else(|| SettingsError::UnknownName {
+                what: "syntax",
+                value: name.to_owned(),
+            })
+    }
+
+    pub(crate) fn bit(self) -> u8 {
+        match self {
+            Syntax::DoubleBracket => 1,
+            Syntax::CiteColon => 2,
+            Syntax::CiteTag => 4,
+            Syntax::SingleBracket => 8,
+            Syntax::BareId => 16,
+        }
+    }
+}
+
+/// What the body of an id looks like after its prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
+pub enum IdBody {
+    /// One or more ASCII digits.
+    Digits,
+    /// One or more ASCII letters, digits, `_` or `-`.
+    Word,
+}
+
+/// The shape an ambiguous marker's content must have to count as an id: a literal prefix
+/// followed by a body.
+///
+/// ### Default
+/// `source_` followed by digits (`source_3`, `source_12`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct IdShape {
+    prefix: String,
+    body: IdBody,
+}
+
+impl Default for IdShape {
+    fn default() -> Self {
+        IdShape {
+            prefix: "source_".to_owned(),
+            body: IdBody::Digits,
+        }
+    }
+}
+
+impl IdShape {
+    /// A shape with this prefix and body.
+    ///
+    /// # Errors
+    /// [`SettingsError::InvalidIdPrefix`] when the prefix is empty or holds a character that
+    /// cannot stand in a marker (whitespace, brackets, `<`, `>`, `,`, backtick, quotes).
+    pub fn new(prefix: impl Into<String>, body: IdBody) -> Result<Self, SettingsError> {
+        let prefix = prefix.into();
+        let bad = prefix.chars().find(|c| {
+            c.is_whitespace() || matches!(c, '[' | ']' | '<' | '>' | ',' | '`' | '"' | '\'')
+        });
+        if prefix.is_empty() || bad.is_some() {
+            return Err(SettingsError::InvalidIdPrefix { prefix });
+        }
+        Ok(IdShape { prefix, body })
+    }
+
+    /// The literal prefix.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The body after the prefix.
+    pub fn body(&self) -> IdBody {
+        self.body
+    }
+
+    /// Parses `prefix<digits>` or `prefix<word>`, the form the CLI and the server accept.
+    ///
+    /// # Errors
+    /// [`SettingsError::InvalidIdPattern`] for anything else.
+    pub fn parse(pattern: &str) -> Result<Self, SettingsError> {
+        let (prefix, body) = if let Some(p) = pattern.strip_suffix("<digits>") {
+            (p, IdBody::Digits)
+        } else if let Some(p) = pattern.strip_suffix("<word>") {
+            (p, IdBody::Word)
+        } else {
+            return Err(SettingsError::InvalidIdPattern {
+                pattern: pattern.to_owned(),
+            });
+        };
+        IdShape::new(prefix, body)
+    }
+
+    pub(crate) fn body_byte(&self, b: u8) -> bool {
+        match self.body {
+            IdBody::Digits => b.is_ascii_digit(),
+            IdBody::Word => b.is_ascii_alphanumeric() || b == b'_' || b == b'-',
+        }
+    }
+
+    /// Whether `s` is a whole id of this shape.
+    pub fn matches(&self, s: &str) -> bool {
+        match s.strip_prefix(self.prefix.as_str()) {
+            Some(rest) => !rest.is_empty() && rest.bytes().all(|b| self.body_byte(b)),
+            None => false,
+        }
+    }
+
+    /// Whether `s` could still grow into an id of this shape.
+    pub(crate) fn is_prefix(&self, s: &str) -> bool {
+        if s.len() <= self.prefix.len() {
+            self.prefix.as_bytes().starts_with(s.as_bytes())
+        } else {
+            s.starts_with(self.prefix.as_str())
+                && s.as_bytes()[self.prefix.len()..]
+                    .iter()
+                    .all(|&b| self.body_byte(b))
+        }
+    }
+}
+
+/// What happens to a marker whose id is unknown or whose rank is out of range.
+///
+/// Whatever the policy, the marker never uses up a number and is reported in an
+/// [`Event::Unresolved`](crate::Event::Unresolved).
+///
+/// ### Default
+/// [`UnknownPolicy::Mark`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
+pub enum UnknownPolicy {
+    /// Render `[?]` (in the chosen style's brackets).
+    #[default]
+    Mark,
+    /// Render nothing.
+    Drop,
+    /// Keep the marker as the model wrote it.
+    Keep,
+}
+
+impl UnknownPolicy {
+    /// Parses `mark`, `drop` or `keep`.
+    ///
+    /// # Errors
+    /// [`SettingsError::UnknownName`] for any other name.
+    pub fn from_name(name: &str) -> Result<Self, SettingsError> {
+        match name {
+            "mark" => Ok(UnknownPolicy::Mark),
+            "drop" => Ok(UnknownPolicy::Drop),
+            "keep" => Ok(UnknownPolicy::Keep),
+            _ => Err(SettingsError::UnknownName {
+                what: "unknown policy",
+                value: name.to_owned(),
+            }),
+        }
+    }
+}
+
+/// Whether numbers in markers (`[2]`, `【2】`) refer to the n-th source as the model was shown
+/// them, and how they are displayed.
+///
+/// ### Default
+/// [`RankMode::Off`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
+pub enum RankMode {
+    /// Numbers are not citations (`[2]` passes through).
+    #[default]
+    Off,
+    /// Ranks are citations, renumbered by first appearance like ids.
+    Renumber,
+    /// Ranks are citations and keep the model's number (validated against the source count).
+    Keep,
+}
+
+impl RankMode {
+    /// Parses `off`, `renumber` or `keep`.
+    ///
+    /// # Errors
+    /// [`SettingsError::UnknownName`] for any other name.
+    pub fn from_name(name: &str) -> Result<Self, SettingsError> {
+        match name {
+            "off" => Ok(RankMode::Off),
+            "renumber" => Ok(RankMode::Renumber),
+            "keep" => Ok(RankMode::Keep),
+            _ => Err(SettingsError::UnknownName {
+                what: "rank mode",
+                value: name.to_owned(),
+            }),
+        }
+    }
+}
+
+/// What to do with bytes that are not valid UTF-8.
+///
+/// ### Default
+/// [`InvalidUtf8::Replace`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
+pub enum InvalidUtf8 {
+    /// Replace each maximal invalid sequence with U+FFFD, as `String::from_utf8_lossy` does.
+    #[default]
+    Replace,
+    /// Fail with [`RewriteError::InvalidUtf8`](crate::RewriteError::InvalidUtf8).
+    Error,
+}
+
+/// Where numbers come from.
+///
+/// ### Default
+/// [`NumberSource::Local`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
+pub enum NumberSource {
+    /// The rewriter's own [`Numbering`](crate::Numbering) hands out the next number.
+    #[default]
+    Local,
+    /// A shared store hands out numbers: the rewriter yields
+    /// [`Event::NumberNeeded`](crate::Event::NumberNeeded) and waits for
+    /// [`Rewriter::provide_number`](crate::Rewriter::provide_number).
+    External,
+}
+
+/// The smallest hold-back cap [`Settings::with_max_pending_bytes`] accepts.
+pub const MIN_PENDING_BYTES: usize = 16;
+
+/// Everything that decides how a stream is rewritten. Fields are private; build with
+/// [`Settings::default`] and the consuming `with_*` setters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default))]
+pub struct Settings {
+    syntaxes: u8,
+    id_shape: IdShape,
+    rank: RankMode,
+    unknown: UnknownPolicy,
+    style: Style,
+    max_pending_bytes: usize,
+    invalid_utf8: InvalidUtf8,
+    number_source: NumberSource,
+    dedupe: bool,
+    skip_code: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            syntaxes: Syntax::DEFAULT.iter().fold(0, |acc, s| acc | s.bit()),
+            id_shape: IdShape::default(),
+            rank: RankMode::Off,
+            unknown: UnknownPolicy::Mark,
+            style: Style::default(),
+            max_pending_bytes: 64,
+            invalid_utf8: InvalidUtf8::Replace,
+            number_source: NumberSource::Local,
+            dedupe: true,
+            skip_code: true,
+        }
+    }
+}
+
+impl Settings {
+    /// Recognise exactly these syntaxes.
+    ///
+    /// ### Default
+    /// [`Syntax::DEFAULT`]: all but bare ids.
+    pub fn with_syntaxes(mut self, syntaxes: &[Syntax]) -> Self {
+        self.syntaxes = syntaxes.iter().fold(0, |acc, s| acc | s.bit());
+        self
+    }
+
+    /// The shape of ids in ambiguous markers.
+    ///
+    /// ### Default
+    /// [`IdShape::default`]: `source_<digits>`.
+    pub fn with_id_shape(mut self, shape: IdShape) -> Self {
+        self.id_shape = shape;
+        self
+    }
+
+    /// Whether bare numbers are ranks, and how they show.
+    ///
+    /// ### Default
+    /// [`RankMode::Off`].
+    pub fn with_rank(mut self, rank: RankMode) -> Self {
+        self.rank = rank;
+        self
+    }
+
+    /// The policy for unknown ids and out-of-range ranks.
+    ///
+    /// ### Default
+    /// [`UnknownPolicy::Mark`].
+    pub fn with_unknown(mut self, unknown: UnknownPolicy) -> Self {
+        self.unknown = unknown;
+        self
+    }
+
+    /// How numbers are rendered in the text.
+    ///
+    /// ### Default
+    /// [`Style::Brackets`]: `[1]`.
+    pub fn with_style(mut self, style: Style) -> Self {
+        self.style = style;
+        self
+    }
+
+    /// The hold-back cap: a possible marker longer than this many bytes is released as text.
+    ///
+    /// ### Default
+    /// 64 bytes.
+    ///
+    /// # Errors
+    /// [`SettingsError::PendingCapTooSmall`] below [`MIN_PENDING_BYTES`].
+    pub fn with_max_pending_bytes(mut self, bytes: usize) -> Result<Self, SettingsError> {
+        if bytes < MIN_PENDING_BYTES {
+            return Err(SettingsError::PendingCapTooSmall {
+                bytes,
+                min: MIN_PENDING_BYTES,
+            });
+        }
+        self.max_pending_bytes = bytes;
+        Ok(self)
+    }
+
+    /// What to do with invalid UTF-8.
+    ///
+    /// ### Default
+    /// [`InvalidUtf8::Replace`].
+    pub fn with_invalid_utf8(mut self, policy: InvalidUtf8) -> Self {
+        self.invalid_utf8 = policy;
+        self
+    }
+
+    /// Where numbers come from.
+    ///
+    /// ### Default
+    /// [`NumberSource::Local`].
+    pub fn with_number_source(mut self, source: NumberSource) -> Self {
+        self.number_source = source;
+        self
+    }
+
+    /// Whether two ids naming the same document (same canonical key) share one number.
+    ///
+    /// ### Default
+    /// `true`.
+    pub fn with_dedupe(mut self, dedupe: bool) -> Self {
+        self.dedupe = dedupe;
+        self
+    }
+
+    /// Whether markers inside fenced code blocks and inline code spans are left as they are.
+    ///
+    /// ### Default
+    /// `true`.
+    pub fn with_skip_code(mut self, skip: bool) -> Self {
+        self.skip_code = skip;
+        self
+    }
+
+    /// Whether `syntax` is recognised.
+    pub fn has_syntax(&self, syntax: Syntax) -> bool {
+        self.syntaxes & syntax.bit() != 0
+    }
+
+    /// The recognised syntaxes.
+    pub fn syntaxes(&self) -> Vec<Syntax> {
+        Syntax::ALL
+            .into_iter()
+            .filter(|s| self.has_syntax(*s))
+            .collect()
+    }
+
+    /// The id shape.
+    pub fn id_shape(&self) -> &IdShape {
+        &self.id_shape
+    }
+
+    /// The rank mode.
+    pub fn rank(&self) -> RankMode {
+        self.rank
+    }
+
+    /// The unknown-id policy.
+    pub fn unknown(&self) -> UnknownPolicy {
+        self.unknown
+    }
+
+    /// The number style.
+    pub fn style(&self) -> &Style {
+        &self.style
+    }
+
+    /// The hold-back cap in bytes.
+    pub fn max_pending_bytes(&self) -> usize {
+        self.max_pending_bytes
+    }
+
+    /// The invalid UTF-8 policy.
+    pub fn invalid_utf8(&self) -> InvalidUtf8 {
+        self.invalid_utf8
+    }
+
+    /// Where numbers come from.
+    pub fn number_source(&self) -> NumberSource {
+        self.number_source
+    }
+
+    /// Whether canonical keys merge sources.
+    pub fn is_dedupe(&self) -> bool {
+        self.dedupe
+    }
+
+    /// Whether code is skipped.
+    pub fn is_skip_code(&self) -> bool {
+        self.skip_code
+    }
+}
