@@ -1,0 +1,174 @@
+//! Errors and warnings.
+
+use std::fmt;
+
+/// Why [`Book::open`](crate::Book::open) failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// The input is not a readable zip archive.
+    #[error("not a zip archive: {reason}")]
+    NotZip {
+        /// What the zip reader reported.
+        reason: String,
+    },
+    /// The archive has no `META-INF/container.xml`.
+    #[error("not an epub: META-INF/container.xml is missing")]
+    MissingContainer,
+    /// The `mimetype` entry names another format.
+    #[error("not an epub: mimetype is {found:?}, expected \"application/epub+zip\"")]
+    WrongMimetype {
+        /// The content of the `mimetype` entry.
+        found: String,
+    },
+    /// `META-INF/container.xml` cannot be read or names no package.
+    #[error("broken META-INF/container.xml: {reason}")]
+    BrokenContainer {
+        /// What is wrong.
+        reason: String,
+    },
+    /// The package document named by the container is not in the archive.
+    #[error("package document {path:?} is missing")]
+    MissingPackage {
+        /// Path of the package document inside the archive.
+        path: String,
+    },
+    /// The package document is not well-formed or lacks required parts.
+    #[error("broken package document {path:?}: {reason}")]
+    BrokenPackage {
+        /// Path of the package document inside the archive.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Content needed for reading is encrypted (DRM).
+    #[error("{path:?} is encrypted (DRM) with {algorithm:?}; encrypted books cannot be read")]
+    Encrypted {
+        /// Path of the first encrypted document.
+        path: String,
+        /// The encryption algorithm URI, or a description.
+        algorithm: String,
+    },
+    /// The archive has more entries than [`Limits::max_entries`](crate::Limits::max_entries).
+    #[error("archive has {entries} entries, more than the limit of {limit}")]
+    TooManyEntries {
+        /// Number of entries in the archive.
+        entries: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// One entry decompresses to more than [`Limits::max_entry_bytes`](crate::Limits::max_entry_bytes).
+    #[error("entry {path:?} decompresses to more than {limit} bytes (at least {bytes})")]
+    EntryTooLarge {
+        /// The entry.
+        path: String,
+        /// Size seen (declared, or read so far).
+        bytes: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// The archive decompresses to more than [`Limits::max_total_uncompressed_bytes`](crate::Limits::max_total_uncompressed_bytes).
+    #[error("archive decompresses to more than {limit} bytes (at least {bytes})")]
+    TotalTooLarge {
+        /// Size seen (declared, or read so far).
+        bytes: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// One entry compresses better than [`Limits::max_compression_ratio`](crate::Limits::max_compression_ratio) allows.
+    #[error("entry {path:?} has compression ratio {ratio}, more than the limit of {limit} (zip bomb?)")]
+    CompressionRatio {
+        /// The entry.
+        path: String,
+        /// Decompressed size divided by compressed size.
+        ratio: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// An entry could not be decompressed.
+    #[error("cannot read entry {path:?}: {reason}")]
+    Entry {
+        /// The entry.
+        path: String,
+        /// What the zip reader reported.
+        reason: String,
+    },
+}
+
+/// Something wrong in a book that was read anyway.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Warning {
+    /// Path inside the archive of the file concerned.
+    pub path: String,
+    /// What is wrong, in lowercase.
+    pub message: String,
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}
+
+/// Why [`Book::resolve`](crate::Book::resolve) could not find a CFI's target.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ResolveError {
+    /// The first step does not select the package's `<spine>`.
+    #[error("cfi {cfi} does not start at the spine: step /{step} is not /{spine_step}")]
+    NotSpine {
+        /// The CFI.
+        cfi: String,
+        /// The first step's index.
+        step: u32,
+        /// The spine's step index in this package.
+        spine_step: u32,
+    },
+    /// A step points past the children that exist.
+    #[error("cfi {cfi}: step {depth} (/{step}) has no target")]
+    StepOutOfRange {
+        /// The CFI.
+        cfi: String,
+        /// Zero-based number of the failing step.
+        depth: usize,
+        /// The failing step's index.
+        step: u32,
+    },
+    /// The spine item's document could not be read.
+    #[error("cfi {cfi}: spine item {spine_index} has no readable document")]
+    MissingDocument {
+        /// The CFI.
+        cfi: String,
+        /// The spine item.
+        spine_index: usize,
+    },
+    /// The path has a shape this reader does not follow (such as a second
+    /// indirection into an embedded document, or steps after a character
+    /// data step).
+    #[error("cfi {cfi}: unsupported path: {reason}")]
+    Unsupported {
+        /// The CFI.
+        cfi: String,
+        /// What is not supported.
+        reason: &'static str,
+    },
+    /// A character offset lies past the end of its text.
+    #[error("cfi {cfi}: offset {offset} is past the end of the text ({len} utf-16 units)")]
+    OffsetOutOfRange {
+        /// The CFI.
+        cfi: String,
+        /// The offset.
+        offset: u32,
+        /// Length of the chunk in UTF-16 code units.
+        len: u32,
+    },
+    /// The two ends of a range lie in different spine documents.
+    #[error("range ends are in different documents (spine {start} and {end})")]
+    CrossDocumentRange {
+        /// Spine index of the start.
+        start: usize,
+        /// Spine index of the end.
+        end: usize,
+    },
+}

@@ -1,0 +1,1 @@
+pub use std::string::String as ChunkSettings; pub use std::string::String as Passage;
