@@ -1,0 +1,1 @@
+//! chapters tests

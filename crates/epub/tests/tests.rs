@@ -1,0 +1,9 @@
+//! Integration tests for citeflow-epub.
+
+mod support;
+
+mod chapters;
+mod errors;
+mod oracle;
+mod passages;
+mod vectors;
