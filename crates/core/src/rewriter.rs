@@ -277,8 +277,13 @@ impl Rewriter {
                 key: key.to_owned(),
             });
         };
-        let Some((k, source_id)) = group.waiting.take().filter(|(k, _)| k == key) else {
+        if !group.waiting.as_ref().is_some_and(|(k, _)| k == key) {
             self.st.awaiting = Some(group);
+            return Err(RewriteError::NotAwaiting {
+                key: key.to_owned(),
+            });
+        }
+        let Some((k, source_id)) = group.waiting.take() else {
             return Err(RewriteError::NotAwaiting {
                 key: key.to_owned(),
             });

@@ -304,11 +304,13 @@ pub const MIN_PENDING_BYTES: usize = 16;
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(default))]
 pub struct Settings {
+    #[cfg_attr(feature = "serde", serde(with = "syntax_list"))]
     syntaxes: u8,
     id_shape: IdShape,
     rank: RankMode,
     unknown: UnknownPolicy,
     style: Style,
+    #[cfg_attr(feature = "serde", serde(deserialize_with = "pending_cap"))]
     max_pending_bytes: usize,
     invalid_utf8: InvalidUtf8,
     number_source: NumberSource,
@@ -490,4 +492,39 @@ impl Settings {
     pub fn is_skip_code(&self) -> bool {
         self.skip_code
     }
+}
+
+#[cfg(feature = "serde")]
+mod syntax_list {
+    //! Serialises the syntax bit set as a list of names.
+    use super::Syntax;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(bits: &u8, s: S) -> Result<S::Ok, S::Error> {
+        let list: Vec<Syntax> = Syntax::ALL
+            .into_iter()
+            .filter(|x| bits & x.bit() != 0)
+            .collect();
+        list.serialize(s)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u8, D::Error> {
+        let list = Vec::<Syntax>::deserialize(d)?;
+        Ok(list.iter().fold(0, |acc, x| acc | x.bit()))
+    }
+}
+
+#[cfg(feature = "serde")]
+fn pending_cap<'de, D: serde::Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+    use serde::Deserialize;
+    let bytes = usize::deserialize(d)?;
+    if bytes < MIN_PENDING_BYTES {
+        return Err(serde::de::Error::custom(
+            SettingsError::PendingCapTooSmall {
+                bytes,
+                min: MIN_PENDING_BYTES,
+            },
+        ));
+    }
+    Ok(bytes)
 }

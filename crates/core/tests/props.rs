@@ -1,0 +1,182 @@
+//! Property tests: any cut of any text gives the output of the whole text, which equals the
+//! naive oracle; numbers are assigned in first-appearance order and never change.
+
+use citeflow_core::{Event, RankMode, Settings, Source, Sources, Syntax};
+use proptest::prelude::*;
+
+use crate::support::{naive::oracle, run, run_chunks, Chunking};
+
+const PIECES: &[&str] = &[
+    "[[source_1]]",
+    "[[source_2]]",
+    "[[source_99]]",
+    "[source_3]",
+    "[source_",
+    "source_2",
+    "source_",
+    "[[",
+    "]]",
+    "[",
+    "]",
+    "<cite:",
+    "<cite:source_1>",
+    "<cite id=\"source_2\"/>",
+    "<cite id='",
+    ">",
+    "/>",
+    "【",
+    "】",
+    "［",
+    "］",
+    "【1】",
+    "【1904年】",
+    "[2]",
+    "[1, 3]",
+    "[2][1]",
+    "2",
+    "12345",
+    ",",
+    ", ",
+    "、",
+    "`",
+    "```",
+    "```\n",
+    "~~~\n",
+    "\n",
+    "\n\n",
+    " ",
+    "   ",
+    "\t",
+    "(",
+    "(http://x)",
+    ":",
+    "\\",
+    "x",
+    "abc ",
+    "年",
+    "é",
+    "😀",
+    "doc-a",
+    "[doc-a]",
+    "[^1]",
+    "[text][1]",
+    "[FB_SHOP]",
+    "[cite source_2]",
+    "０",
+    "\r\n",
+];
+
+fn text_strategy() -> impl Strategy<Value = String> {
+    prop::collection::vec(prop::sample::select(PIECES), 0..40).prop_map(|v| v.concat())
+}
+
+fn sources() -> Sources {
+    Sources::from_vec(vec![
+        Source::new("source_1").with_url("https://e.x/1"),
+        Source::new("source_2").with_url("https://e.x/2"),
+        Source::new("source_3").with_url("https://e.x/1"),
+        Source::new("doc-a"),
+    ])
+    .unwrap()
+}
+
+fn settings_strategy() -> impl Strategy<Value = Settings> {
+    (0..6usize, any::<bool>()).prop_map(|(k, min_cap)| {
+        let s = match k {
+            0 => Settings::default(),
+            1 => Settings::default().with_rank(RankMode::Renumber),
+            2 => Settings::default().with_syntaxes(&[Syntax::BareId, Syntax::CiteColon]),
+            3 => Settings::default()
+                .with_syntaxes(&[Syntax::DoubleBracket])
+                .with_rank(RankMode::Renumber),
+            4 => Settings::default().with_skip_code(false).with_dedupe(false),
+            _ => Settings::default()
+                .with_syntaxes(&Syntax::ALL)
+                .with_rank(RankMode::Renumber),
+        };
+        if min_cap {
+            s.with_max_pending_bytes(citeflow_core::MIN_PENDING_BYTES)
+                .unwrap()
+        } else {
+            s
+        }
+    })
+}
+
+fn first_appearance(events: &[Event]) -> Vec<u32> {
+    let mut seen = Vec::new();
+    for e in events {
+        if let Event::Citation { number, .. } = e {
+            if !seen.contains(number) {
+                seen.push(*number);
+            }
+        }
+    }
+    seen
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 600, ..ProptestConfig::default() })]
+
+    #[test]
+    fn prop_any_cut_equals_whole_text(
+        text in text_strategy(),
+        settings in settings_strategy(),
+        cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..12),
+    ) {
+        let src = sources();
+        let whole = run(&text, &Chunking::Whole, &settings, &src);
+        let mut at: Vec<usize> = cuts.iter().map(|i| i.index(text.len() + 1)).collect();
+        at.sort_unstable();
+        let cut = run(&text, &Chunking::Cuts(at.clone()), &settings, &src);
+        prop_assert_eq!(&cut, &whole, "cuts {:?}", at);
+        let bytes = run(&text, &Chunking::Bytes, &settings, &src);
+        prop_assert_eq!(&bytes, &whole);
+    }
+
+    #[test]
+    fn prop_whole_text_equals_naive_oracle(text in text_strategy(), settings in settings_strategy()) {
+        let src = sources();
+        let whole = run(&text, &Chunking::Whole, &settings, &src);
+        prop_assert_eq!(whole.text, oracle(&text, &settings, &src));
+    }
+
+    #[test]
+    fn prop_numbers_dense_in_first_appearance_order(text in text_strategy(), settings in settings_strategy()) {
+        prop_assume!(settings.rank() != RankMode::Keep);
+        let src = sources();
+        let r = run(&text, &Chunking::Bytes, &settings, &src);
+        let order = first_appearance(&r.events);
+        let want: Vec<u32> = (1..=order.len() as u32).collect();
+        prop_assert_eq!(&order, &want);
+        match r.events.last() {
+            Some(Event::Done { report, .. }) => prop_assert!(report.verified),
+            other => prop_assert!(false, "no done: {:?}", other),
+        }
+    }
+
+    #[test]
+    fn prop_numbers_never_change_across_answers(a in text_strategy(), b in text_strategy()) {
+        let src = sources();
+        let s = Settings::default();
+        let first = run_chunks(&[a.as_bytes()], &s, &src, citeflow_core::Numbering::new());
+        let second = run_chunks(&Chunking::Bytes.split(b.as_bytes()), &s, &src, first.numbering.clone());
+        prop_assert!(second.numbering.extends(&first.numbering));
+    }
+
+    #[test]
+    fn prop_marker_free_text_is_identity(text in "[a-zA-Z0-9 .,!?\n漢字ひらがな😀éü*_()-]{0,200}") {
+        let r = run(&text, &Chunking::Bytes, &Settings::default(), &sources());
+        prop_assert_eq!(r.text, text);
+    }
+
+    #[test]
+    fn prop_arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..200), cut in 0usize..200) {
+        let src = sources();
+        let s = Settings::default().with_rank(RankMode::Renumber);
+        let cut = cut.min(bytes.len());
+        let a = run_chunks(&[&bytes], &s, &src, citeflow_core::Numbering::new());
+        let b = run_chunks(&[&bytes[..cut], &bytes[cut..]], &s, &src, citeflow_core::Numbering::new());
+        prop_assert_eq!(a, b);
+    }
+}
