@@ -444,7 +444,7 @@ fn spec_examples_resolve_in_the_spec_publication() {
     let before = |s: &str| b.text_before(&r(s).start, 20);
     let base = "epubcfi(/6/4[chap01ref]!/4[body01]/10[para05]";
     assert!(before(&format!("{base}/3:10)")).ends_with(" xxxyyy0123456789"));
-    assert_eq!(after(&format!("{base}/3:10)")).trim(), "…");
+    assert!(after(&format!("{base}/3:10)")).starts_with("\n"));
     assert!(after(&format!("{base}/1:0)")).starts_with("xxxyyy0123456789\n"));
     assert!(after(&format!("{base}/2/1:0)")).starts_with("yyy0"));
     assert!(before(&format!("{base}/2/1:3)")).ends_with("xxxyyy"));
