@@ -1,1 +1,45 @@
-fn main() {}
+//! The `citeflow` command.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod render;
+
+/// Stable, streamed citation numbers for LLM answers.
+#[derive(Debug, Parser)]
+#[command(name = "citeflow", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Rewrite a streamed answer read from stdin: markers with source ids become numbers.
+    Render(render::RenderArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Render(args) => render::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            if is_broken_pipe(&e) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("citeflow: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

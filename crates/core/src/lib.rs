@@ -48,6 +48,7 @@ mod rewriter;
 mod scan;
 mod settings;
 mod source;
+pub mod sse;
 mod style;
 mod utf8;
 

@@ -138,10 +138,31 @@ fn locator_text(s: &Source) -> String {
 
 fn render_item(l: &ListedSource, format: ListFormat, out: &mut String) {
     let s = &l.source;
-    let title = s.title.as_deref().unwrap_or(&s.id);
     let loc = locator_text(s);
     let n = l.number;
-    match (format, s.url.as_deref()) {
+    let url = s.url.as_deref();
+    let Some(title) = s
+        .title
+        .as_deref()
+        .or(url.is_none().then_some(s.id.as_str()))
+    else {
+        // Only a url: show it once.
+        let u = url.unwrap_or_default();
+        match format {
+            ListFormat::Text => out.push_str(&format!("[{n}] <{u}>{loc}\n")),
+            ListFormat::Markdown => out.push_str(&format!("{n}. <{u}>{loc}\n")),
+            ListFormat::Footnotes => out.push_str(&format!("[^{n}]: <{u}>{loc}\n")),
+            ListFormat::Html => out.push_str(&format!(
+                "<li id=\"cite-{n}\" value=\"{n}\"><a href=\"{0}\">{0}</a>{1}</li>\n",
+                escape_html(u),
+                escape_html(&loc)
+            )),
+            #[cfg(feature = "serde")]
+            ListFormat::Json => {}
+        }
+        return;
+    };
+    match (format, url) {
         (ListFormat::Text, Some(u)) => out.push_str(&format!("[{n}] {title} <{u}>{loc}\n")),
         (ListFormat::Text, None) => out.push_str(&format!("[{n}] {title}{loc}\n")),
         (ListFormat::Markdown, Some(u)) => out.push_str(&format!("{n}. [{title}]({u}){loc}\n")),

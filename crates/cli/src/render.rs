@@ -1,0 +1,377 @@
+//! `citeflow render`: stdin in, rewritten answer out, flushed per chunk.
+
+use std::io::{BufRead, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use citeflow_core::sse::{chunk_text, SseDecoder};
+use citeflow_core::{
+    render_list, Event, IdShape, InvalidUtf8, ListFormat, Numbering, RankMode, Rewriter, Settings,
+    Source, Sources, Style, Syntax, UnknownPolicy,
+};
+use clap::{Args, ValueEnum};
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum InputFormat {
+    /// Raw bytes as they arrive.
+    Text,
+    /// One JSON value per line: a string (one chunk) or an OpenAI-style chunk object.
+    Jsonl,
+    /// An OpenAI chat-completion (or completion) SSE stream.
+    OpenaiSse,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum OutputFormat {
+    /// The rendered answer, then the source list.
+    Text,
+    /// One event per line with a `type` field.
+    Jsonl,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// Each answer starts at 1.
+    Answer,
+    /// Numbering continues in the session file (`--session-file`).
+    Session,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub(crate) enum ListWhich {
+    /// Only sources cited in this answer.
+    Cited,
+    /// Every numbered source of the session.
+    All,
+}
+
+/// Arguments of `citeflow render`.
+#[derive(Debug, Args)]
+pub(crate) struct RenderArgs {
+    /// JSON array of source objects (each with at least `id`), in the order the model saw them.
+    #[arg(long)]
+    sources: Option<PathBuf>,
+    /// How stdin is framed.
+    #[arg(long, value_enum, default_value = "text")]
+    input: InputFormat,
+    /// What is written to stdout.
+    #[arg(long, value_enum, default_value = "text")]
+    output: OutputFormat,
+    /// Number style: brackets, markdown, fullwidth, html, footnote, or template:TEXT with {n}.
+    #[arg(long, default_value = "brackets")]
+    style: String,
+    /// Unknown ids: mark ([?]), drop, or keep verbatim.
+    #[arg(long, default_value = "mark")]
+    unknown: String,
+    /// Numbers in markers ([2], 【2】) are ranks into the sources' order: renumber or keep.
+    #[arg(long, num_args = 0..=1, default_missing_value = "renumber")]
+    rank: Option<String>,
+    /// Numbering scope.
+    #[arg(long, value_enum, default_value = "answer")]
+    scope: Scope,
+    /// With --scope session: JSON file holding the session's numbering, read and updated.
+    #[arg(long)]
+    session_file: Option<PathBuf>,
+    /// Marker syntaxes, comma-separated: double_bracket,cite_colon,cite_tag,single_bracket,bare_id.
+    #[arg(long, value_delimiter = ',')]
+    syntax: Vec<String>,
+    /// Shape of ids in ambiguous markers.
+    #[arg(long, default_value = "source_<digits>")]
+    id_pattern: String,
+    /// Hold-back cap in bytes.
+    #[arg(long, default_value_t = 64)]
+    max_pending_bytes: usize,
+    /// Invalid UTF-8: replace or error.
+    #[arg(long, default_value = "replace")]
+    invalid_utf8: String,
+    /// Do not merge sources with the same url into one number.
+    #[arg(long)]
+    no_dedupe: bool,
+    /// Which sources the final list shows.
+    #[arg(long, value_enum, default_value = "cited")]
+    list: ListWhich,
+    /// Source list format (text output): text, markdown, footnotes, html, json.
+    #[arg(long, default_value = "text")]
+    list_format: String,
+}
+
+impl RenderArgs {
+    fn settings(&self) -> Result<Settings> {
+        let mut s = Settings::default()
+            .with_style(Style::from_name(&self.style)?)
+            .with_unknown(UnknownPolicy::from_name(&self.unknown)?)
+            .with_id_shape(IdShape::parse(&self.id_pattern)?)
+            .with_max_pending_bytes(self.max_pending_bytes)?
+            .with_dedupe(!self.no_dedupe)
+            .with_invalid_utf8(match self.invalid_utf8.as_str() {
+                "replace" => InvalidUtf8::Replace,
+                "error" => InvalidUtf8::Error,
+                other => bail!("unknown --invalid-utf8 {other:?}: expected replace or error"),
+            });
+        if let Some(rank) = &self.rank {
+            s = s.with_rank(RankMode::from_name(rank)?);
+        }
+        if !self.syntax.is_empty() {
+            let list = self
+                .syntax
+                .iter()
+                .map(|n| Syntax::from_name(n.trim()))
+                .collect::<Result<Vec<_>, _>>()?;
+            s = s.with_syntaxes(&list);
+        }
+        Ok(s)
+    }
+}
+
+fn read_sources(path: &PathBuf) -> Result<Vec<Source>> {
+    let raw = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read sources file {}", path.display()))?;
+    serde_json::from_str(&raw).with_context(|| {
+        format!(
+            "sources file {} is not a JSON array of source objects with an \"id\"",
+            path.display()
+        )
+    })
+}
+
+/// The session file: the numbering (and the sources seen) of a session across runs.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct SessionFile {
+    numbering: Vec<citeflow_core::NumberEntry>,
+}
+
+struct Renderer<W: Write> {
+    args_output: OutputFormat,
+    list: ListWhich,
+    list_format: ListFormat,
+    settings: Settings,
+    numbering: Option<Numbering>,
+    sources: Option<Sources>,
+    rewriter: Option<Rewriter>,
+    out: W,
+}
+
+impl<W: Write> Renderer<W> {
+    /// The rewriter, made at the first chunk so that a stream's own `citations` can serve as
+    /// the sources.
+    fn rewriter(&mut self, citations: Option<&serde_json::Value>) -> Result<&mut Rewriter> {
+        if self.rewriter.is_none() {
+            let sources = match self.sources.take() {
+                Some(s) => s,
+                None => {
+                    let urls: Vec<Source> = citations
+                        .and_then(|c| c.as_array())
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(|u| u.as_str())
+                                .map(|u| Source::new(u).with_url(u))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    Sources::from_vec(urls)?
+                }
+            };
+            let numbering = self.numbering.take().unwrap_or_default();
+            self.rewriter = Some(Rewriter::new(self.settings.clone(), sources, numbering));
+        }
+        Ok(self.rewriter.as_mut().expect("made above"))
+    }
+
+    fn write(&mut self, chunk: &[u8], citations: Option<&serde_json::Value>) -> Result<()> {
+        self.rewriter(citations)?.write(chunk)?;
+        self.drain()
+    }
+
+    fn drain(&mut self) -> Result<()> {
+        let Some(rw) = self.rewriter.as_mut() else {
+            return Ok(());
+        };
+        while let Some(event) = rw.poll_event() {
+            match self.args_output {
+                OutputFormat::Jsonl => {
+                    serde_json::to_writer(&mut self.out, &event)?;
+                    self.out.write_all(b"\n")?;
+                }
+                OutputFormat::Text => match &event {
+                    Event::Text { text } => self.out.write_all(text.as_bytes())?,
+                    Event::Done { sources, .. } => {
+                        let list = if self.list == ListWhich::All {
+                            rw.listed_sources(true)
+                        } else {
+                            sources.clone()
+                        };
+                        if !list.is_empty() {
+                            let rounds = rw.sources().rounds();
+                            let grouped =
+                                rounds.len() > 1 || rounds.iter().any(|r| r.query.is_some());
+                            let text =
+                                render_list(&list, self.list_format, grouped.then_some(rounds));
+                            write!(self.out, "\n\n{text}")?;
+                        } else {
+                            writeln!(self.out)?;
+                        }
+                    }
+                    _ => {}
+                },
+            }
+        }
+        self.out.flush()?;
+        Ok(())
+    }
+
+    fn end(&mut self) -> Result<Numbering> {
+        self.rewriter(None)?;
+        let rw = self.rewriter.as_mut().expect("made above");
+        let r = rw.end();
+        self.drain()?;
+        r?;
+        Ok(self
+            .rewriter
+            .as_ref()
+            .expect("made above")
+            .numbering()
+            .clone())
+    }
+}
+
+pub(crate) fn run(args: RenderArgs) -> Result<ExitCode> {
+    let settings = args.settings()?;
+    let sources = match &args.sources {
+        Some(p) => Some(Sources::from_vec(read_sources(p)?)?),
+        None => None,
+    };
+    if args.scope == Scope::Session && args.session_file.is_none() {
+        bail!("--scope session needs --session-file PATH to keep the numbering between runs");
+    }
+    let numbering = match (&args.session_file, args.scope) {
+        (Some(p), Scope::Session) if p.exists() => {
+            let raw = std::fs::read_to_string(p)
+                .with_context(|| format!("cannot read session file {}", p.display()))?;
+            let f: SessionFile = serde_json::from_str(&raw)
+                .with_context(|| format!("session file {} is not valid", p.display()))?;
+            Numbering::from_entries(f.numbering)?
+        }
+        _ => Numbering::new(),
+    };
+    let stdout = std::io::stdout();
+    let mut r = Renderer {
+        args_output: args.output,
+        list: args.list,
+        list_format: ListFormat::from_name(&args.list_format)?,
+        settings,
+        numbering: Some(numbering),
+        sources,
+        rewriter: None,
+        out: stdout.lock(),
+    };
+    let stdin = std::io::stdin();
+    let mut input = stdin.lock();
+    match args.input {
+        InputFormat::Text => {
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                let n = match input.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e).context("cannot read stdin"),
+                };
+                r.write(&buf[..n], None)?;
+            }
+        }
+        InputFormat::Jsonl => {
+            let mut line = String::new();
+            let mut number = 0u64;
+            loop {
+                line.clear();
+                if input.read_line(&mut line).context("cannot read stdin")? == 0 {
+                    break;
+                }
+                number += 1;
+                let trimmed = line.trim_end_matches(['\n', '\r']);
+                if trimmed.trim().is_empty() {
+                    continue;
+                }
+                let value: serde_json::Value = serde_json::from_str(trimmed)
+                    .with_context(|| format!("stdin line {number}: not valid JSON"))?;
+                match &value {
+                    serde_json::Value::String(s) => r.write(s.as_bytes(), None)?,
+                    serde_json::Value::Object(_) => {
+                        if let Some(text) = chunk_text(&value) {
+                            r.write(text.as_bytes(), value.get("citations"))?;
+                        } else {
+                            r.rewriter(value.get("citations"))?;
+                        }
+                    }
+                    _ => bail!(
+                        "stdin line {number}: expected a JSON string or a chunk object, got {}",
+                        kind(&value)
+                    ),
+                }
+            }
+        }
+        InputFormat::OpenaiSse => {
+            let mut sse = SseDecoder::default();
+            let mut buf = vec![0u8; 64 * 1024];
+            let mut done = false;
+            loop {
+                let n = match input.read(&mut buf) {
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e).context("cannot read stdin"),
+                };
+                if n == 0 {
+                    sse.end()?;
+                } else {
+                    sse.write(&buf[..n])?;
+                }
+                while let Some(ev) = sse.poll_event() {
+                    if ev.data == "[DONE]" {
+                        done = true;
+                        continue;
+                    }
+                    let value: serde_json::Value =
+                        serde_json::from_str(&ev.data).with_context(|| {
+                            format!("sse event ending at line {}: data is not JSON", sse.line())
+                        })?;
+                    if let Some(err) = value.get("error") {
+                        bail!("the stream reported an error: {err}");
+                    }
+                    match chunk_text(&value) {
+                        Some(text) => r.write(text.as_bytes(), value.get("citations"))?,
+                        None => {
+                            r.rewriter(value.get("citations"))?;
+                        }
+                    }
+                }
+                if n == 0 {
+                    break;
+                }
+            }
+            if !done {
+                eprintln!("citeflow: warning: the SSE stream ended without data: [DONE]");
+            }
+        }
+    }
+    let numbering = r.end()?;
+    if let (Some(p), Scope::Session) = (&args.session_file, args.scope) {
+        let f = SessionFile {
+            numbering: numbering.entries().to_vec(),
+        };
+        std::fs::write(p, serde_json::to_string_pretty(&f)?)
+            .with_context(|| format!("cannot write session file {}", p.display()))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn kind(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}

@@ -1,0 +1,155 @@
+//! `citeflow render` on hand-written input.
+
+use crate::{citeflow, temp_file};
+
+const SOURCES: &str = r#"[
+ {"id":"source_3","title":"France — Wikipedia","url":"https://en.wikipedia.org/wiki/France"},
+ {"id":"source_7","title":"Paris — Wikipedia","url":"https://en.wikipedia.org/wiki/Paris"}
+]"#;
+
+#[test]
+fn jsonl_chunks_render_with_source_list() {
+    let src = temp_file("s1.json", SOURCES);
+    let out = citeflow(
+        &["render", "--sources", src.to_str().unwrap(), "--input", "jsonl"],
+        b"\"Paris is the capital [[sou\"\n\"rce_7]] and large [[source_3]]. Again [[source_7]], bad [[source_99]].\"\n",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "Paris is the capital [1] and large [2]. Again [1], bad [?].\n\n\
+         [1] Paris — Wikipedia <https://en.wikipedia.org/wiki/Paris>\n\
+         [2] France — Wikipedia <https://en.wikipedia.org/wiki/France>\n"
+    );
+}
+
+#[test]
+fn jsonl_output_has_one_typed_event_per_line() {
+    let src = temp_file("s2.json", SOURCES);
+    let out = citeflow(
+        &[
+            "render",
+            "--sources",
+            src.to_str().unwrap(),
+            "--output",
+            "jsonl",
+        ],
+        "x [[source_3]] 【1】".as_bytes(),
+    );
+    assert!(out.status.success());
+    let types: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["type"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(types, ["text", "source", "citation", "text", "done"]);
+}
+
+#[test]
+fn malformed_jsonl_names_the_line_and_keeps_what_was_rendered() {
+    let src = temp_file("s3.json", SOURCES);
+    let out = citeflow(
+        &[
+            "render",
+            "--sources",
+            src.to_str().unwrap(),
+            "--input",
+            "jsonl",
+        ],
+        b"\"a [[source_7]] \"\n\n[1,2\n\"never\"\n",
+    );
+    assert!(!out.status.success());
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "a [1] ");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("stdin line 3: not valid JSON"), "{err}");
+}
+
+#[test]
+fn unreadable_sources_file_is_a_clear_error() {
+    let out = citeflow(&["render", "--sources", "/nonexistent/s.json"], b"x");
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("cannot read sources file /nonexistent/s.json"),
+        "{err}"
+    );
+    let bad = temp_file("bad.json", "[{\"title\": 1}]");
+    let out = citeflow(&["render", "--sources", bad.to_str().unwrap()], b"x");
+    assert!(!out.status.success());
+    assert!(String::from_utf8(out.stderr)
+        .unwrap()
+        .contains("is not a JSON array of source objects"));
+}
+
+#[test]
+fn broken_sse_is_reported_with_its_line() {
+    let out = citeflow(
+        &["render", "--input", "openai-sse"],
+        b"data: {\"choices\":[{\"delta\":{\"content\":\"ok \"}}]}\n\ndata: {nope\n\n",
+    );
+    assert!(!out.status.success());
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "ok ");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("line 4: data is not JSON"), "{err}");
+}
+
+#[test]
+fn session_scope_continues_numbering_across_runs() {
+    let src = temp_file("s4.json", SOURCES);
+    let session =
+        std::env::temp_dir().join(format!("citeflow-session-{}.json", std::process::id()));
+    let _ = std::fs::remove_file(&session);
+    let args = [
+        "render",
+        "--sources",
+        src.to_str().unwrap(),
+        "--scope",
+        "session",
+        "--session-file",
+        session.to_str().unwrap(),
+    ];
+    let first = citeflow(&args, b"a [[source_7]]");
+    assert!(first.status.success());
+    assert!(String::from_utf8(first.stdout)
+        .unwrap()
+        .starts_with("a [1]"));
+    let second = citeflow(&args, b"b [[source_3]] [[source_7]]");
+    assert!(String::from_utf8(second.stdout)
+        .unwrap()
+        .starts_with("b [2] [1]"));
+    let _ = std::fs::remove_file(&session);
+}
+
+#[test]
+fn styles_and_policies_are_flags() {
+    let src = temp_file("s5.json", SOURCES);
+    let out = citeflow(
+        &[
+            "render",
+            "--sources",
+            src.to_str().unwrap(),
+            "--style",
+            "fullwidth",
+            "--unknown",
+            "drop",
+            "--list-format",
+            "markdown",
+        ],
+        "漱石[[source_3]]。[[source_1]]".as_bytes(),
+    );
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "漱石【1】。\n\n1. [France — Wikipedia](https://en.wikipedia.org/wiki/France)\n"
+    );
+    let bad = citeflow(&["render", "--style", "nope"], b"");
+    assert!(String::from_utf8(bad.stderr)
+        .unwrap()
+        .contains("unknown style \"nope\""));
+}

@@ -1,0 +1,48 @@
+//! Integration tests of the `citeflow` binary.
+
+mod fixtures;
+mod render_cli;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+/// The shared fixtures directory: `CITEFLOW_SHARED_DIR`, else `../shared` beside the checkout.
+pub(crate) fn shared_dir() -> PathBuf {
+    let dir = std::env::var_os("CITEFLOW_SHARED_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
+    assert!(
+        dir.join("fixtures").is_dir(),
+        "shared fixtures not found at {} (set CITEFLOW_SHARED_DIR)",
+        dir.display()
+    );
+    dir
+}
+
+/// Runs `citeflow ARGS` with `stdin`.
+pub(crate) fn citeflow(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_citeflow"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn citeflow");
+    let mut input = child.stdin.take().unwrap();
+    let data = stdin.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = input.write_all(&data);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out
+}
+
+pub(crate) fn temp_file(name: &str, contents: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("citeflow-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, contents).unwrap();
+    p
+}
