@@ -2,7 +2,7 @@
 //! resolution inside it.
 
 use crate::cfi::{Cfi, Offset, Path, Step};
-use crate::xml::{utf16_len, Dom, NodeId, NodeKind};
+use crate::xml::{Dom, NodeId, NodeKind};
 use crate::ResolveError;
 
 /// A parsed XHTML (or SVG) content document.
@@ -462,9 +462,4 @@ pub(crate) fn utf16_to_byte(s: &str, utf16: u32) -> usize {
         units = next;
     }
     s.len()
-}
-
-/// UTF-16 length of `s` as u32.
-pub(crate) fn utf16_len_u32(s: &str) -> u32 {
-    u32::try_from(utf16_len(s)).unwrap_or(u32::MAX)
 }

@@ -231,7 +231,11 @@ pub(crate) fn parse_package(path: &str, bytes: &[u8]) -> Result<Package, OpenErr
     if let Some((_, md)) = find("metadata") {
         let unique = root.attribute("unique-identifier");
         let text_of = |n: roxmltree::Node<'_, '_>| {
-            let t: String = n.descendants().filter_map(|d| d.text()).collect();
+            let t: String = n
+                .descendants()
+                .filter(|d| d.is_text())
+                .filter_map(|d| d.text())
+                .collect();
             let t = t.split_whitespace().collect::<Vec<_>>().join(" ");
             (!t.is_empty()).then_some(t)
         };
