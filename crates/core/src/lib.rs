@@ -43,6 +43,7 @@
 mod error;
 mod event;
 mod numbering;
+mod prompt;
 mod render;
 mod rewriter;
 mod scan;
@@ -55,6 +56,7 @@ mod utf8;
 pub use error::{NumberingError, RewriteError, SettingsError, SourceError};
 pub use event::{Event, ListedSource, Report, UnresolvedReason};
 pub use numbering::{NumberEntry, Numbering};
+pub use prompt::{citation_instruction, context_block, PromptMarker};
 pub use render::{render_list, ListFormat};
 #[cfg(feature = "serde")]
 pub use rewriter::Snapshot;
