@@ -94,6 +94,14 @@ pub(crate) struct RenderArgs {
     /// Source list format (text output): text, markdown, footnotes, html, json.
     #[arg(long, default_value = "text")]
     list_format: String,
+    /// Continue a stream saved with --snapshot-out (settings, sources and numbering come from
+    /// the snapshot).
+    #[arg(long)]
+    snapshot_in: Option<PathBuf>,
+    /// At the end of stdin, save the stream's state here instead of ending it, so another
+    /// process can continue it with --snapshot-in.
+    #[arg(long)]
+    snapshot_out: Option<PathBuf>,
 }
 
 impl RenderArgs {
@@ -254,6 +262,16 @@ pub(crate) fn run(args: RenderArgs) -> Result<ExitCode> {
         }
         _ => Numbering::new(),
     };
+    let restored = match &args.snapshot_in {
+        Some(p) => {
+            let raw = std::fs::read_to_string(p)
+                .with_context(|| format!("cannot read snapshot {}", p.display()))?;
+            let snap: citeflow_core::Snapshot = serde_json::from_str(&raw)
+                .with_context(|| format!("snapshot {} is not a citeflow snapshot", p.display()))?;
+            Some(Rewriter::from_snapshot(snap)?)
+        }
+        None => None,
+    };
     let stdout = std::io::stdout();
     let mut r = Renderer {
         args_output: args.output,
@@ -262,7 +280,7 @@ pub(crate) fn run(args: RenderArgs) -> Result<ExitCode> {
         settings,
         numbering: Some(numbering),
         sources,
-        rewriter: None,
+        rewriter: restored,
         out: stdout.lock(),
     };
     let stdin = std::io::stdin();
@@ -353,6 +371,14 @@ pub(crate) fn run(args: RenderArgs) -> Result<ExitCode> {
                 eprintln!("citeflow: warning: the SSE stream ended without data: [DONE]");
             }
         }
+    }
+    if let Some(p) = &args.snapshot_out {
+        let rw = r.rewriter(None)?;
+        let json = serde_json::to_string(&rw.snapshot())?;
+        std::fs::write(p, json)
+            .with_context(|| format!("cannot write snapshot {}", p.display()))?;
+        r.out.flush()?;
+        return Ok(ExitCode::SUCCESS);
     }
     let numbering = r.end()?;
     if let (Some(p), Scope::Session) = (&args.session_file, args.scope) {

@@ -153,3 +153,39 @@ fn styles_and_policies_are_flags() {
         .unwrap()
         .contains("unknown style \"nope\""));
 }
+
+#[test]
+fn a_stream_saved_mid_marker_continues_in_another_process() {
+    let src = temp_file("s6.json", SOURCES);
+    let snap = std::env::temp_dir().join(format!("citeflow-snap-{}.json", std::process::id()));
+    let first = citeflow(
+        &[
+            "render",
+            "--sources",
+            src.to_str().unwrap(),
+            "--snapshot-out",
+            snap.to_str().unwrap(),
+        ],
+        b"a [[source_7]] b [[sou",
+    );
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    assert_eq!(String::from_utf8(first.stdout).unwrap(), "a [1] b ");
+    let second = citeflow(
+        &["render", "--snapshot-in", snap.to_str().unwrap()],
+        b"rce_3]] c [[source_7]]",
+    );
+    assert!(
+        second.status.success(),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    assert_eq!(
+        String::from_utf8(second.stdout).unwrap(),
+        "[2] c [1]\n\n[1] Paris — Wikipedia <https://en.wikipedia.org/wiki/Paris>\n[2] France — Wikipedia <https://en.wikipedia.org/wiki/France>\n"
+    );
+    let _ = std::fs::remove_file(&snap);
+}
