@@ -1,1 +1,84 @@
-fn main() {}
+//! Ingestion throughput: MB/s of spine XHTML per fixture book and in total.
+//!
+//! `ingest` = `Book::open` (unzip, parse container, package, toc and every
+//! spine document) + every text node's CFI rendered as a string.
+//! `passages` = `Book::open` + `Book::passages` with the default settings.
+#![expect(missing_docs, reason = "criterion_group! generates an undocumented fn")]
+
+use std::path::PathBuf;
+
+use citeflow_epub::{Book, ChunkSettings, Limits};
+use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+
+const BOOKS: [&str; 7] = [
+    "alice.epub",
+    "cfi-spec-example.epub",
+    "childrens-literature.epub",
+    "georgia-cfi.epub",
+    "kusamakura-japanese-vertical-writing.epub",
+    "regime-anticancer-arabic.epub",
+    "wasteland.epub",
+];
+
+fn books() -> Vec<(&'static str, Vec<u8>, u64)> {
+    let dir = std::env::var_os("CITEFLOW_SHARED_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared")));
+    BOOKS
+        .iter()
+        .map(|name| {
+            let path = dir.join("fixtures/epub").join(name);
+            let bytes = std::fs::read(&path)
+                .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+            let book = Book::open(&bytes, &Limits::default()).expect("fixture opens");
+            assert!(book.text_nodes().count() > 0, "{name} has text");
+            (*name, bytes, book.content_bytes() as u64)
+        })
+        .collect()
+}
+
+fn ingest(bytes: &[u8]) -> usize {
+    let book = Book::open(bytes, &Limits::default()).expect("fixture opens");
+    book.text_nodes().map(|n| n.cfi.to_string().len()).sum()
+}
+
+fn bench(c: &mut Criterion) {
+    let books = books();
+    let total: u64 = books.iter().map(|b| b.2).sum();
+    let mut g = c.benchmark_group("ingest");
+    g.sample_size(10);
+    for (name, bytes, xhtml) in &books {
+        g.throughput(Throughput::Bytes(*xhtml));
+        g.bench_function(*name, |b| b.iter(|| ingest(black_box(bytes))));
+    }
+    g.throughput(Throughput::Bytes(total));
+    g.bench_function("all-seven", |b| {
+        b.iter(|| {
+            books
+                .iter()
+                .map(|(_, bytes, _)| ingest(black_box(bytes)))
+                .sum::<usize>()
+        })
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("passages");
+    g.sample_size(10);
+    g.throughput(Throughput::Bytes(total));
+    let settings = ChunkSettings::default();
+    g.bench_function("all-seven", |b| {
+        b.iter(|| {
+            books
+                .iter()
+                .map(|(_, bytes, _)| {
+                    let book = Book::open(black_box(bytes), &Limits::default()).expect("opens");
+                    book.passages(&settings).len()
+                })
+                .sum::<usize>()
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

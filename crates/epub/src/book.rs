@@ -1,9 +1,9 @@
 //! [`Book`]: opening an EPUB and its structure.
 
 use crate::archive::Archive;
+use crate::document::Document;
 use crate::package::{self, decode_text, ManifestItem, Metadata, PageProgression, SpineItem};
 use crate::toc::{self, collapse_ws, TocEntry};
-use crate::document::Document;
 use crate::xml::{Dom, NodeId};
 use crate::{Limits, OpenError, Warning};
 
@@ -87,7 +87,11 @@ impl Book {
                 }
             }
             None if has_container => {
-                warn(&mut warnings, "mimetype", "missing mimetype entry".to_owned());
+                warn(
+                    &mut warnings,
+                    "mimetype",
+                    "missing mimetype entry".to_owned(),
+                );
             }
             None => {}
         }
@@ -149,7 +153,11 @@ impl Book {
             match zip.read(&item.path)? {
                 Some(bytes) => docs.push(Some(parse_doc(&item.path, &bytes, &mut warnings))),
                 None => {
-                    warn(&mut warnings, &item.path, "spine document is missing".to_owned());
+                    warn(
+                        &mut warnings,
+                        &item.path,
+                        "spine document is missing".to_owned(),
+                    );
                     docs.push(None);
                 }
             }
@@ -168,7 +176,11 @@ impl Book {
                         Some(&parsed.dom)
                     }
                     None => {
-                        warn(&mut warnings, &nav.path, "navigation document is missing".to_owned());
+                        warn(
+                            &mut warnings,
+                            &nav.path,
+                            "navigation document is missing".to_owned(),
+                        );
                         None
                     }
                 },
@@ -271,7 +283,10 @@ impl Book {
             }
         }
         starts.sort_by_key(|(s, n, _)| (*s, *n));
-        if starts.first().is_some_and(|(s, n, _)| (*s, *n) != (0, NodeId(0))) {
+        if starts
+            .first()
+            .is_some_and(|(s, n, _)| (*s, *n) != (0, NodeId(0)))
+        {
             starts.insert(
                 0,
                 (

@@ -78,12 +78,16 @@ impl Document {
     /// Child nodes of `node` (elements, text, CDATA, comments, processing
     /// instructions), as the DOM has them.
     pub fn child_nodes(&self, node: NodeId) -> impl Iterator<Item = NodeId> + '_ {
-        self.dom.get(node).into_iter().flat_map(move |_| self.dom.children(node))
+        self.dom
+            .get(node)
+            .into_iter()
+            .flat_map(move |_| self.dom.children(node))
     }
 
     /// Element children of `node`.
     pub fn child_elements(&self, node: NodeId) -> impl Iterator<Item = NodeId> + '_ {
-        self.child_nodes(node).filter(|&c| self.dom.element(c).is_some())
+        self.child_nodes(node)
+            .filter(|&c| self.dom.element(c).is_some())
     }
 
     /// Every node inside `node`, in document order.
@@ -192,7 +196,11 @@ impl Document {
                     path.push(step(info.sib_index), e.attr("id"), false);
                 }
                 NodeKind::Text(_) | NodeKind::CData(_) => {
-                    path.push(info.sib_index.saturating_mul(2).saturating_add(1), None, false);
+                    path.push(
+                        info.sib_index.saturating_mul(2).saturating_add(1),
+                        None,
+                        false,
+                    );
                     let offset = match utf16_offset {
                         Some(o) => Some(info.chunk_offset.saturating_add(o)),
                         None => (info.chunk_offset > 0).then_some(info.chunk_offset),
@@ -372,7 +380,9 @@ impl Document {
         let mut count = 0;
         for i in start..self.dom.len() as u32 {
             let id = NodeId(i);
-            let Some(t) = self.dom.char_data(id) else { continue };
+            let Some(t) = self.dom.char_data(id) else {
+                continue;
+            };
             let t = if i == start {
                 &t[utf16_to_byte(t, off)..]
             } else if self.is_non_reading(id) {
@@ -431,12 +441,18 @@ impl Document {
         let mut out = String::new();
         for i in a..=b.min(self.dom.len().saturating_sub(1) as u32) {
             let id = NodeId(i);
-            let Some(t) = self.dom.char_data(id) else { continue };
+            let Some(t) = self.dom.char_data(id) else {
+                continue;
+            };
             if i != a && i != b && self.is_non_reading(id) {
                 continue;
             }
             let from = if i == a { utf16_to_byte(t, aoff) } else { 0 };
-            let to = if i == b { utf16_to_byte(t, boff) } else { t.len() };
+            let to = if i == b {
+                utf16_to_byte(t, boff)
+            } else {
+                t.len()
+            };
             if from < to {
                 out.push_str(&t[from..to]);
             }

@@ -76,7 +76,9 @@ pub enum OpenError {
         limit: u64,
     },
     /// One entry compresses better than [`Limits::max_compression_ratio`](crate::Limits::max_compression_ratio) allows.
-    #[error("entry {path:?} has compression ratio {ratio}, more than the limit of {limit} (zip bomb?)")]
+    #[error(
+        "entry {path:?} has compression ratio {ratio}, more than the limit of {limit} (zip bomb?)"
+    )]
     CompressionRatio {
         /// The entry.
         path: String,

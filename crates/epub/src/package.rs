@@ -1,6 +1,8 @@
 //! `META-INF/container.xml`, the package document (OPF) and
 //! `META-INF/encryption.xml`.
 
+use std::borrow::Cow;
+
 use crate::OpenError;
 
 /// Publication metadata from the package document.
@@ -88,20 +90,26 @@ fn xml_options() -> roxmltree::ParsingOptions {
 
 /// Decodes bytes as text: UTF-8 (with or without BOM) or UTF-16 with BOM;
 /// invalid UTF-8 is replaced and reported.
-pub(crate) fn decode_text(bytes: &[u8]) -> (String, Option<String>) {
+pub(crate) fn decode_text(bytes: &[u8]) -> (Cow<'_, str>, Option<String>) {
     if let Some(rest) = bytes.strip_prefix(&[0xFF, 0xFE]) {
-        let units: Vec<u16> = rest.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
-        return (String::from_utf16_lossy(&units), None);
+        let units: Vec<u16> = rest
+            .chunks_exact(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .collect();
+        return (Cow::Owned(String::from_utf16_lossy(&units)), None);
     }
     if let Some(rest) = bytes.strip_prefix(&[0xFE, 0xFF]) {
-        let units: Vec<u16> = rest.chunks_exact(2).map(|c| u16::from_be_bytes([c[0], c[1]])).collect();
-        return (String::from_utf16_lossy(&units), None);
+        let units: Vec<u16> = rest
+            .chunks_exact(2)
+            .map(|c| u16::from_be_bytes([c[0], c[1]]))
+            .collect();
+        return (Cow::Owned(String::from_utf16_lossy(&units)), None);
     }
     let bytes = bytes.strip_prefix(&[0xEF, 0xBB, 0xBF]).unwrap_or(bytes);
     match std::str::from_utf8(bytes) {
-        Ok(s) => (s.to_owned(), None),
+        Ok(s) => (Cow::Borrowed(s), None),
         Err(e) => (
-            String::from_utf8_lossy(bytes).into_owned(),
+            String::from_utf8_lossy(bytes),
             Some(format!(
                 "invalid utf-8 at byte {}, replaced with U+FFFD",
                 e.valid_up_to()
@@ -129,7 +137,7 @@ pub(crate) fn rootfile(container: &[u8]) -> Result<String, OpenError> {
         .and_then(|n| n.attribute("full-path"))
         .filter(|p| !p.is_empty());
     chosen
-        .map(|p| percent_decode(p))
+        .map(percent_decode)
         .ok_or_else(|| OpenError::BrokenContainer {
             reason: "no rootfile with a full-path".to_owned(),
         })
@@ -333,7 +341,10 @@ pub(crate) fn parse_package(path: &str, bytes: &[u8]) -> Result<Package, OpenErr
 
 /// CFI step of the element child at `pos` (0-based).
 fn step_of(pos: usize) -> u32 {
-    u32::try_from(pos).unwrap_or(u32::MAX / 2 - 1).saturating_add(1).saturating_mul(2)
+    u32::try_from(pos)
+        .unwrap_or(u32::MAX / 2 - 1)
+        .saturating_add(1)
+        .saturating_mul(2)
 }
 
 /// Font obfuscation algorithms: these only scramble fonts, not content.
@@ -349,7 +360,11 @@ pub(crate) fn encrypted_resources(bytes: &[u8]) -> Vec<(String, String, bool)> {
     let Ok(doc) = roxmltree::Document::parse_with_options(&text, xml_options()) else {
         // Unreadable encryption information: assume the worst for nothing
         // in particular, the caller reports it.
-        return vec![(String::new(), "unreadable META-INF/encryption.xml".to_owned(), false)];
+        return vec![(
+            String::new(),
+            "unreadable META-INF/encryption.xml".to_owned(),
+            false,
+        )];
     };
     let mut out = Vec::new();
     for data in doc

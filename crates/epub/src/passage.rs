@@ -41,7 +41,7 @@ impl ChunkSettings {
     ///
     /// ### Default
     ///
-    /// 800. Values under 2 are treated as 2.
+    /// 800 characters; values under 2 are treated as 2.
     #[must_use]
     pub fn with_target_chars(mut self, chars: usize) -> Self {
         self.target_chars = chars.max(2);
@@ -54,8 +54,8 @@ impl ChunkSettings {
     ///
     /// ### Default
     ///
-    /// 100. Values of half the target or more are treated as half the
-    /// target.
+    /// 100 characters; values of half the target or more are treated
+    /// as half the target.
     #[must_use]
     pub fn with_overlap_chars(mut self, chars: usize) -> Self {
         self.overlap_chars = chars;
@@ -121,9 +121,37 @@ pub struct Passage {
 }
 
 const BLOCKS: [&str; 31] = [
-    "p", "div", "h1", "h2", "h3", "h4", "h5", "h6", "li", "ol", "ul", "dl", "dt", "dd",
-    "blockquote", "pre", "table", "tr", "td", "th", "caption", "figure", "figcaption",
-    "section", "article", "aside", "header", "footer", "nav", "address", "main",
+    "p",
+    "div",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "li",
+    "ol",
+    "ul",
+    "dl",
+    "dt",
+    "dd",
+    "blockquote",
+    "pre",
+    "table",
+    "tr",
+    "td",
+    "th",
+    "caption",
+    "figure",
+    "figcaption",
+    "section",
+    "article",
+    "aside",
+    "header",
+    "footer",
+    "nav",
+    "address",
+    "main",
 ];
 
 /// Sentence ends that need no following space (CJK).
@@ -204,7 +232,10 @@ impl Section {
     fn lookup(&self, i: usize) -> Option<(NodeId, u32)> {
         let k = self.map.partition_point(|m| m.0 <= i).checked_sub(1)?;
         let (start, node, u) = self.map[k];
-        let extra: u32 = self.chars[start..i].iter().map(|c| c.len_utf16() as u32).sum();
+        let extra: u32 = self.chars[start..i]
+            .iter()
+            .map(|c| c.len_utf16() as u32)
+            .sum();
         Some((node, u + extra))
     }
 
@@ -373,9 +404,14 @@ impl Book {
         chapter: usize,
         out: &mut Vec<Passage>,
     ) {
-        let path = |node: NodeId, u: u32| -> Option<Path> { self.path_at(spine_index, node, Some(u)) };
-        let Some((sn, su)) = sec.lookup(a) else { return };
-        let Some((en, eu)) = sec.lookup(b - 1) else { return };
+        let path =
+            |node: NodeId, u: u32| -> Option<Path> { self.path_at(spine_index, node, Some(u)) };
+        let Some((sn, su)) = sec.lookup(a) else {
+            return;
+        };
+        let Some((en, eu)) = sec.lookup(b - 1) else {
+            return;
+        };
         let eu = eu + sec.chars[b - 1].len_utf16() as u32;
         let (Some(start), Some(end)) = (path(sn, su), path(en, eu)) else {
             return;
@@ -434,10 +470,16 @@ mod tests {
 
     #[test]
     fn japanese_sentences_break_without_spaces() {
-        let s = section(&["山路を登りながら、こう考えた。智に働けば角が立つ。情に棹させば流される。"]);
+        let s =
+            section(&["山路を登りながら、こう考えた。智に働けば角が立つ。情に棹させば流される。"]);
         let text: String = s.chars.iter().collect();
-        let breaks: Vec<usize> = (0..s.chars.len()).filter(|&i| s.is_sentence_break(i)).collect();
-        let pieces: Vec<String> = breaks.iter().map(|&i| text.chars().take(i).collect()).collect();
+        let breaks: Vec<usize> = (0..s.chars.len())
+            .filter(|&i| s.is_sentence_break(i))
+            .collect();
+        let pieces: Vec<String> = breaks
+            .iter()
+            .map(|&i| text.chars().take(i).collect())
+            .collect();
         assert_eq!(pieces[0], "山路を登りながら、こう考えた。");
         assert_eq!(breaks.len(), 2);
     }
@@ -448,7 +490,7 @@ mod tests {
         let text: String = s.chars.iter().collect();
         assert_eq!(text, "a b\n\nc");
         assert_eq!(s.lookup(0), Some((NodeId(1), 2)));
-        assert_eq!(s.lookup(2), Some((NodeId(1), 8)));
+        assert_eq!(s.lookup(2), Some((NodeId(1), 7)));
         assert_eq!(s.lookup(5), Some((NodeId(2), 0)));
     }
 }

@@ -57,21 +57,26 @@ impl Book {
     }
 
     /// The non-whitespace text nodes of one spine document.
-    pub fn document_text_nodes(&self, spine_index: usize) -> impl Iterator<Item = TextNode<'_>> + '_ {
+    pub fn document_text_nodes(
+        &self,
+        spine_index: usize,
+    ) -> impl Iterator<Item = TextNode<'_>> + '_ {
         let doc = self.document(spine_index);
         let href = self.spine.get(spine_index).map_or("", |s| s.href.as_str());
         doc.into_iter().flat_map(move |d| {
-            d.text_nodes().enumerate().filter_map(move |(ordinal, node)| {
-                Some(TextNode {
-                    spine_index,
-                    href,
-                    node_ordinal: ordinal,
-                    node,
-                    text: d.text(node)?,
-                    is_cdata: d.is_cdata(node),
-                    cfi: self.cfi_at(spine_index, node, Some(0))?,
+            d.text_nodes()
+                .enumerate()
+                .filter_map(move |(ordinal, node)| {
+                    Some(TextNode {
+                        spine_index,
+                        href,
+                        node_ordinal: ordinal,
+                        node,
+                        text: d.text(node)?,
+                        is_cdata: d.is_cdata(node),
+                        cfi: self.cfi_at(spine_index, node, Some(0))?,
+                    })
                 })
-            })
         })
     }
 
@@ -97,8 +102,14 @@ impl Book {
     /// The full CFI of a node of a spine document: an element, or a text
     /// node at `utf16_offset` from the node's start (see
     /// [`Document::cfi`](crate::Document::cfi)).
-    pub fn cfi_at(&self, spine_index: usize, node: NodeId, utf16_offset: Option<u32>) -> Option<Cfi> {
-        self.path_at(spine_index, node, utf16_offset).map(Cfi::point)
+    pub fn cfi_at(
+        &self,
+        spine_index: usize,
+        node: NodeId,
+        utf16_offset: Option<u32>,
+    ) -> Option<Cfi> {
+        self.path_at(spine_index, node, utf16_offset)
+            .map(Cfi::point)
     }
 
     /// The CFI of a spine item itself (`epubcfi(/6/4[chap01ref])`).
@@ -157,7 +168,10 @@ impl Book {
                 reason: "the cfi stops at the spine",
             });
         };
-        let by_index = self.spine.iter().position(|s| s.cfi_step == item_step.index());
+        let by_index = self
+            .spine
+            .iter()
+            .position(|s| s.cfi_step == item_step.index());
         let by_id = item_step
             .id()
             .and_then(|id| self.spine.iter().position(|s| s.id.as_deref() == Some(id)));
@@ -186,10 +200,12 @@ impl Book {
                 reason: "steps after the itemref must follow an indirection '!'",
             });
         }
-        let doc = self.document(spine_index).ok_or_else(|| ResolveError::MissingDocument {
-            cfi: text.to_owned(),
-            spine_index,
-        })?;
+        let doc = self
+            .document(spine_index)
+            .ok_or_else(|| ResolveError::MissingDocument {
+                cfi: text.to_owned(),
+                spine_index,
+            })?;
         let location = doc.locate(rest, path, text)?;
         Ok(Point {
             spine_index,
@@ -203,10 +219,9 @@ impl Book {
         let Some(doc) = self.document(point.spine_index) else {
             return String::new();
         };
-        let loc = point
-            .location
-            .or_else(|| doc.root().map(Location::Element));
-        loc.map(|l| doc.text_after(&l, max_chars)).unwrap_or_default()
+        let loc = point.location.or_else(|| doc.root().map(Location::Element));
+        loc.map(|l| doc.text_after(&l, max_chars))
+            .unwrap_or_default()
     }
 
     /// Reading text just before a resolved point.
@@ -219,7 +234,8 @@ impl Book {
 
     /// Reading text covered by a resolved range (empty for a point).
     pub fn text_of(&self, resolved: &Resolved) -> String {
-        let (Some(end), Some(doc)) = (resolved.end, self.document(resolved.start.spine_index)) else {
+        let (Some(end), Some(doc)) = (resolved.end, self.document(resolved.start.spine_index))
+        else {
             return String::new();
         };
         match (resolved.start.location, end.location) {

@@ -94,7 +94,7 @@ pub(crate) fn from_ncx(dom: &Dom, doc_path: &str) -> Vec<TocEntry> {
     };
     let mut out = Vec::new();
     for d in dom.descendants(map) {
-        if !dom.element(d).is_some_and(|e| e.local_name() == "navPoint") {
+        if dom.element(d).is_none_or(|e| e.local_name() != "navPoint") {
             continue;
         }
         let Some(src) = dom

@@ -175,8 +175,10 @@ impl Dom {
 
     /// First element child with this local name.
     pub(crate) fn child_named(&self, id: NodeId, local_name: &str) -> Option<NodeId> {
-        self.child_elements(id)
-            .find(|&c| self.element(c).is_some_and(|e| e.local_name() == local_name))
+        self.child_elements(id).find(|&c| {
+            self.element(c)
+                .is_some_and(|e| e.local_name() == local_name)
+        })
     }
 
     /// The `<body>` element of an XHTML document.
@@ -186,10 +188,13 @@ impl Dom {
 
     /// Finds the element whose `id` attribute is `value`.
     pub(crate) fn element_by_id(&self, value: &str) -> Option<NodeId> {
-        self.nodes.iter().enumerate().find_map(|(i, n)| match &n.kind {
-            NodeKind::Element(e) if e.attr("id") == Some(value) => Some(NodeId(i as u32)),
-            _ => None,
-        })
+        self.nodes
+            .iter()
+            .enumerate()
+            .find_map(|(i, n)| match &n.kind {
+                NodeKind::Element(e) if e.attr("id") == Some(value) => Some(NodeId(i as u32)),
+                _ => None,
+            })
     }
 
     /// Resolves a namespace prefix in scope at `id`.
@@ -375,8 +380,8 @@ impl<'a> Parser<'a> {
                 continue;
             }
             let rest = &s[i..];
-            if rest.starts_with("<!--") {
-                match rest[4..].find("-->") {
+            if let Some(body) = rest.strip_prefix("<!--") {
+                match body.find("-->") {
                     Some(e) => i += 4 + e + 3,
                     None => {
                         self.warn(format!("unterminated comment at line {}", self.line_of(i)));
@@ -386,12 +391,15 @@ impl<'a> Parser<'a> {
                 if self.stack.len() > 1 {
                     self.add(NodeKind::Comment);
                 }
-            } else if rest.starts_with("<![CDATA[") {
-                let (content, next) = match rest[9..].find("]]>") {
-                    Some(e) => (&rest[9..9 + e], i + 9 + e + 3),
+            } else if let Some(body) = rest.strip_prefix("<![CDATA[") {
+                let (content, next) = match body.find("]]>") {
+                    Some(e) => (&body[..e], i + 9 + e + 3),
                     None => {
-                        self.warn(format!("unterminated CDATA section at line {}", self.line_of(i)));
-                        (&rest[9..], b.len())
+                        self.warn(format!(
+                            "unterminated CDATA section at line {}",
+                            self.line_of(i)
+                        ));
+                        (body, b.len())
                     }
                 };
                 if self.stack.len() > 1 {
@@ -400,8 +408,8 @@ impl<'a> Parser<'a> {
                 i = next;
             } else if rest.starts_with("<!") {
                 i = self.doctype(s, i);
-            } else if rest.starts_with("<?") {
-                match rest[2..].find("?>") {
+            } else if let Some(body) = rest.strip_prefix("<?") {
+                match body.find("?>") {
                     Some(e) => i += 2 + e + 2,
                     None => {
                         self.warn(format!(
@@ -433,7 +441,10 @@ impl<'a> Parser<'a> {
                     _ => None,
                 })
                 .collect();
-            self.warn(format!("unclosed elements at end of file: {}", names.join(" ")));
+            self.warn(format!(
+                "unclosed elements at end of file: {}",
+                names.join(" ")
+            ));
         }
         while !self.stack.is_empty() {
             self.close_top();
@@ -454,7 +465,10 @@ impl<'a> Parser<'a> {
     fn text(&mut self, raw: &str, pos: usize) {
         if self.stack.len() <= 1 {
             if !raw.trim().is_empty() {
-                self.warn(format!("text outside the root element at line {}", self.line_of(pos)));
+                self.warn(format!(
+                    "text outside the root element at line {}",
+                    self.line_of(pos)
+                ));
             }
             return;
         }
@@ -501,7 +515,10 @@ impl<'a> Parser<'a> {
             }
             i += 1;
         }
-        self.warn(format!("unterminated declaration at line {}", self.line_of(start)));
+        self.warn(format!(
+            "unterminated declaration at line {}",
+            self.line_of(start)
+        ));
         b.len()
     }
 
@@ -513,9 +530,7 @@ impl<'a> Parser<'a> {
             if body.starts_with('%') {
                 continue;
             }
-            let name_end = body
-                .find(|c: char| c.is_whitespace())
-                .unwrap_or(body.len());
+            let name_end = body.find(|c: char| c.is_whitespace()).unwrap_or(body.len());
             let name = &body[..name_end];
             let after = body[name_end..].trim_start();
             let Some(q) = after.chars().next().filter(|&c| c == '"' || c == '\'') else {
@@ -531,14 +546,20 @@ impl<'a> Parser<'a> {
     fn end_tag(&mut self, s: &str, start: usize) -> usize {
         let b = s.as_bytes();
         let Some(gt) = s[start..].find('>').map(|g| start + g) else {
-            self.warn(format!("unterminated end tag at line {}", self.line_of(start)));
+            self.warn(format!(
+                "unterminated end tag at line {}",
+                self.line_of(start)
+            ));
             return b.len();
         };
         let name = s[start + 2..gt].trim();
-        let found = self.stack.iter().rposition(|o| match &self.nodes[o.id as usize].kind {
-            NodeKind::Element(e) => e.name == name,
-            _ => false,
-        });
+        let found = self
+            .stack
+            .iter()
+            .rposition(|o| match &self.nodes[o.id as usize].kind {
+                NodeKind::Element(e) => e.name == name,
+                _ => false,
+            });
         match found {
             Some(depth) if depth > 0 => {
                 if depth + 1 != self.stack.len() {
@@ -593,17 +614,16 @@ impl<'a> Parser<'a> {
                 b'<' => {
                     // A new tag starts: this one was never closed.
                     terminated = true;
-                    self.warn(format!("unterminated start tag <{name}> at line {}", self.line_of(start)));
+                    self.warn(format!(
+                        "unterminated start tag <{name}> at line {}",
+                        self.line_of(start)
+                    ));
                     break;
                 }
                 _ => {}
             }
             let an_start = i;
-            while i < b.len()
-                && !b[i].is_ascii_whitespace()
-                && !matches!(b[i], b'=' | b'>' | b'<')
-                && !(b[i] == b'/' && b.get(i + 1) == Some(&b'>'))
-            {
+            while i < b.len() && !is_attr_name_end(b, i) {
                 i += 1;
             }
             if i == an_start {
@@ -638,20 +658,32 @@ impl<'a> Parser<'a> {
                     value = self.attr_value(&s[vs..i], vs);
                 }
             } else {
-                self.warn(format!("attribute {an} without value at line {}", self.line_of(i)));
+                self.warn(format!(
+                    "attribute {an} without value at line {}",
+                    self.line_of(i)
+                ));
             }
             if attrs.iter().any(|(n, _)| *n == an) {
-                self.warn(format!("duplicate attribute {an} at line {}", self.line_of(an_start)));
+                self.warn(format!(
+                    "duplicate attribute {an} at line {}",
+                    self.line_of(an_start)
+                ));
             } else {
                 attrs.push((an, value));
             }
         }
         if !terminated {
-            self.warn(format!("unterminated start tag <{name}> at line {}", self.line_of(start)));
+            self.warn(format!(
+                "unterminated start tag <{name}> at line {}",
+                self.line_of(start)
+            ));
         }
         if self.stack.len() == 1 {
             if self.seen_root {
-                self.warn(format!("second root element <{name}> at line {}", self.line_of(start)));
+                self.warn(format!(
+                    "second root element <{name}> at line {}",
+                    self.line_of(start)
+                ));
             }
             self.seen_root = true;
         }
@@ -774,6 +806,14 @@ fn html_entity(name: &str) -> Option<&'static str> {
     })
 }
 
+/// Whether an attribute name ends before byte `i`.
+fn is_attr_name_end(b: &[u8], i: usize) -> bool {
+    let c = b[i];
+    c.is_ascii_whitespace()
+        || matches!(c, b'=' | b'>' | b'<')
+        || (c == b'/' && b.get(i + 1) == Some(&b'>'))
+}
+
 fn is_name_start(c: u8) -> bool {
     c.is_ascii_alphabetic() || c == b'_' || c == b':' || c >= 0x80
 }
@@ -795,14 +835,23 @@ mod tests {
         let dom = Dom::parse("<r><p>ab<!--x-->cd<![CDATA[ef]]><?pi?>gh<b/>ij</p></r>");
         let p = dom.child_elements(dom.root().unwrap()).next().unwrap();
         let kids: Vec<_> = dom.children(p).collect();
-        assert_eq!(kids.len(), 7);
+        assert_eq!(kids.len(), 8);
         let data: Vec<_> = kids
             .iter()
-            .filter_map(|&k| dom.char_data(k).map(|t| (t, dom.node(k).sib_index, dom.node(k).chunk_offset)))
+            .filter_map(|&k| {
+                dom.char_data(k)
+                    .map(|t| (t, dom.node(k).sib_index, dom.node(k).chunk_offset))
+            })
             .collect();
         assert_eq!(
             data,
-            vec![("ab", 0, 0), ("cd", 0, 2), ("ef", 0, 4), ("gh", 0, 6), ("ij", 1, 0)]
+            vec![
+                ("ab", 0, 0),
+                ("cd", 0, 2),
+                ("ef", 0, 4),
+                ("gh", 0, 6),
+                ("ij", 1, 0)
+            ]
         );
     }
 

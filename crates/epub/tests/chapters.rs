@@ -6,8 +6,16 @@ use citeflow_epub::ChunkSettings;
 #[test]
 fn childrens_literature_has_many_chapters_in_one_spine_file() {
     let b = book("childrens-literature.epub");
-    let s04 = b.spine().iter().position(|s| s.href == "s04.xhtml").unwrap();
-    let inside: Vec<_> = b.chapters().iter().filter(|c| c.spine_index == s04).collect();
+    let s04 = b
+        .spine()
+        .iter()
+        .position(|s| s.href == "s04.xhtml")
+        .unwrap();
+    let inside: Vec<_> = b
+        .chapters()
+        .iter()
+        .filter(|c| c.spine_index == s04)
+        .collect();
     // Every linked toc entry is a chapter, all 22 inside s04.xhtml.
     assert_eq!(b.toc().len(), 22);
     assert_eq!(inside.len(), 22, "chapters in s04.xhtml");
@@ -24,9 +32,18 @@ fn childrens_literature_has_many_chapters_in_one_spine_file() {
         .collect();
     assert!(!princess.is_empty());
     assert!(princess.iter().any(|p| p.text.contains("princess")));
-    assert!(princess.iter().all(|p| !p.text.contains("EMPEROR'S NEW CLOTHES")));
-    let clothes = b.chapters().iter().find(|c| c.title.as_deref() == Some("193 THE EMPEROR'S NEW CLOTHES")).unwrap();
-    let first = passages.iter().find(|p| p.chapter_index == clothes.index).unwrap();
+    assert!(princess
+        .iter()
+        .all(|p| !p.text.contains("EMPEROR'S NEW CLOTHES")));
+    let clothes = b
+        .chapters()
+        .iter()
+        .find(|c| c.title.as_deref() == Some("193 THE EMPEROR'S NEW CLOTHES"))
+        .unwrap();
+    let first = passages
+        .iter()
+        .find(|p| p.chapter_index == clothes.index)
+        .unwrap();
     assert!(first.text.starts_with("193"), "{}", first.text);
 }
 
@@ -55,5 +72,8 @@ fn spine_files_outside_the_toc_join_the_chapter_before() {
     assert!(titled >= 13, "{titled}");
     let alice = book("alice.epub");
     let names: Vec<_> = alice.chapters().iter().map(|c| c.title.clone()).collect();
-    assert!(names.iter().flatten().any(|t| t.contains("Rabbit")), "{names:?}");
+    assert!(
+        names.iter().flatten().any(|t| t.contains("Rabbit")),
+        "{names:?}"
+    );
 }

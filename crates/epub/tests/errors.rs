@@ -99,11 +99,18 @@ fn a_zip_without_container_is_not_an_epub() {
 #[test]
 fn a_wrong_mimetype_is_not_an_epub() {
     let e = open(&zip_of(&[
-        ("mimetype", b"application/vnd.oasis.opendocument.text", false),
+        (
+            "mimetype",
+            b"application/vnd.oasis.opendocument.text",
+            false,
+        ),
         ("META-INF/container.xml", CONTAINER, true),
     ]))
     .unwrap_err();
-    assert!(matches!(&e, OpenError::WrongMimetype { found } if found.contains("opendocument")), "{e}");
+    assert!(
+        matches!(&e, OpenError::WrongMimetype { found } if found.contains("opendocument")),
+        "{e}"
+    );
 }
 
 #[test]
@@ -125,7 +132,10 @@ fn a_missing_or_broken_package_is_reported() {
         ("OEBPS/content.opf", b"<package><manifest></package>", true),
     ]))
     .unwrap_err();
-    assert!(matches!(&e, OpenError::BrokenPackage { path, .. } if path == "OEBPS/content.opf"), "{e}");
+    assert!(
+        matches!(&e, OpenError::BrokenPackage { path, .. } if path == "OEBPS/content.opf"),
+        "{e}"
+    );
     let e = open(&zip_of(&[
         ("mimetype", b"application/epub+zip", false),
         ("META-INF/container.xml", CONTAINER, true),
@@ -154,9 +164,16 @@ fn broken_xhtml_is_recovered_with_warnings() {
     ))
     .unwrap();
     assert!(!b.warnings().is_empty());
-    assert!(b.warnings().iter().all(|w| w.path == "OEBPS/bad.xhtml"), "{:?}", b.warnings());
+    assert!(
+        b.warnings().iter().all(|w| w.path == "OEBPS/bad.xhtml"),
+        "{:?}",
+        b.warnings()
+    );
     let texts: Vec<&str> = b.text_nodes().map(|n| n.text).collect();
-    assert_eq!(texts, ["Hello", "First \u{a0} & ", "bold", "Second", "Third"]);
+    assert_eq!(
+        texts,
+        ["Hello", "First \u{a0} & ", "bold", "Second", "Third"]
+    );
 }
 
 #[test]
@@ -200,7 +217,10 @@ fn encrypted_spine_documents_are_refused() {
         .replace("ALGO", "http://www.w3.org/2001/04/xmlenc#aes128-cbc")
         .replace("TARGET", "OEBPS/c.xhtml");
     let e = open(&epub_with(&[("OEBPS/c.xhtml", CHAPTER)], Some(&enc))).unwrap_err();
-    assert!(matches!(&e, OpenError::Encrypted { path, .. } if path == "OEBPS/c.xhtml"), "{e}");
+    assert!(
+        matches!(&e, OpenError::Encrypted { path, .. } if path == "OEBPS/c.xhtml"),
+        "{e}"
+    );
     assert!(e.to_string().contains("DRM"), "{e}");
 }
 
@@ -225,24 +245,43 @@ fn a_zip_bomb_is_stopped_by_the_compression_ratio() {
     let mut page = CHAPTER.to_vec();
     page.extend_from_slice(&zeros);
     let e = open(&epub_with(&[("OEBPS/c.xhtml", &page)], None)).unwrap_err();
-    assert!(matches!(&e, OpenError::CompressionRatio { path, .. } if path == "OEBPS/c.xhtml"), "{e}");
+    assert!(
+        matches!(&e, OpenError::CompressionRatio { path, .. } if path == "OEBPS/c.xhtml"),
+        "{e}"
+    );
     // A generous ratio lets it through, the entry size limit still applies.
     let limits = Limits::new()
         .with_max_compression_ratio(u64::MAX)
         .with_max_entry_bytes(1 << 20);
     let e = Book::open(&epub_with(&[("OEBPS/c.xhtml", &page)], None), &limits).unwrap_err();
-    assert!(matches!(e, OpenError::EntryTooLarge { limit: 1048576, .. }), "{e}");
+    assert!(
+        matches!(e, OpenError::EntryTooLarge { limit: 1048576, .. }),
+        "{e}"
+    );
 }
 
 #[test]
 fn size_and_entry_limits_are_enforced() {
     let bytes = read("epub/alice.epub");
     let e = Book::open(&bytes, &Limits::new().with_max_entries(5)).unwrap_err();
-    assert!(matches!(e, OpenError::TooManyEntries { limit: 5, .. }), "{e}");
-    let e = Book::open(&bytes, &Limits::new().with_max_total_uncompressed_bytes(10_000)).unwrap_err();
-    assert!(matches!(e, OpenError::TotalTooLarge { limit: 10_000, .. }), "{e}");
+    assert!(
+        matches!(e, OpenError::TooManyEntries { limit: 5, .. }),
+        "{e}"
+    );
+    let e = Book::open(
+        &bytes,
+        &Limits::new().with_max_total_uncompressed_bytes(10_000),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(e, OpenError::TotalTooLarge { limit: 10_000, .. }),
+        "{e}"
+    );
     let e = Book::open(&bytes, &Limits::new().with_max_entry_bytes(2_000)).unwrap_err();
-    assert!(matches!(e, OpenError::EntryTooLarge { limit: 2_000, .. }), "{e}");
+    assert!(
+        matches!(e, OpenError::EntryTooLarge { limit: 2_000, .. }),
+        "{e}"
+    );
 }
 
 #[test]

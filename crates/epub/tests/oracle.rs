@@ -33,13 +33,16 @@ fn every_text_node_cfi_matches_the_oracle() {
     let mut expected: BTreeMap<String, Vec<Line>> = BTreeMap::new();
     for line in raw.lines().filter(|l| !l.trim().is_empty()) {
         let v: serde_json::Value = serde_json::from_str(line).expect("oracle line is json");
-        expected.entry(v["epub"].as_str().unwrap().to_owned()).or_default().push(Line {
-            spine_index: v["spine_index"].as_u64().unwrap() as usize,
-            href: v["href"].as_str().unwrap().to_owned(),
-            node_ordinal: v["node_ordinal"].as_u64().unwrap() as usize,
-            text: v["text"].as_str().unwrap().to_owned(),
-            cfi: v["cfi"].as_str().unwrap().to_owned(),
-        });
+        expected
+            .entry(v["epub"].as_str().unwrap().to_owned())
+            .or_default()
+            .push(Line {
+                spine_index: v["spine_index"].as_u64().unwrap() as usize,
+                href: v["href"].as_str().unwrap().to_owned(),
+                node_ordinal: v["node_ordinal"].as_u64().unwrap() as usize,
+                text: v["text"].as_str().unwrap().to_owned(),
+                cfi: v["cfi"].as_str().unwrap().to_owned(),
+            });
     }
     assert_eq!(expected.values().map(Vec::len).sum::<usize>(), 18_765);
     let mut matched = 0;
@@ -58,7 +61,11 @@ fn every_text_node_cfi_matches_the_oracle() {
             .collect();
         let want = &expected[name];
         if got.len() != want.len() {
-            failures.push(format!("{name}: {} text nodes, oracle has {}", got.len(), want.len()));
+            failures.push(format!(
+                "{name}: {} text nodes, oracle has {}",
+                got.len(),
+                want.len()
+            ));
         }
         for (g, w) in got.iter().zip(want) {
             if g == w {
@@ -68,7 +75,11 @@ fn every_text_node_cfi_matches_the_oracle() {
             }
         }
     }
-    assert!(failures.is_empty(), "{matched}/18765 matched\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{matched}/18765 matched\n{}",
+        failures.join("\n")
+    );
     assert_eq!(matched, 18_765);
 }
 
@@ -83,7 +94,10 @@ fn every_text_node_cfi_resolves_back_to_its_node() {
             assert_eq!(r.start.spine_index, n.spine_index);
             assert_eq!(
                 r.start.location,
-                Some(citeflow_epub::Location::Text { node: n.node, utf16_offset: 0 }),
+                Some(citeflow_epub::Location::Text {
+                    node: n.node,
+                    utf16_offset: 0
+                }),
                 "{name}: {}",
                 n.cfi
             );

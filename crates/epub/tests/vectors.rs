@@ -58,7 +58,9 @@ fn range(a: &Cfi, b: &Cfi) -> String {
 
 /// Readium's inline documents elide the wrapper as `...`.
 fn readium(inner: &str) -> Document {
-    Document::parse(&format!("<html><div></div><div>{inner}</div><div></div></html>"))
+    Document::parse(&format!(
+        "<html><div></div><div>{inner}</div><div></div></html>"
+    ))
 }
 
 fn chap01ref() -> Cfi {
@@ -119,11 +121,14 @@ fn generate(i: usize) -> Option<Vec<String>> {
             one(pt(&doc, t, 4).with_base(&chap01ref()).to_string())
         }
         10 => {
-            let doc = readium("<div id='startParent'><div></div>textnode1<div></div>textNode2<div></div></div>");
+            let doc = readium(
+                "<div id='startParent'><div></div>textnode1<div></div>textNode2<div></div></div>",
+            );
             one(el(&doc, child_el(&doc, id(&doc, "startParent"), 0)).to_string())
         }
         11 | 12 => {
-            let doc = readium("<div id='startParent'>textnode<div></div>textnode1<div></div></div>");
+            let doc =
+                readium("<div id='startParent'>textnode<div></div>textnode1<div></div></div>");
             let sp = id(&doc, "startParent");
             let div1 = child_el(&doc, sp, 0);
             one(if i == 11 {
@@ -143,14 +148,27 @@ fn generate(i: usize) -> Option<Vec<String>> {
             // it as step /2 from the document node.
             let doc = Document::parse("<html><div></div><div><div id='startParent'>textnode<div></div>textnode1<div></div></div></div><div id='end'></div></html>");
             let sp = id(&doc, "startParent");
-            let a = Cfi::parse(&format!("/2{}", bare(&pt(&doc, child(&doc, sp, 0), 1).to_string()))).unwrap();
-            let b = Cfi::parse(&format!("/2{}", bare(&el(&doc, id(&doc, "end")).to_string()))).unwrap();
+            let a = Cfi::parse(&format!(
+                "/2{}",
+                bare(&pt(&doc, child(&doc, sp, 0), 1).to_string())
+            ))
+            .unwrap();
+            let b = Cfi::parse(&format!(
+                "/2{}",
+                bare(&el(&doc, id(&doc, "end")).to_string())
+            ))
+            .unwrap();
             one(range(&a, &b))
         }
         15 => {
-            let doc = readium(r#"<div id='startParent'><div id="period-.-in.id"></div>textnode1<div></div>textNode2<div></div></div>"#);
+            let doc = readium(
+                r#"<div id='startParent'><div id="period-.-in.id"></div>textnode1<div></div>textNode2<div></div></div>"#,
+            );
             let sp = id(&doc, "startParent");
-            one(range(&el(&doc, child_el(&doc, sp, 0)), &el(&doc, child_el(&doc, sp, 2))))
+            one(range(
+                &el(&doc, child_el(&doc, sp, 0)),
+                &el(&doc, child_el(&doc, sp, 2)),
+            ))
         }
         16 | 17 => {
             let doc = readium("<div id='startParent'><div>text target for start</div>textnode1<div></div>textNode2<div>text target for end</div></div>");
@@ -164,7 +182,9 @@ fn generate(i: usize) -> Option<Vec<String>> {
             })
         }
         18 => {
-            let doc = readium("<div id='startParent'>text target for start<div>text target for end</div></div>");
+            let doc = readium(
+                "<div id='startParent'>text target for start<div>text target for end</div></div>",
+            );
             let sp = id(&doc, "startParent");
             let b = first_text(&doc, child_el(&doc, sp, 0));
             one(range(&pt(&doc, child(&doc, sp, 0), 2), &pt(&doc, b, 6)))
@@ -180,7 +200,10 @@ fn generate(i: usize) -> Option<Vec<String>> {
         20 => {
             let doc = readium("<div id='startParent'><div>content</div>textnode1<div></div>textNode2<div>content</div>textNode3textNode4</div>");
             let sp = id(&doc, "startParent");
-            one(range(&pt(&doc, child(&doc, sp, 1), 2), &pt(&doc, child(&doc, sp, 5), 6)))
+            one(range(
+                &pt(&doc, child(&doc, sp, 1), 2),
+                &pt(&doc, child(&doc, sp, 5), 6),
+            ))
         }
         // spec_ok: false vectors, checked against their `spec_value`.
         21 | 23 => {
@@ -189,9 +212,14 @@ fn generate(i: usize) -> Option<Vec<String>> {
             } else {
                 "<?xml-stylesheet type='text/css' href='style.css'?>"
             };
-            let doc = readium(&format!("<div id='startParent'>textnode{mid}textnode</div>"));
+            let doc = readium(&format!(
+                "<div id='startParent'>textnode{mid}textnode</div>"
+            ));
             let sp = id(&doc, "startParent");
-            one(range(&pt(&doc, child(&doc, sp, 0), 4), &pt(&doc, child(&doc, sp, 2), 4)))
+            one(range(
+                &pt(&doc, child(&doc, sp, 0), 4),
+                &pt(&doc, child(&doc, sp, 2), 4),
+            ))
         }
         22 | 24 => {
             let lead = if i == 22 {
@@ -216,10 +244,15 @@ fn generate(i: usize) -> Option<Vec<String>> {
         26 => {
             let doc = readium("<div id='startParent'><div>content</div>textnode1<div></div>textNode2<div>content</div></div>");
             let sp = id(&doc, "startParent");
-            one(range(&pt(&doc, child(&doc, sp, 1), 2), &pt(&doc, child(&doc, sp, 3), 6)))
+            one(range(
+                &pt(&doc, child(&doc, sp, 1), 2),
+                &pt(&doc, child(&doc, sp, 3), 6),
+            ))
         }
         29 => {
-            let doc = Document::parse("<svg><g></g><g><text id='startParent'><tspan></tspan></text></g><g></g></svg>");
+            let doc = Document::parse(
+                "<svg><g></g><g><text id='startParent'><tspan></tspan></text></g><g></g></svg>",
+            );
             one(el(&doc, child_el(&doc, id(&doc, "startParent"), 0)).to_string())
         }
         31 => {
@@ -242,11 +275,17 @@ fn generate(i: usize) -> Option<Vec<String>> {
                 &[("OPS/chapter_001.xhtml", &content)],
             );
             let b = Book::open(&bytes, &Limits::default()).unwrap();
-            let si = b.spine().iter().position(|s| s.idref == "xchapter_001").unwrap();
+            let si = b
+                .spine()
+                .iter()
+                .position(|s| s.idref == "xchapter_001")
+                .unwrap();
             let doc = b.document(si).unwrap();
             let p = id(doc, "c01p0008");
             one(if i == 33 {
-                b.cfi_at(si, first_text(doc, p), Some(103)).unwrap().to_string()
+                b.cfi_at(si, first_text(doc, p), Some(103))
+                    .unwrap()
+                    .to_string()
             } else {
                 b.cfi_at(si, p, None).unwrap().to_string()
             })
@@ -278,7 +317,9 @@ fn generate(i: usize) -> Option<Vec<String>> {
             Some(out)
         }
         37 => {
-            let doc = Document::parse(r#"<html><head/><body><p id="test-skip-1">Hello, World</p><p id="test-skip-2"><span class="SKIP">H</span>e<span class="SKIP">ll</span>o, World</p></body></html>"#);
+            let doc = Document::parse(
+                r#"<html><head/><body><p id="test-skip-1">Hello, World</p><p id="test-skip-2"><span class="SKIP">H</span>e<span class="SKIP">ll</span>o, World</p></body></html>"#,
+            );
             let t = first_text(&doc, id(&doc, "test-skip-1"));
             one(range(&pt(&doc, t, 3), &pt(&doc, t, 8)))
         }
@@ -325,7 +366,8 @@ fn spec_ok_generation_vectors_match() {
             (serde_json::Value::Bool(false), Some(sv)) => vec![sv.as_str().unwrap().to_owned()],
             _ => continue,
         };
-        let got = generate(i).unwrap_or_else(|| panic!("generation vector {i} is not covered: {g}"));
+        let got =
+            generate(i).unwrap_or_else(|| panic!("generation vector {i} is not covered: {g}"));
         let got: Vec<&str> = got.iter().map(|s| bare(s)).collect();
         let want: Vec<&str> = want.iter().map(|s| bare(s)).collect();
         assert_eq!(got, want, "generation vector {i}: {}", g["target"]);
@@ -354,7 +396,10 @@ fn parse_vectors_round_trip_and_reject() {
         assert!(Cfi::parse(s).is_err(), "{s:?} should be rejected");
     }
     for s in p["invalid"]["lenient_in_fread"].as_object().unwrap().keys() {
-        assert!(Cfi::parse(s).is_err(), "{s:?} should be rejected by a strict parser");
+        assert!(
+            Cfi::parse(s).is_err(),
+            "{s:?} should be rejected by a strict parser"
+        );
     }
     for s in p["structure"].as_array().unwrap() {
         let cfi = s["cfi"].as_str().unwrap();
@@ -366,23 +411,37 @@ fn parse_vectors_round_trip_and_reject() {
 fn parse_structure_matches_the_peers() {
     let ids = |s: &str| -> Vec<Option<String>> {
         let c = Cfi::parse(s).unwrap();
-        c.path().steps().iter().map(|st| st.id().map(str::to_owned)).collect()
+        c.path()
+            .steps()
+            .iter()
+            .map(|st| st.id().map(str::to_owned))
+            .collect()
     };
-    assert_eq!(ids("epubcfi(/4[4^^^[^]^(^)^,^;^=]/6!/4:9)")[0].as_deref(), Some("4^[](),;="));
+    assert_eq!(
+        ids("epubcfi(/4[4^^^[^]^(^)^,^;^=]/6!/4:9)")[0].as_deref(),
+        Some("4^[](),;=")
+    );
     assert_eq!(ids("epubcfi(/1[^^^]])")[0].as_deref(), Some("^]"));
-    assert_eq!(ids("/6/4[chap0^]!/1ref^^]")[1].as_deref(), Some("chap0]!/1ref^"));
+    assert_eq!(
+        ids("/6/4[chap0^]!/1ref^^]")[1].as_deref(),
+        Some("chap0]!/1ref^")
+    );
     let i = ids("/4[body0^]!/1^^]/10[para^]/0^,/5]/3:10");
     assert_eq!(i[0].as_deref(), Some("body0]!/1^"));
     assert_eq!(i[1].as_deref(), Some("para]/0,/5"));
 
-    let c = Cfi::parse("epubcfi(/6/14[cha!/p05ref]!/4[bo!/dy01]/10/2/1[foo]:5[don't!/ panic;s=b])").unwrap();
+    let c = Cfi::parse("epubcfi(/6/14[cha!/p05ref]!/4[bo!/dy01]/10/2/1[foo]:5[don't!/ panic;s=b])")
+        .unwrap();
     let steps = c.path().steps();
     assert_eq!(steps.len(), 6);
     assert_eq!(steps[1].id(), Some("cha!/p05ref"));
     assert!(steps[2].is_redirected());
     assert_eq!(steps[5].id(), Some("foo"));
     match c.path().offset() {
-        Some(Offset::Character { utf16_offset: 5, assertion: Some(a) }) => {
+        Some(Offset::Character {
+            utf16_offset: 5,
+            assertion: Some(a),
+        }) => {
             assert_eq!(a.before(), "don't!/ panic");
             assert_eq!(a.params()[0].name(), "s");
             assert_eq!(a.params()[0].values(), ["b"]);
@@ -392,7 +451,9 @@ fn parse_structure_matches_the_peers() {
 
     let c = Cfi::parse("epubcfi(/4/6!/4:9[aaa,])").unwrap();
     match c.path().offset() {
-        Some(Offset::Character { assertion: Some(a), .. }) => {
+        Some(Offset::Character {
+            assertion: Some(a), ..
+        }) => {
             assert_eq!((a.before(), a.after()), ("aaa", Some("")));
         }
         other => panic!("{other:?}"),
@@ -428,7 +489,11 @@ fn compare_vectors_order_like_the_spec() {
                     .split(',')
                     .map(|x| x.trim().parse().unwrap())
                     .collect();
-                assert_eq!(sign(a.start().compare(&b.start())), Some(nums[0]), "{c} start");
+                assert_eq!(
+                    sign(a.start().compare(&b.start())),
+                    Some(nums[0]),
+                    "{c} start"
+                );
                 assert_eq!(sign(a.end().compare(&b.end())), Some(nums[1]), "{c} end");
             }
             other => panic!("odd expected {other}"),
@@ -439,7 +504,10 @@ fn compare_vectors_order_like_the_spec() {
 #[test]
 fn spec_examples_resolve_in_the_spec_publication() {
     let b = book("cfi-spec-example.epub");
-    let r = |s: &str| b.resolve(&Cfi::parse(s).unwrap()).unwrap_or_else(|e| panic!("{s}: {e}"));
+    let r = |s: &str| {
+        b.resolve(&Cfi::parse(s).unwrap())
+            .unwrap_or_else(|e| panic!("{s}: {e}"))
+    };
     let after = |s: &str| b.text_after(&r(s).start, 20);
     let before = |s: &str| b.text_before(&r(s).start, 20);
     let base = "epubcfi(/6/4[chap01ref]!/4[body01]/10[para05]";
@@ -520,7 +588,10 @@ fn georgia_page_list_cfis_resolve_to_the_right_text() {
         assert!(before.ends_with(want_before), "{frag}: before {before:?}");
         assert!(after.starts_with(want_after), "{frag}: after {after:?}");
         // Text-location assertions hold.
-        if let Some(Offset::Character { assertion: Some(a), .. }) = cfi.path().offset() {
+        if let Some(Offset::Character {
+            assertion: Some(a), ..
+        }) = cfi.path().offset()
+        {
             let raw_before = b.text_before(&r.start, 60);
             let raw_after = b.text_after(&r.start, 60);
             assert!(raw_before.ends_with(a.before()), "{frag}");
@@ -547,7 +618,10 @@ fn edge_target(doc: &Document, target: &str) -> Cfi {
             .unwrap(),
         o => id(doc, o),
     };
-    let texts: Vec<NodeId> = doc.descendants(owner).filter(|&d| doc.text(d).is_some()).collect();
+    let texts: Vec<NodeId> = doc
+        .descendants(owner)
+        .filter(|&d| doc.text(d).is_some())
+        .collect();
     let (node, rest) = if let Some(r) = rest.strip_prefix("text#") {
         let (k, r) = r.split_once(' ').unwrap();
         (texts[k.parse::<usize>().unwrap()], r)
@@ -555,7 +629,10 @@ fn edge_target(doc: &Document, target: &str) -> Cfi {
         // `"Title " @1`: the node with this text.
         let quoted = rest.split('"').nth(1).unwrap();
         (
-            *texts.iter().find(|&&t| doc.text(t) == Some(quoted)).unwrap(),
+            *texts
+                .iter()
+                .find(|&&t| doc.text(t) == Some(quoted))
+                .unwrap(),
             rest,
         )
     };
@@ -599,7 +676,9 @@ fn edge_case_vectors_match_and_resolve_back() {
             bare(expected).split_once('!').unwrap().1
         ))
         .unwrap();
-        let (loc, end) = doc.resolve(&local).unwrap_or_else(|e| panic!("{target}: {e}"));
+        let (loc, end) = doc
+            .resolve(&local)
+            .unwrap_or_else(|e| panic!("{target}: {e}"));
         if end.is_none() {
             let again = match loc {
                 Location::Element(e) => el(&doc, e),

@@ -34,7 +34,13 @@ fn compare_paths(a: &Path, b: &Path) -> Option<Ordering> {
 }
 
 fn is_zero(o: &Offset) -> bool {
-    matches!(o, Offset::Character { utf16_offset: 0, .. })
+    matches!(
+        o,
+        Offset::Character {
+            utf16_offset: 0,
+            ..
+        }
+    )
 }
 
 fn compare_offsets(a: Option<&Offset>, b: Option<&Offset>) -> Option<Ordering> {
@@ -51,8 +57,12 @@ fn compare_offsets(a: Option<&Offset>, b: Option<&Offset>) -> Option<Ordering> {
             Ordering::Greater
         }),
         (
-            Some(Offset::Character { utf16_offset: x, .. }),
-            Some(Offset::Character { utf16_offset: y, .. }),
+            Some(Offset::Character {
+                utf16_offset: x, ..
+            }),
+            Some(Offset::Character {
+                utf16_offset: y, ..
+            }),
         ) => Some(x.cmp(y)),
         (Some(Offset::Spatial { x: ax, y: ay }), Some(Offset::Spatial { x: bx, y: by })) => {
             cmp_spatial((ax.value(), ay.value()), (bx.value(), by.value()))

@@ -49,9 +49,8 @@ impl CfiParseError {
     /// Byte offset of the problem in the input, where there is one.
     pub fn position(&self) -> Option<usize> {
         match self {
-            CfiParseError::Unexpected { position, .. } | CfiParseError::BadNumber { position, .. } => {
-                Some(*position)
-            }
+            CfiParseError::Unexpected { position, .. }
+            | CfiParseError::BadNumber { position, .. } => Some(*position),
             _ => None,
         }
     }
@@ -333,7 +332,9 @@ impl P<'_> {
                     out.push(e);
                     self.i += 1 + e.len_utf8();
                 }
-                '[' | '(' | ')' => return Err(self.unexpected("an escaped '^' before this character")),
+                '[' | '(' | ')' => {
+                    return Err(self.unexpected("an escaped '^' before this character"))
+                }
                 ']' | ',' | ';' | '=' => return Ok(out),
                 _ => {
                     out.push(c);
