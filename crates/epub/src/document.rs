@@ -177,42 +177,72 @@ impl Document {
     }
 
     pub(crate) fn local_path(&self, node: NodeId, utf16_offset: Option<u32>) -> Option<Path> {
+        let mut path = Path::new();
+        self.append_path(&mut path, node, utf16_offset, false)?;
+        Some(path)
+    }
+
+    /// Appends the document-relative steps of `node` to `path`; the first
+    /// one is marked as following an indirection when `redirect` is set.
+    pub(crate) fn append_path(
+        &self,
+        path: &mut Path,
+        node: NodeId,
+        utf16_offset: Option<u32>,
+        redirect: bool,
+    ) -> Option<()> {
         self.dom.get(node)?;
         let root = self.dom.root()?;
-        let mut chain = Vec::new();
+        let mut chain = [NodeId(0); 32];
+        let mut long_chain = Vec::new();
+        let mut depth = 0;
         let mut cur = node;
         while cur != root {
-            chain.push(cur);
+            if depth < chain.len() {
+                chain[depth] = cur;
+            } else {
+                if long_chain.is_empty() {
+                    long_chain.extend_from_slice(&chain);
+                }
+                long_chain.push(cur);
+            }
+            depth += 1;
             cur = self.dom.parent(cur)?;
         }
-        if chain.is_empty() {
+        if depth == 0 {
             return None;
         }
-        let mut path = Path::new();
-        for &n in chain.iter().rev() {
+        let chain: &[NodeId] = if long_chain.is_empty() {
+            &chain[..depth]
+        } else {
+            &long_chain
+        };
+        path.reserve(depth);
+        for (i, &n) in chain.iter().rev().enumerate() {
             let info = self.dom.node(n);
+            let redirected = redirect && i == 0;
             match &info.kind {
                 NodeKind::Element(e) => {
-                    path.push(step(info.sib_index), e.attr("id"), false);
+                    path.push(step(info.sib_index), e.attr("id"), redirected);
                 }
                 NodeKind::Text(_) | NodeKind::CData(_) => {
                     path.push(
                         info.sib_index.saturating_mul(2).saturating_add(1),
                         None,
-                        false,
+                        redirected,
                     );
                     let offset = match utf16_offset {
                         Some(o) => Some(info.chunk_offset.saturating_add(o)),
                         None => (info.chunk_offset > 0).then_some(info.chunk_offset),
                     };
                     if let Some(o) = offset {
-                        path = path.with_char_offset(o);
+                        path.set_char_offset(o);
                     }
                 }
                 _ => return None,
             }
         }
-        Some(path)
+        Some(())
     }
 
     /// Resolves a document-relative CFI (its first step counts from the root

@@ -95,8 +95,10 @@ impl Book {
         node: NodeId,
         utf16_offset: Option<u32>,
     ) -> Option<Path> {
-        let local = self.document(spine_index)?.local_path(node, utf16_offset)?;
-        Some(self.spine_path(spine_index)?.redirect_to(local))
+        let mut path = self.spine_path(spine_index)?;
+        self.document(spine_index)?
+            .append_path(&mut path, node, utf16_offset, true)?;
+        Some(path)
     }
 
     /// The full CFI of a node of a spine document: an element, or a text

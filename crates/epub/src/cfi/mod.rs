@@ -271,12 +271,21 @@ impl Path {
         });
     }
 
+    #[cfg(test)]
     pub(crate) fn with_char_offset(mut self, utf16_offset: u32) -> Path {
+        self.set_char_offset(utf16_offset);
+        self
+    }
+
+    pub(crate) fn set_char_offset(&mut self, utf16_offset: u32) {
         self.offset = Some(Offset::Character {
             utf16_offset,
             assertion: None,
         });
-        self
+    }
+
+    pub(crate) fn reserve(&mut self, steps: usize) {
+        self.steps.reserve(steps);
     }
 
     /// `self` + `!` + `local`: continues into the document `self` names.
@@ -395,6 +404,9 @@ fn is_special(c: char) -> bool {
 
 /// Writes `s` with the special characters escaped.
 fn write_escaped(f: &mut fmt::Formatter<'_>, s: &str) -> fmt::Result {
+    if !s.chars().any(is_special) {
+        return f.write_str(s);
+    }
     for c in s.chars() {
         if is_special(c) {
             f.write_str("^")?;
@@ -402,6 +414,21 @@ fn write_escaped(f: &mut fmt::Formatter<'_>, s: &str) -> fmt::Result {
         fmt::Write::write_char(f, c)?;
     }
     Ok(())
+}
+
+/// Writes a number without going through the formatting machinery.
+fn write_u32(f: &mut fmt::Formatter<'_>, mut n: u32) -> fmt::Result {
+    let mut buf = [0u8; 10];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    f.write_str(std::str::from_utf8(&buf[i..]).unwrap_or("0"))
 }
 
 /// Escapes the special characters of a CFI assertion value with `^`.
@@ -437,7 +464,8 @@ impl fmt::Display for Path {
             if s.redirected {
                 f.write_str("!")?;
             }
-            write!(f, "/{}", s.index)?;
+            f.write_str("/")?;
+            write_u32(f, s.index)?;
             if let Some(a) = &s.assertion {
                 f.write_str("[")?;
                 write_escaped(f, &a.id)?;
@@ -454,7 +482,8 @@ impl fmt::Display for Path {
                     utf16_offset,
                     assertion,
                 } => {
-                    write!(f, ":{utf16_offset}")?;
+                    f.write_str(":")?;
+                    write_u32(f, *utf16_offset)?;
                     if let Some(a) = assertion {
                         f.write_str("[")?;
                         write_escaped(f, &a.before)?;
