@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runs every test of the project on a fresh Debian machine with Rust, Python 3.11 and Node 20.
+# Installs what it needs (rustup components, Debian packages, pip and npm packages inside the
+# project's own directories) and is safe to run twice. Each part's extra steps live in
+# scripts/test-*.sh, which this script runs after the Rust workspace tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=never
+export CITEFLOW_SHARED_DIR="${CITEFLOW_SHARED_DIR:-$(cd .. && pwd)/shared}"
+[ -d "$CITEFLOW_SHARED_DIR/fixtures" ] || { echo "shared fixtures not found at $CITEFLOW_SHARED_DIR" >&2; exit 1; }
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "toolchain"
+rustup component add rustfmt clippy >/dev/null 2>&1 || true
+rustup target add wasm32-unknown-unknown >/dev/null 2>&1 || true
+
+step "rustfmt"
+cargo fmt --all -- --check
+
+step "clippy (-D warnings)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "docs (broken intra-doc links fail)"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked -p citeflow-core -p citeflow-epub -p citeflow-store
+
+step "the I/O-free crates build for wasm32-unknown-unknown"
+cargo build --locked --target wasm32-unknown-unknown -p citeflow-core -p citeflow-epub -p citeflow-store
+
+step "cargo test (workspace)"
+cargo test --locked
+
+for part in scripts/test-*.sh; do
+  [ -e "$part" ] || continue
+  step "$part"
+  bash "$part"
+done
+
+step "all tests passed"
