@@ -1,0 +1,122 @@
+"""citeflow: rewrite streamed LLM citation markers into stable readable numbers.
+
+The engine is the Rust crate ``citeflow-core``; this package only converts between Python and
+Rust, so Python gets exactly the core's behaviour (the same golden vectors pass in Rust, Python
+and WASM).
+
+Quick start::
+
+    import citeflow
+
+    session = citeflow.Session(style="brackets")
+    session.append_round(
+        [{"id": "source_7", "title": "Paris"}, {"id": "source_3", "title": "France"}],
+        query="capital of France",
+    )
+    rw = session.rewriter()
+    for chunk in ["Paris is the capital [[sou", "rce_7]]."]:
+        for ev in rw.feed(chunk):
+            if ev.type == "text":
+                print(ev.text, end="")
+    done = rw.finish()[-1]
+
+Events are ``TextEvent``, ``SourceEvent``, ``CitationEvent``, ``UnresolvedEvent``,
+``NumberNeededEvent`` and ``DoneEvent``; each has ``.type``, ``to_dict()`` (the core's JSON
+form), equality and a ``repr``. Offsets in events (``byte_offset``, ``input_byte_offset``) are
+UTF-8 byte offsets, as in the core.
+
+Errors derive from ``CiteflowError``: ``SettingsError``, ``SourceError``, ``NumberingError``,
+``RewriteError``, ``RestoreError`` and ``SseError``, each with the core's message and a
+stable ``code``.
+
+Adapters for the OpenAI SDK and LangChain streams are in ``citeflow.adapters``.
+"""
+
+from typing import Union
+
+from ._citeflow import (
+    MIN_PENDING_BYTES,
+    CitationEvent,
+    CiteflowError,
+    DoneEvent,
+    ListedSource,
+    Locator,
+    NumberEntry,
+    Numbering,
+    NumberingError,
+    NumberNeededEvent,
+    Report,
+    RestoreError,
+    Rewriter,
+    RewriteError,
+    Rewritten,
+    Round,
+    Session,
+    Settings,
+    SettingsError,
+    Source,
+    SourceError,
+    SourceEvent,
+    Sources,
+    SseDecoder,
+    SseError,
+    SseEvent,
+    TextEvent,
+    UnresolvedEvent,
+    __version__,
+    chunk_text,
+    citation_instruction,
+    context_block,
+    prompt_settings,
+    render_list,
+    rewrite_str,
+)
+
+#: Any event a ``Rewriter`` emits; narrow it on ``.type``.
+Event = Union[
+    SourceEvent,
+    TextEvent,
+    CitationEvent,
+    UnresolvedEvent,
+    NumberNeededEvent,
+    DoneEvent,
+]
+
+__all__ = [
+    "MIN_PENDING_BYTES",
+    "CitationEvent",
+    "CiteflowError",
+    "DoneEvent",
+    "Event",
+    "ListedSource",
+    "Locator",
+    "NumberEntry",
+    "NumberNeededEvent",
+    "Numbering",
+    "NumberingError",
+    "Report",
+    "RestoreError",
+    "RewriteError",
+    "Rewriter",
+    "Rewritten",
+    "Round",
+    "Session",
+    "Settings",
+    "SettingsError",
+    "Source",
+    "SourceError",
+    "SourceEvent",
+    "Sources",
+    "SseDecoder",
+    "SseError",
+    "SseEvent",
+    "TextEvent",
+    "UnresolvedEvent",
+    "__version__",
+    "chunk_text",
+    "citation_instruction",
+    "context_block",
+    "prompt_settings",
+    "render_list",
+    "rewrite_str",
+]

@@ -1,0 +1,506 @@
+//! The events a `Rewriter` emits, one small class per kind.
+//!
+//! Each class has a `type` (the core's `type` field in JSON), its fields as read-only
+//! attributes, `repr()`, equality, `__match_args__` and `to_dict()` (the core's JSON form).
+//! Offsets are UTF-8 byte offsets, as in the core.
+
+use citeflow_core as core;
+use pyo3::prelude::*;
+use pyo3::types::PyList;
+
+use crate::convert::{repr_str, serde_name};
+use crate::errors::{raise, CiteflowError};
+use crate::types::{to_py, ListedSource, Report, Source};
+
+/// Rendered text. Concatenated, the texts are the whole rendered answer.
+#[pyclass(frozen, eq, module = "citeflow._citeflow")]
+#[derive(PartialEq)]
+pub(crate) struct TextEvent {
+    text: String,
+}
+
+#[pymethods]
+impl TextEvent {
+    #[new]
+    fn new(text: String) -> Self {
+        TextEvent { text }
+    }
+
+    #[classattr]
+    fn __match_args__() -> (&'static str,) {
+        ("text",)
+    }
+
+    /// Always `"text"`.
+    #[getter(r#type)]
+    fn kind(&self) -> &'static str {
+        "text"
+    }
+
+    /// The text.
+    #[getter]
+    fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The core's JSON form: `{"type": "text", "text": ...}`.
+    fn to_dict(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        to_py(
+            py,
+            &core::Event::Text {
+                text: self.text.clone(),
+            },
+        )
+    }
+
+    pub(crate) fn __repr__(&self) -> String {
+        format!("TextEvent(text={})", repr_str(&self.text))
+    }
+}
+
+/// A number shown for the first time in this stream, with its source. It comes before the
+/// citation and the text that show the number.
+#[pyclass(frozen, eq, module = "citeflow._citeflow")]
+#[derive(PartialEq)]
+pub(crate) struct SourceEvent {
+    number: u32,
+    source: core::Source,
+    round: Option<u32>,
+    is_new: bool,
+}
+
+#[pymethods]
+impl SourceEvent {
+    #[classattr]
+    fn __match_args__() -> (&'static str, &'static str, &'static str, &'static str) {
+        ("number", "source", "round", "is_new")
+    }
+
+    /// Always `"source"`.
+    #[getter(r#type)]
+    fn kind(&self) -> &'static str {
+        "source"
+    }
+
+    /// The number.
+    #[getter]
+    fn number(&self) -> u32 {
+        self.number
+    }
+
+    /// The source record.
+    #[getter]
+    fn source(&self) -> Source {
+        Source {
+            inner: self.source.clone(),
+        }
+    }
+
+    /// The round that registered the source.
+    #[getter]
+    fn round(&self) -> Option<u32> {
+        self.round
+    }
+
+    /// Whether the number was handed out just now (False: an earlier answer of the session
+    /// gave it out).
+    #[getter]
+    fn is_new(&self) -> bool {
+        self.is_new
+    }
+
+    /// The core's JSON form.
+    fn to_dict(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        to_py(
+            py,
+            &core::Event::Source {
+                number: self.number,
+                source: self.source.clone(),
+                round: self.round,
+                is_new: self.is_new,
+            },
+        )
+    }
+
+    pub(crate) fn __repr__(&self) -> String {
+        format!(
+            "SourceEvent(number={}, source={}, round={}, is_new={})",
+            self.number,
+            self.source().__repr__(),
+            self.round
+                .map_or_else(|| "None".to_owned(), |r| r.to_string()),
+            py_bool(self.is_new)
+        )
+    }
+}
+
+/// A resolved citation. `byte_offset` is where the number's rendering starts in the rendered
+/// output and `input_byte_offset` where the marker started in the decoded input, both in
+/// UTF-8 bytes (for a `str` index use `len(text.encode()[:offset].decode())`).
+#[pyclass(frozen, eq, module = "citeflow._citeflow")]
+#[derive(PartialEq)]
+pub(crate) struct CitationEvent {
+    number: u32,
+    source_id: String,
+    byte_offset: u64,
+    input_byte_offset: u64,
+}
+
+#[pymethods]
+impl CitationEvent {
+    #[classattr]
+    fn __match_args__() -> (&'static str, &'static str, &'static str, &'static str) {
+        ("number", "source_id", "byte_offset", "input_byte_offset")
+    }
+
+    /// Always `"citation"`.
+    #[getter(r#type)]
+    fn kind(&self) -> &'static str {
+        "citation"
+    }
+
+    /// The number shown.
+    #[getter]
+    fn number(&self) -> u32 {
+        self.number
+    }
+
+    /// The id the model wrote (for a rank, the id of that source).
+    #[getter]
+    fn source_id(&self) -> &str {
+        &self.source_id
+    }
+
+    /// Where the number's rendering starts in the rendered output (UTF-8 bytes).
+    #[getter]
+    fn byte_offset(&self) -> u64 {
+        self.byte_offset
+    }
+
+    /// Where the marker started in the decoded input (UTF-8 bytes).
+    #[getter]
+    fn input_byte_offset(&self) -> u64 {
+        self.input_byte_offset
+    }
+
+    /// The core's JSON form.
+    fn to_dict(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        to_py(
+            py,
+            &core::Event::Citation {
+                number: self.number,
+                source_id: self.source_id.clone(),
+                byte_offset: self.byte_offset,
+                input_byte_offset: self.input_byte_offset,
+            },
+        )
+    }
+
+    pub(crate) fn __repr__(&self) -> String {
+        format!(
+            "CitationEvent(number={}, source_id={}, byte_offset={}, input_byte_offset={})",
+            self.number,
+            repr_str(&self.source_id),
+            self.byte_offset,
+            self.input_byte_offset
+        )
+    }
+}
+
+/// A marker, or one id in it, that did not resolve. It used no number. `reason` is
+/// `"unknown_id"` or `"rank_out_of_range"`; offsets are UTF-8 bytes as in `CitationEvent`.
+#[pyclass(frozen, eq, module = "citeflow._citeflow")]
+#[derive(PartialEq)]
+pub(crate) struct UnresolvedEvent {
+    raw: String,
+    reference: String,
+    reason: core::UnresolvedReason,
+    byte_offset: u64,
+    input_byte_offset: u64,
+}
+
+#[pymethods]
+impl UnresolvedEvent {
+    #[classattr]
+    fn __match_args__() -> (
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+    ) {
+        (
+            "raw",
+            "reference",
+            "reason",
+            "byte_offset",
+            "input_byte_offset",
+        )
+    }
+
+    /// Always `"unresolved"`.
+    #[getter(r#type)]
+    fn kind(&self) -> &'static str {
+        "unresolved"
+    }
+
+    /// The whole marker as written.
+    #[getter]
+    fn raw(&self) -> &str {
+        &self.raw
+    }
+
+    /// The id or rank that failed.
+    #[getter]
+    fn reference(&self) -> &str {
+        &self.reference
+    }
+
+    /// Why: `"unknown_id"` or `"rank_out_of_range"`.
+    #[getter]
+    fn reason(&self) -> &'static str {
+        self.reason.as_str()
+    }
+
+    /// Where its rendering (if any) starts in the rendered output (UTF-8 bytes).
+    #[getter]
+    fn byte_offset(&self) -> u64 {
+        self.byte_offset
+    }
+
+    /// Where the marker started in the decoded input (UTF-8 bytes).
+    #[getter]
+    fn input_byte_offset(&self) -> u64 {
+        self.input_byte_offset
+    }
+
+    /// The core's JSON form.
+    fn to_dict(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        to_py(
+            py,
+            &core::Event::Unresolved {
+                raw: self.raw.clone(),
+                reference: self.reference.clone(),
+                reason: self.reason,
+                byte_offset: self.byte_offset,
+                input_byte_offset: self.input_byte_offset,
+            },
+        )
+    }
+
+    pub(crate) fn __repr__(&self) -> String {
+        format!(
+            "UnresolvedEvent(raw={}, reference={}, reason={}, byte_offset={}, input_byte_offset={})",
+            repr_str(&self.raw),
+            repr_str(&self.reference),
+            repr_str(&serde_name(&self.reason)),
+            self.byte_offset,
+            self.input_byte_offset
+        )
+    }
+}
+
+/// `number_source="external"` only: allocate a number for `key` in the shared store and answer
+/// with `Rewriter.provide_number(key, number)`. Nothing more is emitted until then.
+#[pyclass(frozen, eq, module = "citeflow._citeflow")]
+#[derive(PartialEq)]
+pub(crate) struct NumberNeededEvent {
+    key: String,
+    source_id: String,
+}
+
+#[pymethods]
+impl NumberNeededEvent {
+    #[classattr]
+    fn __match_args__() -> (&'static str, &'static str) {
+        ("key", "source_id")
+    }
+
+    /// Always `"number_needed"`.
+    #[getter(r#type)]
+    fn kind(&self) -> &'static str {
+        "number_needed"
+    }
+
+    /// The canonical key.
+    #[getter]
+    fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The source id that needs it.
+    #[getter]
+    fn source_id(&self) -> &str {
+        &self.source_id
+    }
+
+    /// The core's JSON form.
+    fn to_dict(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        to_py(
+            py,
+            &core::Event::NumberNeeded {
+                key: self.key.clone(),
+                source_id: self.source_id.clone(),
+            },
+        )
+    }
+
+    pub(crate) fn __repr__(&self) -> String {
+        format!(
+            "NumberNeededEvent(key={}, source_id={})",
+            repr_str(&self.key),
+            repr_str(&self.source_id)
+        )
+    }
+}
+
+/// The end: the final source list and the report.
+#[pyclass(frozen, eq, module = "citeflow._citeflow")]
+#[derive(PartialEq)]
+pub(crate) struct DoneEvent {
+    sources: Vec<core::ListedSource>,
+    report: core::Report,
+}
+
+#[pymethods]
+impl DoneEvent {
+    #[classattr]
+    fn __match_args__() -> (&'static str, &'static str) {
+        ("sources", "report")
+    }
+
+    /// Always `"done"`.
+    #[getter(r#type)]
+    fn kind(&self) -> &'static str {
+        "done"
+    }
+
+    /// The cited sources by number.
+    #[getter]
+    fn sources(&self) -> Vec<ListedSource> {
+        self.sources
+            .iter()
+            .cloned()
+            .map(|inner| ListedSource { inner })
+            .collect()
+    }
+
+    /// Counts and checks.
+    #[getter]
+    fn report(&self) -> Report {
+        Report {
+            inner: self.report.clone(),
+        }
+    }
+
+    /// The core's JSON form.
+    fn to_dict(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        to_py(
+            py,
+            &core::Event::Done {
+                sources: self.sources.clone(),
+                report: self.report.clone(),
+            },
+        )
+    }
+
+    pub(crate) fn __repr__(&self) -> String {
+        let items: Vec<String> = self
+            .sources()
+            .iter()
+            .map(|s| s.__repr__())
+            .collect();
+        format!(
+            "DoneEvent(sources=[{}], report={})",
+            items.join(", "),
+            self.report().__repr__()
+        )
+    }
+}
+
+fn py_bool(b: bool) -> &'static str {
+    if b {
+        "True"
+    } else {
+        "False"
+    }
+}
+
+/// A core event as its Python class.
+pub(crate) fn event_to_py(py: Python<'_>, e: core::Event) -> PyResult<Bound<'_, PyAny>> {
+    Ok(match e {
+        core::Event::Text { text } => Bound::new(py, TextEvent { text })?.into_any(),
+        core::Event::Source {
+            number,
+            source,
+            round,
+            is_new,
+        } => Bound::new(
+            py,
+            SourceEvent {
+                number,
+                source,
+                round,
+                is_new,
+            },
+        )?
+        .into_any(),
+        core::Event::Citation {
+            number,
+            source_id,
+            byte_offset,
+            input_byte_offset,
+        } => Bound::new(
+            py,
+            CitationEvent {
+                number,
+                source_id,
+                byte_offset,
+                input_byte_offset,
+            },
+        )?
+        .into_any(),
+        core::Event::Unresolved {
+            raw,
+            reference,
+            reason,
+            byte_offset,
+            input_byte_offset,
+        } => Bound::new(
+            py,
+            UnresolvedEvent {
+                raw,
+                reference,
+                reason,
+                byte_offset,
+                input_byte_offset,
+            },
+        )?
+        .into_any(),
+        core::Event::NumberNeeded { key, source_id } => {
+            Bound::new(py, NumberNeededEvent { key, source_id })?.into_any()
+        }
+        core::Event::Done { sources, report } => {
+            Bound::new(py, DoneEvent { sources, report })?.into_any()
+        }
+        other => {
+            return Err(raise::<CiteflowError>(
+                py,
+                "unsupported_event",
+                format!("event type {} is not supported by this binding", other.kind()),
+            ))
+        }
+    })
+}
+
+/// Core events as a Python list.
+pub(crate) fn events_to_list(
+    py: Python<'_>,
+    events: impl IntoIterator<Item = core::Event>,
+) -> PyResult<Bound<'_, PyList>> {
+    let list = PyList::empty(py);
+    for e in events {
+        list.append(event_to_py(py, e)?)?;
+    }
+    Ok(list)
+}

@@ -1,0 +1,524 @@
+//! `Rewriter` and `Session`: the core's `Rewriter` with a small lifecycle state, and the
+//! session that registers sources in rounds and keeps the numbering between answers.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use citeflow_core as core;
+use pyo3::prelude::*;
+use pyo3::types::PyList;
+
+use crate::convert::Chunk;
+use crate::errors::{raise, restore_err, rewrite_err, source_err, NumberingError, RewriteError};
+use crate::events::event_to_py;
+use crate::settings::{Settings, SettingsArgs};
+use crate::types::{from_json, sources_from_iter, to_json, ListedSource, Numbering, Round, Sources};
+
+/// A `Sources` object or an iterable of `Source`/dict (one round without a query).
+pub(crate) fn sources_arg(py: Python<'_>, obj: Option<&Bound<'_, PyAny>>) -> PyResult<core::Sources> {
+    match obj {
+        None => Ok(core::Sources::new()),
+        Some(o) if o.is_none() => Ok(core::Sources::new()),
+        Some(o) => {
+            if let Ok(s) = o.cast::<Sources>() {
+                return Ok(s.borrow().inner.clone());
+            }
+            core::Sources::from_vec(sources_from_iter(o)?).map_err(|e| source_err(py, e))
+        }
+    }
+}
+
+/// The binding's lifecycle around the core rewriter.
+enum State {
+    /// The core rewriter; it tracks streaming, ended and failed itself.
+    Ready(Box<core::Rewriter>),
+    /// The core panicked during a call (a bug); the rewriter cannot be used again.
+    Poisoned(String),
+}
+
+/// Rewrites one streamed answer: citation markers become stable numbers.
+///
+/// Call protocol: `feed(chunk)` for each chunk (str or bytes; a marker or a UTF-8 character
+/// may be cut anywhere) and use the events it returns, then `finish()` once, whose last event
+/// is a `DoneEvent`. The lower-level `write`/`end` plus `poll_event`/`poll_events` are the
+/// core's own calls. After an error (other than a chunk gap or `not_awaiting`), every call
+/// raises `RewriteError`; events emitted before the error stay available from `poll_events()`.
+///
+/// Offsets in events are UTF-8 byte offsets (see `CitationEvent`).
+#[pyclass(module = "citeflow._citeflow")]
+pub(crate) struct Rewriter {
+    state: State,
+    /// The session whose numbering this answer continues (session scope only).
+    session: Option<Py<Session>>,
+    /// The numbering length last copied to the session.
+    synced: usize,
+}
+
+impl Rewriter {
+    fn from_core(rw: core::Rewriter, session: Option<Py<Session>>) -> Self {
+        let synced = rw.numbering().len();
+        Rewriter {
+            state: State::Ready(Box::new(rw)),
+            session,
+            synced,
+        }
+    }
+
+    fn core(&self, py: Python<'_>) -> PyResult<&core::Rewriter> {
+        match &self.state {
+            State::Ready(rw) => Ok(rw),
+            State::Poisoned(m) => Err(raise::<RewriteError>(py, "failed", m.clone())),
+        }
+    }
+
+    /// Runs `f` on the core rewriter; a panic poisons the rewriter instead of crossing FFI.
+    fn call<T>(
+        &mut self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut core::Rewriter) -> Result<T, core::RewriteError>,
+    ) -> PyResult<T> {
+        let rw = match &mut self.state {
+            State::Ready(rw) => rw,
+            State::Poisoned(m) => return Err(raise::<RewriteError>(py, "failed", m.clone())),
+        };
+        let result = match catch_unwind(AssertUnwindSafe(|| f(rw))) {
+            Ok(r) => r,
+            Err(_) => {
+                let msg = "the rewriter failed earlier: internal error (a panic in citeflow-core)";
+                self.state = State::Poisoned(msg.to_owned());
+                return Err(raise::<RewriteError>(py, "internal", msg.to_owned()));
+            }
+        };
+        self.sync(py)?;
+        result.map_err(|e| rewrite_err(py, e))
+    }
+
+    /// Copies a grown numbering to the session (session scope).
+    fn sync(&mut self, py: Python<'_>) -> PyResult<()> {
+        let (Some(session), State::Ready(rw)) = (&self.session, &self.state) else {
+            return Ok(());
+        };
+        let numbering = rw.numbering();
+        if numbering.len() == self.synced {
+            return Ok(());
+        }
+        let mut s = session.borrow_mut(py);
+        if !numbering.extends(&s.numbering) {
+            return Err(raise::<NumberingError>(
+                py,
+                "numbering_conflict",
+                "the session's numbering changed while this answer streamed; answers that continue a session's numbering must stream one at a time".to_owned(),
+            ));
+        }
+        s.numbering = numbering.clone();
+        self.synced = numbering.len();
+        Ok(())
+    }
+
+    fn drain<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let list = PyList::empty(py);
+        if let State::Ready(rw) = &mut self.state {
+            while let Some(e) = rw.poll_event() {
+                list.append(event_to_py(py, e)?)?;
+            }
+        }
+        Ok(list)
+    }
+}
+
+#[pymethods]
+impl Rewriter {
+    /// A rewriter for one stream: the sources the model was shown (a `Sources` or an iterable
+    /// of `Source`/dict), the settings, and the numbering to continue (a fresh one by default:
+    /// the first citation gets 1).
+    ///
+    /// Raises `SourceError` for an empty or duplicate source id.
+    #[new]
+    #[pyo3(signature = (sources=None, *, settings=None, numbering=None))]
+    fn new(
+        py: Python<'_>,
+        sources: Option<&Bound<'_, PyAny>>,
+        settings: Option<&Settings>,
+        numbering: Option<&Numbering>,
+    ) -> PyResult<Self> {
+        let sources = sources_arg(py, sources)?;
+        let settings = settings.map(|s| s.inner.clone()).unwrap_or_default();
+        let numbering = numbering.map(|n| n.inner.clone()).unwrap_or_default();
+        Ok(Rewriter::from_core(
+            core::Rewriter::new(settings, sources, numbering),
+            None,
+        ))
+    }
+
+    /// Restores a rewriter from `snapshot()` output (the core's `Snapshot` JSON, also written
+    /// by `citeflow render --snapshot-out`); it continues exactly where the snapshot was taken.
+    ///
+    /// Raises `RestoreError` for invalid JSON or another snapshot format version.
+    #[staticmethod]
+    fn from_snapshot(py: Python<'_>, snapshot: &str) -> PyResult<Self> {
+        let snap: core::Snapshot = from_json(py, snapshot, "snapshot")?;
+        let rw = core::Rewriter::from_snapshot(snap).map_err(|e| restore_err(py, e))?;
+        Ok(Rewriter::from_core(rw, None))
+    }
+
+    /// Same as `from_snapshot`.
+    #[staticmethod]
+    fn restore(py: Python<'_>, snapshot: &str) -> PyResult<Self> {
+        Rewriter::from_snapshot(py, snapshot)
+    }
+
+    /// The whole state as JSON (the core's `Snapshot` format): restore it with
+    /// `Rewriter.from_snapshot` here or `citeflow render --snapshot-in` in Rust.
+    fn snapshot(&self, py: Python<'_>) -> PyResult<String> {
+        to_json(py, &self.core(py)?.snapshot())
+    }
+
+    /// Feeds the next chunk and returns the events it released.
+    ///
+    /// Raises `RewriteError` (see the class docs).
+    fn feed<'py>(&mut self, py: Python<'py>, chunk: Chunk<'_>) -> PyResult<Bound<'py, PyList>> {
+        self.call(py, |rw| rw.write(chunk.as_bytes()))?;
+        self.drain(py)
+    }
+
+    /// Feeds chunk number `seq` (from 0) and returns the events it released; a chunk seen
+    /// before is ignored (no events).
+    ///
+    /// Raises `RewriteError` with code `chunk_gap` when `seq` skips a chunk (nothing changes).
+    fn feed_seq<'py>(
+        &mut self,
+        py: Python<'py>,
+        seq: u64,
+        chunk: Chunk<'_>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        self.call(py, |rw| rw.write_seq(seq, chunk.as_bytes()))?;
+        self.drain(py)
+    }
+
+    /// Feeds a chunk that starts at raw input byte `byte_offset` and returns the events it
+    /// released; bytes seen before are ignored.
+    ///
+    /// Raises `RewriteError` with code `chunk_gap` when the chunk starts after the input so far.
+    fn feed_at<'py>(
+        &mut self,
+        py: Python<'py>,
+        byte_offset: u64,
+        chunk: Chunk<'_>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        self.call(py, |rw| rw.write_at(byte_offset, chunk.as_bytes()))?;
+        self.drain(py)
+    }
+
+    /// Ends the input and returns the remaining events; the last is the `DoneEvent` (unless a
+    /// `NumberNeededEvent` waits for `provide_number`).
+    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.call(py, |rw| rw.end())?;
+        self.drain(py)
+    }
+
+    /// Feeds the next chunk; take the events with `poll_event`/`poll_events`.
+    fn write(&mut self, py: Python<'_>, chunk: Chunk<'_>) -> PyResult<()> {
+        self.call(py, |rw| rw.write(chunk.as_bytes()))
+    }
+
+    /// Feeds chunk number `seq`; returns False when the chunk was seen before.
+    fn write_seq(&mut self, py: Python<'_>, seq: u64, chunk: Chunk<'_>) -> PyResult<bool> {
+        self.call(py, |rw| rw.write_seq(seq, chunk.as_bytes()))
+            .map(|a| a == core::Accepted::New)
+    }
+
+    /// Feeds a chunk starting at raw input byte `byte_offset`; returns False when every byte
+    /// was seen before.
+    fn write_at(&mut self, py: Python<'_>, byte_offset: u64, chunk: Chunk<'_>) -> PyResult<bool> {
+        self.call(py, |rw| rw.write_at(byte_offset, chunk.as_bytes()))
+            .map(|a| a == core::Accepted::New)
+    }
+
+    /// Ends the input; take the events with `poll_event`/`poll_events`.
+    fn end(&mut self, py: Python<'_>) -> PyResult<()> {
+        self.call(py, |rw| rw.end())
+    }
+
+    /// Answers a `NumberNeededEvent` with the number the shared store gave `key`; take the
+    /// released events with `poll_events`.
+    ///
+    /// Raises `RewriteError` with code `not_awaiting` when no number is awaited for `key`.
+    fn provide_number(&mut self, py: Python<'_>, key: &str, number: u32) -> PyResult<()> {
+        self.call(py, |rw| rw.provide_number(key, number))
+    }
+
+    /// The next event, or None when the rewriter needs more input (or an awaited number).
+    fn poll_event<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        match &mut self.state {
+            State::Ready(rw) => rw.poll_event().map(|e| event_to_py(py, e)).transpose(),
+            State::Poisoned(_) => Ok(None),
+        }
+    }
+
+    /// Every event available now.
+    fn poll_events<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.drain(py)
+    }
+
+    /// The cited sources by number; with `all`, every numbered source of the table.
+    #[pyo3(signature = (all=false))]
+    fn listed_sources(&self, py: Python<'_>, all: bool) -> PyResult<Vec<ListedSource>> {
+        Ok(self
+            .core(py)?
+            .listed_sources(all)
+            .into_iter()
+            .map(|inner| ListedSource { inner })
+            .collect())
+    }
+
+    /// The source list rendered as `text`, `markdown`, `footnotes`, `html` or `json`; with
+    /// `all`, every numbered source; with `by_round`, grouped under each round's query.
+    #[pyo3(signature = (format="text", *, all=false, by_round=false))]
+    fn render_sources(&self, py: Python<'_>, format: &str, all: bool, by_round: bool) -> PyResult<String> {
+        let rw = self.core(py)?;
+        let fmt = core::ListFormat::from_name(format).map_err(|e| crate::errors::settings_err(py, e))?;
+        let list = rw.listed_sources(all);
+        let rounds = by_round.then(|| rw.sources().rounds());
+        Ok(core::render_list(&list, fmt, rounds))
+    }
+
+    /// The settings.
+    #[getter]
+    fn settings(&self, py: Python<'_>) -> PyResult<Settings> {
+        Ok(Settings {
+            inner: self.core(py)?.settings().clone(),
+        })
+    }
+
+    /// A copy of the sources.
+    #[getter]
+    fn sources(&self, py: Python<'_>) -> PyResult<Sources> {
+        Ok(Sources {
+            inner: self.core(py)?.sources().clone(),
+        })
+    }
+
+    /// A copy of the numbering table as it is now: save it to continue the numbering.
+    #[getter]
+    fn numbering(&self, py: Python<'_>) -> PyResult<Numbering> {
+        Ok(Numbering {
+            inner: self.core(py)?.numbering().clone(),
+        })
+    }
+
+    /// Raw input bytes accepted so far (the next `feed_at` offset).
+    #[getter]
+    fn input_bytes(&self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.core(py)?.input_bytes())
+    }
+
+    /// The next `feed_seq` sequence number.
+    #[getter]
+    fn next_seq(&self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.core(py)?.next_seq())
+    }
+
+    /// Input bytes held back: an unfinished character or a possible marker.
+    #[getter]
+    fn held_bytes(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.core(py)?.held_bytes())
+    }
+
+    /// Whether a `NumberNeededEvent` waits for its answer.
+    fn is_awaiting_number(&self, py: Python<'_>) -> PyResult<bool> {
+        Ok(self.core(py)?.is_awaiting_number())
+    }
+
+    /// Whether the `DoneEvent` has been queued.
+    fn is_ended(&self, py: Python<'_>) -> PyResult<bool> {
+        Ok(self.core(py)?.is_ended())
+    }
+
+    fn __repr__(&self) -> String {
+        match &self.state {
+            State::Ready(rw) => format!(
+                "Rewriter(<{} sources, {} numbers, {} input bytes{}>)",
+                rw.sources().len(),
+                rw.numbering().len(),
+                rw.input_bytes(),
+                if rw.is_ended() { ", ended" } else { "" }
+            ),
+            State::Poisoned(_) => "Rewriter(<failed>)".to_owned(),
+        }
+    }
+}
+
+/// Numbering scope of a session.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    Answer,
+    Session,
+}
+
+/// A conversation or agent run: sources registered in rounds (each with its query), one
+/// settings, and a numbering per answer (`scope="answer"`, each answer starts at 1) or per
+/// session (`scope="session"`, numbers continue across answers and never change).
+///
+/// `rewriter()` starts an answer. In session scope its new numbers are copied to the session
+/// as they are handed out; answers of one session stream one at a time.
+///
+/// Settings come from `settings` and/or the same keywords as `Settings(...)`.
+#[pyclass(module = "citeflow._citeflow")]
+pub(crate) struct Session {
+    settings: core::Settings,
+    sources: core::Sources,
+    numbering: core::Numbering,
+    scope: Scope,
+}
+
+#[pymethods]
+impl Session {
+    #[new]
+    #[pyo3(signature = (*, scope="answer", settings=None, numbering=None, syntaxes=None, id_pattern=None, rank=None, unknown=None, style=None, max_pending_bytes=None, invalid_utf8=None, number_source=None, dedupe=None, skip_code=None))]
+    #[expect(clippy::too_many_arguments, reason = "one keyword per setting")]
+    fn new(
+        py: Python<'_>,
+        scope: &str,
+        settings: Option<&Settings>,
+        numbering: Option<&Numbering>,
+        syntaxes: Option<Vec<String>>,
+        id_pattern: Option<String>,
+        rank: Option<String>,
+        unknown: Option<String>,
+        style: Option<String>,
+        max_pending_bytes: Option<usize>,
+        invalid_utf8: Option<String>,
+        number_source: Option<String>,
+        dedupe: Option<bool>,
+        skip_code: Option<bool>,
+    ) -> PyResult<Self> {
+        let scope = match scope {
+            "answer" => Scope::Answer,
+            "session" => Scope::Session,
+            other => {
+                return Err(crate::errors::settings_err(
+                    py,
+                    core::SettingsError::UnknownName {
+                        what: "numbering scope",
+                        value: other.to_owned(),
+                    },
+                ))
+            }
+        };
+        let args = SettingsArgs {
+            syntaxes,
+            id_pattern,
+            rank,
+            unknown,
+            style,
+            max_pending_bytes,
+            invalid_utf8,
+            number_source,
+            dedupe,
+            skip_code,
+        };
+        let base = settings.map(|s| s.inner.clone()).unwrap_or_default();
+        Ok(Session {
+            settings: args.apply(py, base)?,
+            sources: core::Sources::new(),
+            numbering: numbering.map(|n| n.inner.clone()).unwrap_or_default(),
+            scope,
+        })
+    }
+
+    /// Registers a round of sources (an iterable of `Source`/dict) found by `query`; returns
+    /// its 1-based number. A later round may list an id again; the first record is kept.
+    ///
+    /// Raises `SourceError` for an empty or duplicate id; nothing is registered then.
+    #[pyo3(signature = (sources, query=None))]
+    fn append_round(
+        &mut self,
+        py: Python<'_>,
+        sources: &Bound<'_, PyAny>,
+        query: Option<String>,
+    ) -> PyResult<u32> {
+        let list = sources_from_iter(sources)?;
+        self.sources
+            .append_round(query, list)
+            .map_err(|e| source_err(py, e))
+    }
+
+    /// A rewriter for the next answer, over every source registered so far.
+    fn rewriter(slf: &Bound<'_, Self>) -> Rewriter {
+        let s = slf.borrow();
+        let (numbering, link) = match s.scope {
+            Scope::Answer => (core::Numbering::new(), None),
+            Scope::Session => (s.numbering.clone(), Some(slf.clone().unbind())),
+        };
+        let rw = core::Rewriter::new(s.settings.clone(), s.sources.clone(), numbering);
+        Rewriter::from_core(rw, link)
+    }
+
+    /// `"answer"` or `"session"`.
+    #[getter]
+    fn scope(&self) -> &'static str {
+        match self.scope {
+            Scope::Answer => "answer",
+            Scope::Session => "session",
+        }
+    }
+
+    /// The settings.
+    #[getter]
+    fn settings(&self) -> Settings {
+        Settings {
+            inner: self.settings.clone(),
+        }
+    }
+
+    /// A copy of the sources.
+    #[getter]
+    fn sources(&self) -> Sources {
+        Sources {
+            inner: self.sources.clone(),
+        }
+    }
+
+    /// A copy of the session's numbering (empty in answer scope).
+    #[getter]
+    fn numbering(&self) -> Numbering {
+        Numbering {
+            inner: self.numbering.clone(),
+        }
+    }
+
+    /// The rounds in order.
+    fn rounds(&self) -> Vec<Round> {
+        self.sources
+            .rounds()
+            .iter()
+            .cloned()
+            .map(|inner| Round { inner })
+            .collect()
+    }
+
+    /// The sources block for the prompt: one line a source, labelled with the marker the model
+    /// should copy (`double_bracket`, `cite_colon`, `cite_tag`, `single_bracket`, `rank`,
+    /// `rank_full_width`), texts cut to `max_chars_per_source` characters.
+    #[pyo3(signature = (marker="double_bracket", *, max_chars_per_source=1000))]
+    fn context_block(&self, py: Python<'_>, marker: &str, max_chars_per_source: usize) -> PyResult<String> {
+        let m = core::PromptMarker::from_name(marker).map_err(|e| crate::errors::settings_err(py, e))?;
+        Ok(core::context_block(&self.sources, m, max_chars_per_source))
+    }
+
+    /// The instruction that asks the model to cite with `marker`.
+    #[pyo3(signature = (marker="double_bracket"))]
+    fn citation_instruction(&self, py: Python<'_>, marker: &str) -> PyResult<String> {
+        let m = core::PromptMarker::from_name(marker).map_err(|e| crate::errors::settings_err(py, e))?;
+        Ok(core::citation_instruction(&self.sources, m))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Session(scope={:?}, <{} sources in {} rounds, {} numbers>)",
+            self.scope(),
+            self.sources.len(),
+            self.sources.rounds().len(),
+            self.numbering.len()
+        )
+    }
+}

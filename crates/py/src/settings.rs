@@ -1,0 +1,281 @@
+//! `Settings`: the core's settings with Pythonic keyword arguments.
+
+use citeflow_core as core;
+use pyo3::prelude::*;
+use serde_json::Value;
+
+use crate::convert::{from_serde_name, serde_name};
+use crate::errors::settings_err;
+use crate::types::{from_json, to_json};
+
+/// Keyword arguments shared by `Settings(...)` and `Session(...)`; `None` keeps the base value.
+#[derive(Default)]
+pub(crate) struct SettingsArgs {
+    pub(crate) syntaxes: Option<Vec<String>>,
+    pub(crate) id_pattern: Option<String>,
+    pub(crate) rank: Option<String>,
+    pub(crate) unknown: Option<String>,
+    pub(crate) style: Option<String>,
+    pub(crate) max_pending_bytes: Option<usize>,
+    pub(crate) invalid_utf8: Option<String>,
+    pub(crate) number_source: Option<String>,
+    pub(crate) dedupe: Option<bool>,
+    pub(crate) skip_code: Option<bool>,
+}
+
+fn unknown_name(py: Python<'_>, what: &'static str, value: &str) -> PyErr {
+    settings_err(
+        py,
+        core::SettingsError::UnknownName {
+            what,
+            value: value.to_owned(),
+        },
+    )
+}
+
+impl SettingsArgs {
+    /// Applies the given arguments to `base` with the core's setters and parsers.
+    pub(crate) fn apply(self, py: Python<'_>, base: core::Settings) -> PyResult<core::Settings> {
+        let err = |e| settings_err(py, e);
+        let mut s = base;
+        if let Some(list) = self.syntaxes {
+            let syntaxes = list
+                .iter()
+                .map(|n| core::Syntax::from_name(n))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(err)?;
+            s = s.with_syntaxes(&syntaxes);
+        }
+        if let Some(p) = self.id_pattern {
+            s = s.with_id_shape(core::IdShape::parse(&p).map_err(err)?);
+        }
+        if let Some(r) = self.rank {
+            s = s.with_rank(core::RankMode::from_name(&r).map_err(err)?);
+        }
+        if let Some(u) = self.unknown {
+            s = s.with_unknown(core::UnknownPolicy::from_name(&u).map_err(err)?);
+        }
+        if let Some(st) = self.style {
+            s = s.with_style(core::Style::from_name(&st).map_err(err)?);
+        }
+        if let Some(b) = self.max_pending_bytes {
+            s = s.with_max_pending_bytes(b).map_err(err)?;
+        }
+        if let Some(p) = self.invalid_utf8 {
+            let policy = from_serde_name::<core::InvalidUtf8>(&p)
+                .ok_or_else(|| unknown_name(py, "invalid utf-8 policy", &p))?;
+            s = s.with_invalid_utf8(policy);
+        }
+        if let Some(n) = self.number_source {
+            let source = from_serde_name::<core::NumberSource>(&n)
+                .ok_or_else(|| unknown_name(py, "number source", &n))?;
+            s = s.with_number_source(source);
+        }
+        if let Some(d) = self.dedupe {
+            s = s.with_dedupe(d);
+        }
+        if let Some(k) = self.skip_code {
+            s = s.with_skip_code(k);
+        }
+        Ok(s)
+    }
+}
+
+/// Everything that decides how a stream is rewritten.
+///
+/// Every keyword is optional; the defaults are the core's:
+///
+/// - `syntaxes`: marker syntaxes to recognise, from `double_bracket` (`[[source_3]]`),
+///   `cite_colon` (`<cite:source_3>`), `cite_tag` (`<cite id="source_3"/>`), `single_bracket`
+///   (`[source_3]`, `【source_3】`) and `bare_id`. Default: all but `bare_id`.
+/// - `id_pattern`: shape of ids in ambiguous markers, `PREFIX<digits>` or `PREFIX<word>`.
+///   Default: `source_<digits>`.
+/// - `rank`: whether `[2]`/`【2】` cite the 2nd source shown: `off`, `renumber` or `keep`.
+///   Default: `off`.
+/// - `unknown`: unknown ids and out-of-range ranks: `mark` (`[?]`), `drop` or `keep`.
+///   Default: `mark`.
+/// - `style`: `brackets`, `markdown_link`, `full_width`, `html`, `footnote`, or
+///   `template:TEXT` with `{n}`, `{id}`, `{url}`, `{title}`. Default: `brackets`.
+/// - `max_pending_bytes`: hold-back cap in UTF-8 bytes (minimum 16). Default: 64.
+/// - `invalid_utf8`: `replace` or `error`. Default: `replace`.
+/// - `number_source`: `local` or `external` (a shared store answers `NumberNeededEvent`).
+///   Default: `local`.
+/// - `dedupe`: sources with the same canonical key share one number. Default: `True`.
+/// - `skip_code`: leave markers in code spans and fences alone. Default: `True`.
+///
+/// Raises `SettingsError` with the core's message for an unknown name or a bad value.
+#[pyclass(frozen, eq, module = "citeflow._citeflow")]
+#[derive(Clone, PartialEq)]
+pub(crate) struct Settings {
+    pub(crate) inner: core::Settings,
+}
+
+#[pymethods]
+impl Settings {
+    #[new]
+    #[pyo3(signature = (*, syntaxes=None, id_pattern=None, rank=None, unknown=None, style=None, max_pending_bytes=None, invalid_utf8=None, number_source=None, dedupe=None, skip_code=None))]
+    #[expect(clippy::too_many_arguments, reason = "one keyword per setting")]
+    fn new(
+        py: Python<'_>,
+        syntaxes: Option<Vec<String>>,
+        id_pattern: Option<String>,
+        rank: Option<String>,
+        unknown: Option<String>,
+        style: Option<String>,
+        max_pending_bytes: Option<usize>,
+        invalid_utf8: Option<String>,
+        number_source: Option<String>,
+        dedupe: Option<bool>,
+        skip_code: Option<bool>,
+    ) -> PyResult<Self> {
+        let args = SettingsArgs {
+            syntaxes,
+            id_pattern,
+            rank,
+            unknown,
+            style,
+            max_pending_bytes,
+            invalid_utf8,
+            number_source,
+            dedupe,
+            skip_code,
+        };
+        Ok(Settings {
+            inner: args.apply(py, core::Settings::default())?,
+        })
+    }
+
+    /// A copy with the given settings changed.
+    #[pyo3(signature = (*, syntaxes=None, id_pattern=None, rank=None, unknown=None, style=None, max_pending_bytes=None, invalid_utf8=None, number_source=None, dedupe=None, skip_code=None))]
+    #[expect(clippy::too_many_arguments, reason = "one keyword per setting")]
+    fn replace(
+        &self,
+        py: Python<'_>,
+        syntaxes: Option<Vec<String>>,
+        id_pattern: Option<String>,
+        rank: Option<String>,
+        unknown: Option<String>,
+        style: Option<String>,
+        max_pending_bytes: Option<usize>,
+        invalid_utf8: Option<String>,
+        number_source: Option<String>,
+        dedupe: Option<bool>,
+        skip_code: Option<bool>,
+    ) -> PyResult<Self> {
+        let args = SettingsArgs {
+            syntaxes,
+            id_pattern,
+            rank,
+            unknown,
+            style,
+            max_pending_bytes,
+            invalid_utf8,
+            number_source,
+            dedupe,
+            skip_code,
+        };
+        Ok(Settings {
+            inner: args.apply(py, self.inner.clone())?,
+        })
+    }
+
+    /// Settings from the core's JSON form (missing fields take their defaults).
+    ///
+    /// Raises `RestoreError` for invalid JSON or values.
+    #[staticmethod]
+    fn from_json(py: Python<'_>, json: &str) -> PyResult<Self> {
+        Ok(Settings {
+            inner: from_json(py, json, "settings")?,
+        })
+    }
+
+    /// The core's JSON form.
+    fn to_json(&self, py: Python<'_>) -> PyResult<String> {
+        to_json(py, &self.inner)
+    }
+
+    /// The recognised syntaxes.
+    #[getter]
+    fn syntaxes(&self) -> Vec<&'static str> {
+        self.inner.syntaxes().into_iter().map(|s| s.name()).collect()
+    }
+
+    /// The id shape as `PREFIX<digits>` or `PREFIX<word>`.
+    #[getter]
+    fn id_pattern(&self) -> String {
+        let shape = self.inner.id_shape();
+        format!("{}<{}>", shape.prefix(), serde_name(&shape.body()))
+    }
+
+    /// The rank mode: `off`, `renumber` or `keep`.
+    #[getter]
+    fn rank(&self) -> String {
+        serde_name(&self.inner.rank())
+    }
+
+    /// The unknown-id policy: `mark`, `drop` or `keep`.
+    #[getter]
+    fn unknown(&self) -> String {
+        serde_name(&self.inner.unknown())
+    }
+
+    /// The number style, as `Settings(style=...)` accepts it.
+    #[getter]
+    fn style(&self) -> String {
+        match serde_json::to_value(self.inner.style()) {
+            Ok(Value::String(s)) => s,
+            Ok(Value::Object(o)) => match o.get("template") {
+                Some(Value::String(t)) => format!("template:{t}"),
+                _ => Value::Object(o).to_string(),
+            },
+            Ok(other) => other.to_string(),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    /// The hold-back cap in UTF-8 bytes.
+    #[getter]
+    fn max_pending_bytes(&self) -> usize {
+        self.inner.max_pending_bytes()
+    }
+
+    /// The invalid UTF-8 policy: `replace` or `error`.
+    #[getter]
+    fn invalid_utf8(&self) -> String {
+        serde_name(&self.inner.invalid_utf8())
+    }
+
+    /// Where numbers come from: `local` or `external`.
+    #[getter]
+    fn number_source(&self) -> String {
+        serde_name(&self.inner.number_source())
+    }
+
+    /// Whether canonical keys merge sources.
+    #[getter]
+    fn dedupe(&self) -> bool {
+        self.inner.is_dedupe()
+    }
+
+    /// Whether markers in code are left alone.
+    #[getter]
+    fn skip_code(&self) -> bool {
+        self.inner.is_skip_code()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Settings(syntaxes={:?}, id_pattern={:?}, rank={:?}, unknown={:?}, style={:?}, max_pending_bytes={}, invalid_utf8={:?}, number_source={:?}, dedupe={}, skip_code={})",
+            self.syntaxes(),
+            self.id_pattern(),
+            self.rank(),
+            self.unknown(),
+            self.style(),
+            self.max_pending_bytes(),
+            self.invalid_utf8(),
+            self.number_source(),
+            if self.dedupe() { "True" } else { "False" },
+            if self.skip_code() { "True" } else { "False" },
+        )
+    }
+}
