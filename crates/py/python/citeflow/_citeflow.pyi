@@ -4,8 +4,45 @@ Offsets in events are UTF-8 byte offsets, as in the Rust core.
 """
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, ClassVar, Final, Literal, Optional, Union
+from typing import Any, ClassVar, Final, Literal, Optional, Union, final
 
+__all__ = [
+    "CitationEvent",
+    "CiteflowError",
+    "DoneEvent",
+    "ListedSource",
+    "Locator",
+    "MIN_PENDING_BYTES",
+    "NumberEntry",
+    "NumberNeededEvent",
+    "Numbering",
+    "NumberingError",
+    "Report",
+    "RestoreError",
+    "RewriteError",
+    "Rewriter",
+    "Rewritten",
+    "Round",
+    "Session",
+    "Settings",
+    "SettingsError",
+    "Source",
+    "SourceError",
+    "SourceEvent",
+    "Sources",
+    "SseDecoder",
+    "SseError",
+    "SseEvent",
+    "TextEvent",
+    "UnresolvedEvent",
+    "__version__",
+    "chunk_text",
+    "citation_instruction",
+    "context_block",
+    "prompt_settings",
+    "render_list",
+    "rewrite_str",
+]
 __version__: Final[str]
 MIN_PENDING_BYTES: Final[int]
 
@@ -33,6 +70,7 @@ class RewriteError(CiteflowError): ...
 class RestoreError(CiteflowError): ...
 class SseError(CiteflowError): ...
 
+@final
 class Locator:
     __hash__: ClassVar[None]  # type: ignore[assignment]
     def __new__(
@@ -53,6 +91,7 @@ class Locator:
     def page(self) -> Optional[str]: ...
     def to_dict(self) -> dict[str, Any]: ...
 
+@final
 class Source:
     __hash__: ClassVar[None]  # type: ignore[assignment]
     def __new__(
@@ -87,6 +126,7 @@ class Source:
     def metadata(self) -> dict[str, str]: ...
     def to_dict(self) -> dict[str, Any]: ...
 
+@final
 class Round:
     __hash__: ClassVar[None]  # type: ignore[assignment]
     @property
@@ -97,6 +137,7 @@ class Round:
     def source_ids(self) -> list[str]: ...
     def to_dict(self) -> dict[str, Any]: ...
 
+@final
 class Sources:
     def __new__(cls, sources: Optional[Iterable[_SourceLike]] = None, query: Optional[str] = None) -> Sources: ...
     def append_round(self, sources: Iterable[_SourceLike], query: Optional[str] = None) -> int: ...
@@ -113,8 +154,9 @@ class Sources:
     def from_json(json: str) -> Sources: ...
     def __len__(self) -> int: ...
     def __iter__(self) -> Iterator[Source]: ...
-    def __contains__(self, id: str) -> bool: ...
+    def __contains__(self, key: str, /) -> bool: ...
 
+@final
 class NumberEntry:
     __hash__: ClassVar[None]  # type: ignore[assignment]
     def __new__(cls, number: int, key: str, source_id: str) -> NumberEntry: ...
@@ -126,6 +168,7 @@ class NumberEntry:
     def source_id(self) -> str: ...
     def to_dict(self) -> dict[str, Any]: ...
 
+@final
 class Numbering:
     __hash__: ClassVar[None]  # type: ignore[assignment]
     def __new__(cls, entries: Optional[Iterable[NumberEntry]] = None) -> Numbering: ...
@@ -141,8 +184,9 @@ class Numbering:
     @staticmethod
     def from_json(json: str) -> Numbering: ...
     def __len__(self) -> int: ...
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, value: object, /) -> bool: ...
 
+@final
 class ListedSource:
     __hash__: ClassVar[None]  # type: ignore[assignment]
     @property
@@ -155,6 +199,7 @@ class ListedSource:
     def citations(self) -> int: ...
     def to_dict(self) -> dict[str, Any]: ...
 
+@final
 class Report:
     __hash__: ClassVar[None]  # type: ignore[assignment]
     @property
@@ -177,6 +222,7 @@ class Report:
     def verified(self) -> bool: ...
     def to_dict(self) -> dict[str, Any]: ...
 
+@final
 class Settings:
     __hash__: ClassVar[None]  # type: ignore[assignment]
     def __new__(
@@ -231,6 +277,7 @@ class Settings:
     @property
     def skip_code(self) -> bool: ...
 
+@final
 class TextEvent:
     __hash__: ClassVar[None]  # type: ignore[assignment]
     __match_args__: ClassVar[tuple[str]]
@@ -241,6 +288,7 @@ class TextEvent:
     def text(self) -> str: ...
     def to_dict(self) -> dict[str, Any]: ...
 
+@final
 class SourceEvent:
     __hash__: ClassVar[None]  # type: ignore[assignment]
     __match_args__: ClassVar[tuple[str, str, str, str]]
@@ -256,6 +304,7 @@ class SourceEvent:
     def is_new(self) -> bool: ...
     def to_dict(self) -> dict[str, Any]: ...
 
+@final
 class CitationEvent:
     __hash__: ClassVar[None]  # type: ignore[assignment]
     __match_args__: ClassVar[tuple[str, str, str, str]]
@@ -273,6 +322,7 @@ class CitationEvent:
         """UTF-8 byte offset of the marker in the decoded input."""
     def to_dict(self) -> dict[str, Any]: ...
 
+@final
 class UnresolvedEvent:
     __hash__: ClassVar[None]  # type: ignore[assignment]
     __match_args__: ClassVar[tuple[str, str, str, str, str]]
@@ -290,6 +340,7 @@ class UnresolvedEvent:
     def input_byte_offset(self) -> int: ...
     def to_dict(self) -> dict[str, Any]: ...
 
+@final
 class NumberNeededEvent:
     __hash__: ClassVar[None]  # type: ignore[assignment]
     __match_args__: ClassVar[tuple[str, str]]
@@ -301,6 +352,7 @@ class NumberNeededEvent:
     def source_id(self) -> str: ...
     def to_dict(self) -> dict[str, Any]: ...
 
+@final
 class DoneEvent:
     __hash__: ClassVar[None]  # type: ignore[assignment]
     __match_args__: ClassVar[tuple[str, str]]
@@ -314,6 +366,7 @@ class DoneEvent:
 
 _Event = Union[SourceEvent, TextEvent, CitationEvent, UnresolvedEvent, NumberNeededEvent, DoneEvent]
 
+@final
 class Rewriter:
     def __new__(
         cls,
@@ -355,6 +408,7 @@ class Rewriter:
     def is_awaiting_number(self) -> bool: ...
     def is_ended(self) -> bool: ...
 
+@final
 class Session:
     def __new__(
         cls,
@@ -387,6 +441,7 @@ class Session:
     def context_block(self, marker: _PromptMarkerName = "double_bracket", *, max_chars_per_source: int = 1000) -> str: ...
     def citation_instruction(self, marker: _PromptMarkerName = "double_bracket") -> str: ...
 
+@final
 class Rewritten:
     @property
     def text(self) -> str: ...
@@ -395,6 +450,7 @@ class Rewritten:
     @property
     def numbering(self) -> Numbering: ...
 
+@final
 class SseEvent:
     __hash__: ClassVar[None]  # type: ignore[assignment]
     @property
@@ -404,6 +460,7 @@ class SseEvent:
     @property
     def data(self) -> str: ...
 
+@final
 class SseDecoder:
     def __new__(cls, max_line_bytes: int = 1048576) -> SseDecoder: ...
     def write(self, chunk: _Chunk) -> None: ...
