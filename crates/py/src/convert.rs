@@ -141,24 +141,32 @@ pub(crate) fn from_serde_name<T: serde::de::DeserializeOwned>(name: &str) -> Opt
     serde_json::from_value(Value::String(name.to_owned())).ok()
 }
 
-/// `repr()` of a Python string, for `__repr__` of the wrapper classes.
+/// `repr()` of a Python string (same quoting rule as Python's).
 pub(crate) fn repr_str(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
     let mut out = String::with_capacity(s.len() + 2);
-    out.push('\'');
+    out.push(quote);
     for c in s.chars() {
         match c {
             '\\' => out.push_str("\\\\"),
-            '\'' => out.push_str("\\'"),
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 || (0x7f..0xa0).contains(&(c as u32)) => {
                 out.push_str(&format!("\\x{:02x}", c as u32));
             }
             c => out.push(c),
         }
     }
-    out.push('\'');
+    out.push(quote);
     out
 }
 

@@ -115,7 +115,7 @@ impl SourceEvent {
             py,
             &core::Event::Source {
                 number: self.number,
-                source: self.source.clone(),
+                source: self.source.clone().into(),
                 round: self.round,
                 is_new: self.is_new,
             },
@@ -399,7 +399,7 @@ impl DoneEvent {
             py,
             &core::Event::Done {
                 sources: self.sources.clone(),
-                report: self.report.clone(),
+                report: self.report.clone().into(),
             },
         )
     }
@@ -416,6 +416,11 @@ impl DoneEvent {
             self.report().__repr__()
         )
     }
+}
+
+/// The value of a field the core may or may not box (`T` or `Box<T>`).
+fn unbox<T>(v: impl Into<Box<T>>) -> T {
+    *v.into()
 }
 
 fn py_bool(b: bool) -> &'static str {
@@ -439,7 +444,7 @@ pub(crate) fn event_to_py(py: Python<'_>, e: core::Event) -> PyResult<Bound<'_, 
             py,
             SourceEvent {
                 number,
-                source,
+                source: unbox(source),
                 round,
                 is_new,
             },
@@ -481,7 +486,13 @@ pub(crate) fn event_to_py(py: Python<'_>, e: core::Event) -> PyResult<Bound<'_, 
             Bound::new(py, NumberNeededEvent { key, source_id })?.into_any()
         }
         core::Event::Done { sources, report } => {
-            Bound::new(py, DoneEvent { sources, report })?.into_any()
+            Bound::new(
+                py,
+                DoneEvent {
+                    sources,
+                    report: unbox(report),
+                },
+            )?.into_any()
         }
         other => {
             return Err(raise::<CiteflowError>(

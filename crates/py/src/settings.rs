@@ -4,7 +4,7 @@ use citeflow_core as core;
 use pyo3::prelude::*;
 use serde_json::Value;
 
-use crate::convert::{from_serde_name, serde_name};
+use crate::convert::{from_serde_name, repr_str, serde_name};
 use crate::errors::settings_err;
 use crate::types::{from_json, to_json};
 
@@ -265,15 +265,19 @@ impl Settings {
 
     fn __repr__(&self) -> String {
         format!(
-            "Settings(syntaxes={:?}, id_pattern={:?}, rank={:?}, unknown={:?}, style={:?}, max_pending_bytes={}, invalid_utf8={:?}, number_source={:?}, dedupe={}, skip_code={})",
-            self.syntaxes(),
-            self.id_pattern(),
-            self.rank(),
-            self.unknown(),
-            self.style(),
+            "Settings(syntaxes=[{}], id_pattern={}, rank={}, unknown={}, style={}, max_pending_bytes={}, invalid_utf8={}, number_source={}, dedupe={}, skip_code={})",
+            self.syntaxes()
+                .iter()
+                .map(|s| repr_str(s))
+                .collect::<Vec<_>>()
+                .join(", "),
+            repr_str(&self.id_pattern()),
+            repr_str(&self.rank()),
+            repr_str(&self.unknown()),
+            repr_str(&self.style()),
             self.max_pending_bytes(),
-            self.invalid_utf8(),
-            self.number_source(),
+            repr_str(&self.invalid_utf8()),
+            repr_str(&self.number_source()),
             if self.dedupe() { "True" } else { "False" },
             if self.skip_code() { "True" } else { "False" },
         )
