@@ -1,0 +1,239 @@
+//! JS settings (camelCase keys) to and from the core's [`Settings`].
+//!
+//! Values keep the core's serde names (`"full_width"`, `"renumber"`, `{"template": "…"}`); only
+//! the keys change case. Every check is the core's: names go through the core's parsers and
+//! numbers through its `with_*` setters.
+
+use citeflow_core::{
+    IdBody, IdShape, InvalidUtf8, NumberEntry, NumberSource, RankMode, Settings, Style, Syntax,
+    UnknownPolicy,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::BindingError;
+
+/// The JS `Settings` object as it comes in: every key optional, unknown keys rejected.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct SettingsIn {
+    syntaxes: Option<Vec<Syntax>>,
+    /// `"source_<digits>"` or `{ prefix, body }`.
+    id_shape: Option<Value>,
+    rank: Option<RankMode>,
+    unknown: Option<UnknownPolicy>,
+    /// A style name (`"brackets"`, `"template:<{n}>"`, …) or `{ template }`.
+    style: Option<Value>,
+    max_pending_bytes: Option<usize>,
+    invalid_utf8: Option<InvalidUtf8>,
+    number_source: Option<NumberSource>,
+    dedupe: Option<bool>,
+    skip_code: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IdShapeParts {
+    prefix: String,
+    body: IdBody,
+}
+
+impl SettingsIn {
+    /// Applies the given keys on top of `base` with the core's setters.
+    pub(crate) fn apply(self, base: Settings) -> Result<Settings, BindingError> {
+        let mut s = base;
+        if let Some(list) = self.syntaxes {
+            s = s.with_syntaxes(&list);
+        }
+        if let Some(shape) = self.id_shape {
+            let shape = match shape {
+                Value::String(pattern) => IdShape::parse(&pattern)?,
+                other => {
+                    let parts: IdShapeParts = serde_json::from_value(other).map_err(|e| {
+                        BindingError::invalid_settings(format!(
+                            "idShape: {e} (expected \"prefix<digits>\", \"prefix<word>\" or {{ prefix, body }})"
+                        ))
+                    })?;
+                    IdShape::new(parts.prefix, parts.body)?
+                }
+            };
+            s = s.with_id_shape(shape);
+        }
+        if let Some(rank) = self.rank {
+            s = s.with_rank(rank);
+        }
+        if let Some(unknown) = self.unknown {
+            s = s.with_unknown(unknown);
+        }
+        if let Some(style) = self.style {
+            let style = match style {
+                Value::String(name) => Style::from_name(&name)?,
+                other => serde_json::from_value::<Style>(other).map_err(|e| {
+                    BindingError::invalid_settings(format!(
+                        "style: {e} (expected a style name or {{ template }})"
+                    ))
+                })?,
+            };
+            s = s.with_style(style);
+        }
+        if let Some(bytes) = self.max_pending_bytes {
+            s = s.with_max_pending_bytes(bytes)?;
+        }
+        if let Some(policy) = self.invalid_utf8 {
+            s = s.with_invalid_utf8(policy);
+        }
+        if let Some(source) = self.number_source {
+            s = s.with_number_source(source);
+        }
+        if let Some(dedupe) = self.dedupe {
+            s = s.with_dedupe(dedupe);
+        }
+        if let Some(skip) = self.skip_code {
+            s = s.with_skip_code(skip);
+        }
+        Ok(s)
+    }
+}
+
+/// Settings from the JSON text of a JS `Settings` object (`None`: the defaults).
+pub(crate) fn settings_from_json(json: Option<&str>) -> Result<Settings, BindingError> {
+    match json {
+        None => Ok(Settings::default()),
+        Some(json) => serde_json::from_str::<Option<SettingsIn>>(json)
+            .map_err(BindingError::invalid_settings)?
+            .unwrap_or_default()
+            .apply(Settings::default()),
+    }
+}
+
+/// The JS `Settings` object of `settings`, every key present.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SettingsOut<'a> {
+    syntaxes: Vec<Syntax>,
+    id_shape: &'a IdShape,
+    rank: RankMode,
+    unknown: UnknownPolicy,
+    style: &'a Style,
+    max_pending_bytes: usize,
+    invalid_utf8: InvalidUtf8,
+    number_source: NumberSource,
+    dedupe: bool,
+    skip_code: bool,
+}
+
+impl<'a> From<&'a Settings> for SettingsOut<'a> {
+    fn from(s: &'a Settings) -> Self {
+        SettingsOut {
+            syntaxes: s.syntaxes(),
+            id_shape: s.id_shape(),
+            rank: s.rank(),
+            unknown: s.unknown(),
+            style: s.style(),
+            max_pending_bytes: s.max_pending_bytes(),
+            invalid_utf8: s.invalid_utf8(),
+            number_source: s.number_source(),
+            dedupe: s.is_dedupe(),
+            skip_code: s.is_skip_code(),
+        }
+    }
+}
+
+/// The JS `RewriterOptions` object.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct OptionsIn {
+    settings: Option<SettingsIn>,
+    /// The numbering to continue (the session's), as `NumberEntry` records.
+    numbering: Option<Vec<NumberEntry>>,
+}
+
+/// Settings and numbering from the JSON text of a JS `RewriterOptions` object.
+pub(crate) fn options_from_json(
+    json: Option<&str>,
+) -> Result<(Settings, citeflow_core::Numbering), BindingError> {
+    let opts = match json {
+        None => OptionsIn::default(),
+        Some(json) => serde_json::from_str::<Option<OptionsIn>>(json)
+            .map_err(BindingError::invalid_settings)?
+            .unwrap_or_default(),
+    };
+    let settings = opts
+        .settings
+        .unwrap_or_default()
+        .apply(Settings::default())?;
+    let numbering = citeflow_core::Numbering::from_entries(opts.numbering.unwrap_or_default())?;
+    Ok((settings, numbering))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn camel_case_keys_reach_the_core_setters() {
+        let s = settings_from_json(Some(
+            r#"{"style":"full_width","rank":"renumber","maxPendingBytes":32,
+                "idShape":"doc-<word>","syntaxes":["double_bracket","bare_id"],
+                "skipCode":false,"numberSource":"external","invalidUtf8":"error","dedupe":false,
+                "unknown":"keep"}"#,
+        ))
+        .unwrap();
+        let want = Settings::default()
+            .with_style(Style::FullWidth)
+            .with_rank(RankMode::Renumber)
+            .with_max_pending_bytes(32)
+            .unwrap()
+            .with_id_shape(IdShape::new("doc-", IdBody::Word).unwrap())
+            .with_syntaxes(&[Syntax::DoubleBracket, Syntax::BareId])
+            .with_skip_code(false)
+            .with_number_source(NumberSource::External)
+            .with_invalid_utf8(InvalidUtf8::Error)
+            .with_dedupe(false)
+            .with_unknown(UnknownPolicy::Keep);
+        assert_eq!(s, want);
+    }
+
+    #[test]
+    fn settings_out_reads_back_in() {
+        let s = Settings::default()
+            .with_style(Style::Template("<{n}>".into()))
+            .with_id_shape(IdShape::new("ref", IdBody::Word).unwrap());
+        let json = serde_json::to_string(&SettingsOut::from(&s)).unwrap();
+        assert!(json.contains("\"maxPendingBytes\":64"), "{json}");
+        assert_eq!(settings_from_json(Some(&json)).unwrap(), s);
+    }
+
+    #[test]
+    fn bad_settings_name_the_value() {
+        let e = settings_from_json(Some(r#"{"style":"bold"}"#)).unwrap_err();
+        assert_eq!((e.name, e.code), ("SettingsError", "unknown_name"));
+        assert!(e.message.contains("bold"), "{}", e.message);
+        let e = settings_from_json(Some(r#"{"max_pending_bytes":32}"#)).unwrap_err();
+        assert_eq!(e.code, "invalid_settings");
+        assert!(e.message.contains("max_pending_bytes"), "{}", e.message);
+        let e = settings_from_json(Some(r#"{"maxPendingBytes":3}"#)).unwrap_err();
+        assert_eq!(e.code, "pending_cap_too_small");
+        let e = settings_from_json(Some(r#"{"idShape":{"prefix":"a b","body":"word"}}"#))
+            .unwrap_err();
+        assert_eq!(e.code, "invalid_id_prefix");
+    }
+
+    #[test]
+    fn null_and_missing_mean_defaults() {
+        assert_eq!(settings_from_json(None).unwrap(), Settings::default());
+        assert_eq!(
+            settings_from_json(Some("null")).unwrap(),
+            Settings::default()
+        );
+        let (s, n) = options_from_json(Some(r#"{"numbering":[{"number":2,"key":"id:a","source_id":"a"}]}"#))
+            .unwrap();
+        assert_eq!(s, Settings::default());
+        assert_eq!(n.get("id:a"), Some(2));
+        let e = options_from_json(Some(
+            r#"{"numbering":[{"number":0,"key":"id:a","source_id":"a"}]}"#,
+        ))
+        .unwrap_err();
+        assert_eq!((e.name, e.code), ("NumberingError", "zero"));
+    }
+}

@@ -1,0 +1,201 @@
+//! TypeScript declarations of the plain JS objects that cross the boundary.
+//!
+//! Records (sources, events, numbering entries, listed sources, rounds) have exactly the core's
+//! serde JSON shape, snake_case keys included, so they are the same objects the server, the
+//! CLI and the Python package exchange. Settings and options are API, so they are camelCase.
+
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen(typescript_custom_section)]
+const TS_TYPES: &str = r#"
+/** A marker syntax the scanner recognises. */
+export type Syntax = "double_bracket" | "cite_colon" | "cite_tag" | "single_bracket" | "bare_id";
+
+/** How numbers are written into the text: `[1]`, `[[1]](url)`, `【1】`, `<sup>…</sup>`, `[^1]`, or a template with `{n}`, `{id}`, `{url}`, `{title}`. */
+export type Style =
+  | "brackets" | "markdown_link" | "full_width" | "html" | "footnote"
+  | "markdown" | "fullwidth" | `template:${string}`
+  | { template: string };
+
+/** The shape of ids in ambiguous markers: `"source_<digits>"`, `"doc-<word>"`, or its parts. */
+export type IdShape = string | { prefix: string; body: "digits" | "word" };
+
+/** Everything that decides how a stream is rewritten. Every key is optional; the defaults are the core's. */
+export interface Settings {
+  /** Default: all but `bare_id`. */
+  syntaxes?: Syntax[];
+  /** Default: `"source_<digits>"`. */
+  idShape?: IdShape;
+  /** Whether `[2]` / `【2】` are ranks into the sources' order. Default: `"off"`. */
+  rank?: "off" | "renumber" | "keep";
+  /** Unknown ids: `[?]`, nothing, or the marker as written. Default: `"mark"`. */
+  unknown?: "mark" | "drop" | "keep";
+  /** Default: `"brackets"`. */
+  style?: Style;
+  /** Hold-back cap in UTF-8 bytes (at least 16). Default: 64. */
+  maxPendingBytes?: number;
+  /** Default: `"replace"`. */
+  invalidUtf8?: "replace" | "error";
+  /** `"external"`: numbers come from a shared store via `number_needed` events. Default: `"local"`. */
+  numberSource?: "local" | "external";
+  /** Whether sources with the same canonical key (url + locator) share one number. Default: true. */
+  dedupe?: boolean;
+  /** Whether markers in code spans and fences are left alone. Default: true. */
+  skipCode?: boolean;
+}
+
+/** Settings as read back from a rewriter: every key present, `idShape` as its parts. */
+export interface ResolvedSettings extends Required<Settings> {
+  idShape: { prefix: string; body: "digits" | "word" };
+}
+
+/** Options of `new Rewriter(sources, options)` and `rewrite(text, sources, options)`. */
+export interface RewriterOptions {
+  settings?: Settings;
+  /** The numbering to continue: omit for numbers per answer, pass the session's saved entries for numbers per session. */
+  numbering?: NumberEntry[];
+}
+
+/** Where in a document a source is. */
+export interface Locator {
+  chapter_index?: number;
+  chapter_title?: string;
+  cfi?: string;
+  page?: string;
+}
+
+/** A retrieved source the model may cite. */
+export interface Source {
+  id: string;
+  title?: string;
+  url?: string;
+  text?: string;
+  snippet?: string;
+  locator?: Locator;
+  key?: string;
+  metadata?: Record<string, string>;
+}
+
+/** One search round: its query and the ids it registered. */
+export interface Round {
+  number: number;
+  query: string | null;
+  source_ids: string[];
+}
+
+/** One row of the numbering table: save these to continue the numbering of a session. */
+export interface NumberEntry {
+  number: number;
+  key: string;
+  source_id: string;
+}
+
+/** A cited source in the final list. */
+export interface ListedSource {
+  number: number;
+  source: Source;
+  round?: number;
+  citations: number;
+}
+
+/** Counts and checks made when the stream ends. Offsets and sizes are UTF-8 bytes. */
+export interface Report {
+  citations: number;
+  unresolved: number;
+  released_holdbacks: number;
+  input_bytes: number;
+  output_bytes: number;
+  new_numbers: number;
+  numbers_in_body: number[];
+  numbers_listed: number[];
+  verified: boolean;
+}
+
+/** A number shown for the first time in this stream (comes before the text that shows it). */
+export interface SourceEvent { type: "source"; number: number; source: Source; round?: number; is_new: boolean }
+/** Rendered text; concatenated, the texts are the whole answer. */
+export interface TextEvent { type: "text"; text: string }
+/** A resolved citation. Offsets are UTF-8 bytes (output, and decoded input). */
+export interface CitationEvent { type: "citation"; number: number; source_id: string; byte_offset: number; input_byte_offset: number }
+/** A marker, or one id in it, that did not resolve. */
+export interface UnresolvedEvent { type: "unresolved"; raw: string; reference: string; reason: "unknown_id" | "rank_out_of_range"; byte_offset: number; input_byte_offset: number }
+/** `numberSource: "external"` only: answer with `provideNumber(key, n)`. */
+export interface NumberNeededEvent { type: "number_needed"; key: string; source_id: string }
+/** The end: the final source list and the report. */
+export interface DoneEvent { type: "done"; sources: ListedSource[]; report: Report }
+/** One output of the rewriter, exactly the core's serde JSON of `Event`. */
+export type Event = SourceEvent | TextEvent | CitationEvent | UnresolvedEvent | NumberNeededEvent | DoneEvent;
+
+/** The result of `rewrite`. */
+export interface Rewritten {
+  text: string;
+  /** Every event, adjacent texts merged. */
+  events: Event[];
+  numbering: NumberEntry[];
+}
+
+/** A source-list format. */
+export type ListFormat = "text" | "markdown" | "footnotes" | "html" | "json";
+
+/** The marker form the model is asked to write. */
+export type PromptMarker = "double_bracket" | "cite_colon" | "cite_tag" | "single_bracket" | "rank" | "rank_full_width";
+
+/** Whether a chunk given with a sequence number or offset was new. */
+export type Accepted = "new" | "duplicate";
+
+/** What every function of this package throws (besides wasm traps). */
+export interface CiteflowError extends Error {
+  name: "SettingsError" | "SourceError" | "NumberingError" | "RewriteError" | "RestoreError" | "TypeError" | "RangeError" | "Error";
+  /** Stable snake_case code, e.g. `unknown_name`, `duplicate_id`, `invalid_utf8`, `ended`, `gap`. */
+  code: string;
+}
+"#;
+
+#[wasm_bindgen]
+extern "C" {
+    /// `string | Uint8Array`.
+    #[wasm_bindgen(typescript_type = "string | Uint8Array")]
+    pub type Chunk;
+    /// `Settings`.
+    #[wasm_bindgen(typescript_type = "Settings")]
+    pub type JsSettings;
+    /// `ResolvedSettings`.
+    #[wasm_bindgen(typescript_type = "ResolvedSettings")]
+    pub type JsResolvedSettings;
+    /// `RewriterOptions`.
+    #[wasm_bindgen(typescript_type = "RewriterOptions")]
+    pub type JsRewriterOptions;
+    /// `Source`.
+    #[wasm_bindgen(typescript_type = "Source | undefined")]
+    pub type JsMaybeSource;
+    /// `Source[]`.
+    #[wasm_bindgen(typescript_type = "Source[]")]
+    pub type JsSourceArray;
+    /// `Round[]`.
+    #[wasm_bindgen(typescript_type = "Round[]")]
+    pub type JsRoundArray;
+    /// `NumberEntry[]`.
+    #[wasm_bindgen(typescript_type = "NumberEntry[]")]
+    pub type JsNumberEntryArray;
+    /// `ListedSource[]`.
+    #[wasm_bindgen(typescript_type = "ListedSource[]")]
+    pub type JsListedSourceArray;
+    /// `Event | undefined`.
+    #[wasm_bindgen(typescript_type = "Event | undefined")]
+    pub type JsMaybeEvent;
+    /// `Event[]`.
+    #[wasm_bindgen(typescript_type = "Event[]")]
+    pub type JsEventArray;
+    /// `Rewritten`.
+    #[wasm_bindgen(typescript_type = "Rewritten")]
+    pub type JsRewritten;
+    /// `ListFormat`.
+    #[wasm_bindgen(typescript_type = "ListFormat")]
+    pub type JsListFormat;
+    /// `PromptMarker`.
+    #[wasm_bindgen(typescript_type = "PromptMarker")]
+    pub type JsPromptMarker;
+    /// `Accepted`.
+    #[wasm_bindgen(typescript_type = "Accepted")]
+    pub type JsAccepted;
+}
