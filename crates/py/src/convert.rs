@@ -79,10 +79,18 @@ pub(crate) fn py_to_value(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
         return Ok(Value::Object(map));
     }
     if let Ok(l) = obj.cast::<PyList>() {
-        return l.iter().map(|x| py_to_value(&x)).collect::<PyResult<_>>().map(Value::Array);
+        return l
+            .iter()
+            .map(|x| py_to_value(&x))
+            .collect::<PyResult<_>>()
+            .map(Value::Array);
     }
     if let Ok(t) = obj.cast::<PyTuple>() {
-        return t.iter().map(|x| py_to_value(&x)).collect::<PyResult<_>>().map(Value::Array);
+        return t
+            .iter()
+            .map(|x| py_to_value(&x))
+            .collect::<PyResult<_>>()
+            .map(Value::Array);
     }
     Err(PyTypeError::new_err(format!(
         "cannot convert {} to JSON",

@@ -131,7 +131,11 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ("CiteflowError", CiteflowError::type_object(py), "error"),
         ("SettingsError", SettingsError::type_object(py), "settings"),
         ("SourceError", SourceError::type_object(py), "source"),
-        ("NumberingError", NumberingError::type_object(py), "numbering"),
+        (
+            "NumberingError",
+            NumberingError::type_object(py),
+            "numbering",
+        ),
         ("RewriteError", RewriteError::type_object(py), "rewrite"),
         ("RestoreError", RestoreError::type_object(py), "restore"),
         ("SseError", SseError::type_object(py), "sse"),

@@ -405,11 +405,7 @@ impl DoneEvent {
     }
 
     pub(crate) fn __repr__(&self) -> String {
-        let items: Vec<String> = self
-            .sources()
-            .iter()
-            .map(|s| s.__repr__())
-            .collect();
+        let items: Vec<String> = self.sources().iter().map(|s| s.__repr__()).collect();
         format!(
             "DoneEvent(sources=[{}], report={})",
             items.join(", "),
@@ -485,20 +481,22 @@ pub(crate) fn event_to_py(py: Python<'_>, e: core::Event) -> PyResult<Bound<'_, 
         core::Event::NumberNeeded { key, source_id } => {
             Bound::new(py, NumberNeededEvent { key, source_id })?.into_any()
         }
-        core::Event::Done { sources, report } => {
-            Bound::new(
-                py,
-                DoneEvent {
-                    sources,
-                    report: unbox(report),
-                },
-            )?.into_any()
-        }
+        core::Event::Done { sources, report } => Bound::new(
+            py,
+            DoneEvent {
+                sources,
+                report: unbox(report),
+            },
+        )?
+        .into_any(),
         other => {
             return Err(raise::<CiteflowError>(
                 py,
                 "unsupported_event",
-                format!("event type {} is not supported by this binding", other.kind()),
+                format!(
+                    "event type {} is not supported by this binding",
+                    other.kind()
+                ),
             ))
         }
     })

@@ -61,7 +61,8 @@ pub(crate) fn rewrite_str(
     let sources = sources_arg(py, sources)?;
     let settings = settings.map(|s| s.inner.clone()).unwrap_or_default();
     let numbering = numbering.map(|n| n.inner.clone()).unwrap_or_default();
-    let out = core::rewrite_str(text, settings, sources, numbering).map_err(|e| rewrite_err(py, e))?;
+    let out =
+        core::rewrite_str(text, settings, sources, numbering).map_err(|e| rewrite_err(py, e))?;
     Ok(Rewritten {
         text: out.text,
         events: events_to_list(py, out.events)?.unbind(),
@@ -104,7 +105,11 @@ pub(crate) fn context_block(
     max_chars_per_source: usize,
 ) -> PyResult<String> {
     let s = sources_arg(py, Some(sources))?;
-    Ok(core::context_block(&s, prompt_marker(py, marker)?, max_chars_per_source))
+    Ok(core::context_block(
+        &s,
+        prompt_marker(py, marker)?,
+        max_chars_per_source,
+    ))
 }
 
 /// The instruction that asks the model to cite with `marker`.
@@ -140,8 +145,9 @@ pub(crate) fn prompt_settings(
 /// Raises `RestoreError` when `payload` is not JSON.
 #[pyfunction]
 pub(crate) fn chunk_text(py: Python<'_>, payload: &str) -> PyResult<Option<String>> {
-    let v: serde_json::Value = serde_json::from_str(payload)
-        .map_err(|e| raise::<RestoreError>(py, "invalid_json", format!("invalid chunk json: {e}")))?;
+    let v: serde_json::Value = serde_json::from_str(payload).map_err(|e| {
+        raise::<RestoreError>(py, "invalid_json", format!("invalid chunk json: {e}"))
+    })?;
     Ok(core::sse::chunk_text(&v).map(str::to_owned))
 }
 
@@ -207,7 +213,9 @@ impl SseDecoder {
     ///
     /// Raises `SseError` for an over-long or non-UTF-8 line; events before it stay available.
     fn write(&mut self, py: Python<'_>, chunk: crate::convert::Chunk<'_>) -> PyResult<()> {
-        self.inner.write(chunk.as_bytes()).map_err(|e| sse_err(py, e))
+        self.inner
+            .write(chunk.as_bytes())
+            .map_err(|e| sse_err(py, e))
     }
 
     /// Ends the stream.

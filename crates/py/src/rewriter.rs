@@ -11,10 +11,15 @@ use crate::convert::Chunk;
 use crate::errors::{raise, restore_err, rewrite_err, source_err, NumberingError, RewriteError};
 use crate::events::event_to_py;
 use crate::settings::{Settings, SettingsArgs};
-use crate::types::{from_json, sources_from_iter, to_json, ListedSource, Numbering, Round, Sources};
+use crate::types::{
+    from_json, sources_from_iter, to_json, ListedSource, Numbering, Round, Sources,
+};
 
 /// A `Sources` object or an iterable of `Source`/dict (one round without a query).
-pub(crate) fn sources_arg(py: Python<'_>, obj: Option<&Bound<'_, PyAny>>) -> PyResult<core::Sources> {
+pub(crate) fn sources_arg(
+    py: Python<'_>,
+    obj: Option<&Bound<'_, PyAny>>,
+) -> PyResult<core::Sources> {
     match obj {
         None => Ok(core::Sources::new()),
         Some(o) if o.is_none() => Ok(core::Sources::new()),
@@ -273,9 +278,16 @@ impl Rewriter {
     /// The source list rendered as `text`, `markdown`, `footnotes`, `html` or `json`; with
     /// `all`, every numbered source; with `by_round`, grouped under each round's query.
     #[pyo3(signature = (format="text", *, all=false, by_round=false))]
-    fn render_sources(&self, py: Python<'_>, format: &str, all: bool, by_round: bool) -> PyResult<String> {
+    fn render_sources(
+        &self,
+        py: Python<'_>,
+        format: &str,
+        all: bool,
+        by_round: bool,
+    ) -> PyResult<String> {
         let rw = self.core(py)?;
-        let fmt = core::ListFormat::from_name(format).map_err(|e| crate::errors::settings_err(py, e))?;
+        let fmt =
+            core::ListFormat::from_name(format).map_err(|e| crate::errors::settings_err(py, e))?;
         let list = rw.listed_sources(all);
         let rounds = by_round.then(|| rw.sources().rounds());
         Ok(core::render_list(&list, fmt, rounds))
@@ -500,15 +512,22 @@ impl Session {
     /// should copy (`double_bracket`, `cite_colon`, `cite_tag`, `single_bracket`, `rank`,
     /// `rank_full_width`), texts cut to `max_chars_per_source` characters.
     #[pyo3(signature = (marker="double_bracket", *, max_chars_per_source=1000))]
-    fn context_block(&self, py: Python<'_>, marker: &str, max_chars_per_source: usize) -> PyResult<String> {
-        let m = core::PromptMarker::from_name(marker).map_err(|e| crate::errors::settings_err(py, e))?;
+    fn context_block(
+        &self,
+        py: Python<'_>,
+        marker: &str,
+        max_chars_per_source: usize,
+    ) -> PyResult<String> {
+        let m = core::PromptMarker::from_name(marker)
+            .map_err(|e| crate::errors::settings_err(py, e))?;
         Ok(core::context_block(&self.sources, m, max_chars_per_source))
     }
 
     /// The instruction that asks the model to cite with `marker`.
     #[pyo3(signature = (marker="double_bracket"))]
     fn citation_instruction(&self, py: Python<'_>, marker: &str) -> PyResult<String> {
-        let m = core::PromptMarker::from_name(marker).map_err(|e| crate::errors::settings_err(py, e))?;
+        let m = core::PromptMarker::from_name(marker)
+            .map_err(|e| crate::errors::settings_err(py, e))?;
         Ok(core::citation_instruction(&self.sources, m))
     }
 

@@ -197,7 +197,11 @@ impl Settings {
     /// The recognised syntaxes.
     #[getter]
     fn syntaxes(&self) -> Vec<&'static str> {
-        self.inner.syntaxes().into_iter().map(|s| s.name()).collect()
+        self.inner
+            .syntaxes()
+            .into_iter()
+            .map(|s| s.name())
+            .collect()
     }
 
     /// The id shape as `PREFIX<digits>` or `PREFIX<word>`.

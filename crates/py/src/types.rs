@@ -197,10 +197,7 @@ impl Source {
     /// Where in a document the source is.
     #[getter]
     fn locator(&self) -> Option<Locator> {
-        self.inner
-            .locator
-            .clone()
-            .map(|inner| Locator { inner })
+        self.inner.locator.clone().map(|inner| Locator { inner })
     }
 
     /// Explicit canonical key: sources with equal keys share one number.
@@ -275,9 +272,7 @@ pub(crate) fn sources_from_iter(obj: &Bound<'_, PyAny>) -> PyResult<Vec<core::So
             "sources must be an iterable of Source or dict",
         ));
     }
-    obj.try_iter()?
-        .map(|item| source_from_py(&item?))
-        .collect()
+    obj.try_iter()?.map(|item| source_from_py(&item?)).collect()
 }
 
 /// One search round of an agent: its query and the ids it returned.
@@ -377,7 +372,10 @@ impl Sources {
 
     /// The n-th source (1-based) in the order the model was shown them.
     fn by_rank(&self, rank: u32) -> Option<Source> {
-        self.inner.by_rank(rank).cloned().map(|inner| Source { inner })
+        self.inner
+            .by_rank(rank)
+            .cloned()
+            .map(|inner| Source { inner })
     }
 
     /// The round that first registered this id.
@@ -558,7 +556,13 @@ impl Numbering {
     /// Records a number handed out elsewhere (a shared store).
     ///
     /// Raises `NumberingError` when the key has another number or the number another key.
-    fn insert(&mut self, py: Python<'_>, number: u32, key: String, source_id: String) -> PyResult<()> {
+    fn insert(
+        &mut self,
+        py: Python<'_>,
+        number: u32,
+        key: String,
+        source_id: String,
+    ) -> PyResult<()> {
         self.inner
             .insert(number, key, source_id)
             .map_err(|e| numbering_err(py, e))
