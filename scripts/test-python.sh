@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The Python package (crates/py): builds citeflow-py into a virtualenv with maturin, then runs
+# pytest with warnings as errors (golden vectors, hypothesis chunk invariance, recorded streams,
+# the OpenAI and LangChain adapters with the real packages, snapshot interop with the Rust CLI)
+# and mypy.stubtest on the native module.
+#
+# Needs: python3 (3.9+) with the venv module, cargo. Installs everything else into
+# target/venv-py. Idempotent: a second run reuses the venv and the cargo cache.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PYTHON="${PYTHON:-python3}"
+VENV="$ROOT/target/venv-py"
+TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+
+if [ ! -x "$VENV/bin/python" ]; then
+    mkdir -p "$ROOT/target"
+    "$PYTHON" -m venv "$VENV"
+fi
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    'maturin>=1.9.4,<2' pytest hypothesis mypy openai langchain-core
+
+# The snapshot interop test runs the Rust CLI on a snapshot taken in Python.
+cargo build --quiet --locked -p citeflow-cli
+export CITEFLOW_CLI="$TARGET_DIR/debug/citeflow"
+
+# maturin develop installs into the active virtualenv.
+(
+    cd crates/py
+    export VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH"
+    maturin develop --release --locked --quiet
+)
+
+(cd crates/py && "$VENV/bin/python" -m pytest -W error -q -p no:cacheprovider tests)
+
+# stubtest imports the installed module; run it outside the source tree.
+(cd "$VENV" && "$VENV/bin/python" -m mypy.stubtest --mypy-config-file /dev/null citeflow._citeflow)
+# The pure-Python part (adapters, package root) type-checks strictly against the stub.
+"$VENV/bin/python" -m mypy --strict --no-incremental --cache-dir=/dev/null \
+    crates/py/python/citeflow/__init__.py crates/py/python/citeflow/adapters.py
+
+echo "test-python: ok"
