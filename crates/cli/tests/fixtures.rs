@@ -33,6 +33,7 @@ fn smollm2_streams_resolve_offered_ids_and_report_invented_ones() {
     let dir = shared_dir().join("fixtures/streams");
     let manifest = std::fs::read_to_string(dir.join("smollm2-manifest.jsonl")).unwrap();
     let (mut total_markers, mut total_offered, mut files) = (0, 0, 0);
+    let rendered_number = Regex::new(r"\[\d+\]|\[\?\]").unwrap();
     for line in manifest.lines() {
         let m: Value = serde_json::from_str(line).unwrap();
         let file = m["file"].as_str().unwrap();
@@ -145,9 +146,7 @@ fn smollm2_streams_resolve_offered_ids_and_report_invented_ones() {
             .map(|e| e["text"].as_str().unwrap())
             .collect();
         let stripped_in = re.replace_all(&content, "");
-        let stripped_out = Regex::new(r"\[\d+\]|\[\?\]")
-            .unwrap()
-            .replace_all(&text, "");
+        let stripped_out = rendered_number.replace_all(&text, "");
         if syntax == "[N]" || syntax == "【N】" {
             assert_eq!(stripped_out, re.replace_all(&stripped_in, ""), "{file}");
         } else {

@@ -6,6 +6,7 @@
 //! measured beside citeflow on the same input in the same run.
 //!
 //! Run: `cargo bench -p citeflow-core --bench rewrite`
+#![expect(missing_docs, reason = "criterion_group! generates an undocumented function")]
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
@@ -14,8 +15,25 @@ use citeflow_core::{Event, Numbering, Rewriter, Settings, Source, Sources};
 /// A deterministic answer of about `len` bytes with a `[[source_N]]` every ~200 bytes.
 fn answer(len: usize, sources: usize, seed: u64) -> (String, usize) {
     let words = [
-        "the", "capital", "of", "France", "is", "Paris,", "a", "city", "on", "Seine.", "Its",
-        "population", "grew", "quickly", "during", "nineteenth", "century", "and", "today",
+        "the",
+        "capital",
+        "of",
+        "France",
+        "is",
+        "Paris,",
+        "a",
+        "city",
+        "on",
+        "Seine.",
+        "Its",
+        "population",
+        "grew",
+        "quickly",
+        "during",
+        "nineteenth",
+        "century",
+        "and",
+        "today",
     ];
     let mut x = seed.max(1);
     let mut next = || {
@@ -115,7 +133,10 @@ fn naive(text: &[u8], chunk: usize, ids: &std::collections::HashMap<String, usiz
         }
         // Hold back a possible unfinished marker.
         let tail = &acc[last..];
-        let keep = tail.rfind("[[").filter(|&p| !tail[p..].contains("]]")).unwrap_or(tail.len());
+        let keep = tail
+            .rfind("[[")
+            .filter(|&p| !tail[p..].contains("]]"))
+            .unwrap_or(tail.len());
         rendered.push_str(&tail[..keep]);
         if rendered.len() > emitted {
             black_box(&rendered[emitted..]);
@@ -132,9 +153,11 @@ fn bench_scan(c: &mut Criterion) {
     let mut g = c.benchmark_group("scan");
     g.throughput(Throughput::Bytes(text.len() as u64));
     for chunk in [64 << 10, 64] {
-        g.bench_with_input(BenchmarkId::new("plain_ascii", chunk), &chunk, |b, &chunk| {
-            b.iter(|| run(text.as_bytes(), chunk, &src))
-        });
+        g.bench_with_input(
+            BenchmarkId::new("plain_ascii", chunk),
+            &chunk,
+            |b, &chunk| b.iter(|| run(text.as_bytes(), chunk, &src)),
+        );
     }
     g.finish();
 }
@@ -146,9 +169,11 @@ fn bench_rewrite(c: &mut Criterion) {
     let mut g = c.benchmark_group("rewrite");
     g.throughput(Throughput::Bytes(text.len() as u64));
     for chunk in [4, 64, text.len()] {
-        g.bench_with_input(BenchmarkId::new("cite_every_200b", chunk), &chunk, |b, &chunk| {
-            b.iter(|| run(text.as_bytes(), chunk, &src))
-        });
+        g.bench_with_input(
+            BenchmarkId::new("cite_every_200b", chunk),
+            &chunk,
+            |b, &chunk| b.iter(|| run(text.as_bytes(), chunk, &src)),
+        );
     }
     g.finish();
 }
@@ -159,7 +184,9 @@ fn bench_numbering(c: &mut Criterion) {
     assert_eq!(run(text.as_bytes(), 64, &src), citations);
     let mut g = c.benchmark_group("numbering");
     g.throughput(Throughput::Bytes(text.len() as u64));
-    g.bench_function("1000_sources_64b", |b| b.iter(|| run(text.as_bytes(), 64, &src)));
+    g.bench_function("1000_sources_64b", |b| {
+        b.iter(|| run(text.as_bytes(), 64, &src))
+    });
     g.finish();
 }
 
@@ -185,7 +212,9 @@ fn bench_baseline(c: &mut Criterion) {
     assert_eq!(naive(text.as_bytes(), 4, &ids), citations);
     let mut g = c.benchmark_group("baseline");
     g.throughput(Throughput::Bytes(text.len() as u64));
-    g.bench_function("citeflow_16k_4b", |b| b.iter(|| run(text.as_bytes(), 4, &src)));
+    g.bench_function("citeflow_16k_4b", |b| {
+        b.iter(|| run(text.as_bytes(), 4, &src))
+    });
     g.bench_function("naive_regex_rescan_16k_4b", |b| {
         b.iter(|| naive(text.as_bytes(), 4, &ids))
     });
@@ -194,7 +223,8 @@ fn bench_baseline(c: &mut Criterion) {
 
 fn state_size(_: &mut Criterion) {
     let mut rw = Rewriter::new(Settings::default(), Sources::new(), Numbering::new());
-    rw.write("Some text and a marker cut [[sour").expect("write");
+    rw.write("Some text and a marker cut [[sour")
+        .expect("write");
     while rw.poll_event().is_some() {}
     let json = serde_json::to_string(&rw.snapshot()).expect("json");
     println!(

@@ -77,8 +77,8 @@ pub enum Event {
     Source {
         /// The number.
         number: u32,
-        /// The source record.
-        source: Source,
+        /// The source record (boxed to keep events small).
+        source: Box<Source>,
         /// The round that registered the source.
         #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
         round: Option<u32>,
@@ -129,8 +129,8 @@ pub enum Event {
     Done {
         /// The cited sources by number.
         sources: Vec<ListedSource>,
-        /// Counts and checks.
-        report: Report,
+        /// Counts and checks (boxed to keep events small).
+        report: Box<Report>,
     },
 }
 

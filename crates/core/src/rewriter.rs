@@ -36,6 +36,8 @@ pub enum Accepted {
 pub struct Rewriter {
     st: State,
     cfg: ScanConfig,
+    /// Canonical key of each source, by registration index.
+    keys: Vec<String>,
 }
 
 /// The whole serialisable state.
@@ -96,7 +98,8 @@ struct Group {
 enum Piece {
     Number {
         number: u32,
-        source_id: String,
+        /// Registration index of the source.
+        index: usize,
     },
     Unresolved {
         reference: String,
@@ -121,8 +124,10 @@ impl Rewriter {
         let mut sources = sources;
         sources.reindex();
         let cfg = ScanConfig::new(&settings, sources.iter().map(|s| s.id.as_str()));
+        let keys = keys_of(&sources, &settings);
         Rewriter {
             cfg,
+            keys,
             st: State {
                 initial_numbers: numbering.len(),
                 settings,
@@ -145,7 +150,16 @@ impl Rewriter {
         }
     }
 
+    #[inline]
     fn check_open(&self) -> Result<(), RewriteError> {
+        if let Phase::Open = self.st.phase {
+            return Ok(());
+        }
+        self.closed_error()
+    }
+
+    #[cold]
+    fn closed_error(&self) -> Result<(), RewriteError> {
         match &self.st.phase {
             Phase::Open => Ok(()),
             Phase::Failed(m) => Err(RewriteError::Failed(m.clone())),
@@ -168,6 +182,17 @@ impl Rewriter {
         self.check_open()?;
         let bytes = chunk.as_ref();
         let st = &mut self.st;
+        let idle = !st.scanner.has_buffered() && st.decoder.held_bytes() == 0;
+        if idle && st.awaiting.is_none() {
+            // Fast path: scan the chunk where it is; only a held-back tail is copied.
+            if let Ok(text) = std::str::from_utf8(bytes) {
+                st.input_bytes += bytes.len() as u64;
+                st.text.reserve(bytes.len());
+                self.scan(text, false);
+                self.st.scanner.retain(text);
+                return Ok(());
+            }
+        }
         let r = st.decoder.decode(
             bytes,
             st.input_bytes,
@@ -175,6 +200,7 @@ impl Rewriter {
             st.scanner.buf_mut(),
         );
         st.input_bytes += bytes.len() as u64;
+        st.text.reserve(bytes.len());
         self.pump(false);
         match r {
             Ok(()) => Ok(()),
@@ -277,7 +303,7 @@ impl Rewriter {
                 key: key.to_owned(),
             });
         };
-        if !group.waiting.as_ref().is_some_and(|(k, _)| k == key) {
+        if group.waiting.as_ref().is_none_or(|(k, _)| k != key) {
             self.st.awaiting = Some(group);
             return Err(RewriteError::NotAwaiting {
                 key: key.to_owned(),
@@ -304,31 +330,57 @@ impl Rewriter {
     }
 
     /// The next event, or `None` when the rewriter needs more input (or an awaited number).
+    #[inline]
     pub fn poll_event(&mut self) -> Option<Event> {
-        if let Some(e) = self.st.events.pop_front() {
-            return Some(e);
+        if !self.st.events.is_empty() {
+            return self.st.events.pop_front();
         }
         if self.st.text.is_empty() {
             return None;
         }
-        let text = std::mem::take(&mut self.st.text);
-        self.st.flushed_bytes += text.len() as u64;
-        Some(Event::Text { text })
+        Some(Event::Text {
+            text: self.take_text(),
+        })
     }
 
     fn flush_text(&mut self) {
         if !self.st.text.is_empty() {
-            let text = std::mem::take(&mut self.st.text);
-            self.st.flushed_bytes += text.len() as u64;
+            let text = self.take_text();
             self.st.events.push_back(Event::Text { text });
         }
     }
 
+    /// Takes the pending output: small texts are copied so that the buffer keeps its capacity.
+    fn take_text(&mut self) -> String {
+        let text = if self.st.text.len() > 4096 {
+            std::mem::take(&mut self.st.text)
+        } else {
+            let t = self.st.text.as_str().to_owned();
+            self.st.text.clear();
+            t
+        };
+        self.st.flushed_bytes += text.len() as u64;
+        text
+    }
+
+    /// Scans the buffered text.
     fn pump(&mut self, eof: bool) {
+        let buf = self.st.scanner.take_buf();
+        self.scan(&buf, eof);
+        self.st.scanner.put_back(buf);
+    }
+
+    /// Scans `text` from the scanner's position, resolving markers, until it needs more input
+    /// or an external number.
+    fn scan(&mut self, text: &str, eof: bool) {
         if self.st.awaiting.is_some() {
             return;
         }
-        while let Some(marker) = self.st.scanner.next(&self.cfg, &mut self.st.text, eof) {
+        while let Some(marker) = self
+            .st
+            .scanner
+            .next(text, &self.cfg, &mut self.st.text, eof)
+        {
             self.flush_text();
             let group = Group {
                 marker,
@@ -340,7 +392,6 @@ impl Rewriter {
                 break;
             }
         }
-        self.st.scanner.compact();
     }
 
     /// Resolves a marker's items from `group.next` on. Returns false when it stopped to wait
@@ -355,37 +406,43 @@ impl Rewriter {
                     },
                     reason,
                 },
-                Ok(source) => {
-                    let source_id = source.id.clone();
+                Ok(index) => {
                     let keep_rank = match item {
                         Item::Rank(n) if self.st.settings.rank() == RankMode::Keep => Some(*n),
                         _ => None,
                     };
-                    let key = match keep_rank {
-                        Some(n) => format!("rank:{n}"),
-                        None => Sources::key_of(source, self.st.settings.is_dedupe()),
+                    let known = match keep_rank {
+                        Some(n) => Some(n),
+                        None => self.st.numbering.get(&self.keys[index]),
                     };
-                    let number = match (keep_rank, self.st.numbering.get(&key)) {
-                        (Some(n), _) => n,
-                        (None, Some(n)) => n,
-                        (None, None) => match self.st.settings.number_source() {
-                            NumberSource::Local => {
-                                self.st.new_numbers += 1;
-                                self.st.numbering.allocate(&key, &source_id).0
+                    let number = match known {
+                        Some(n) => n,
+                        None => {
+                            let key = self.keys[index].clone();
+                            let source_id = self
+                                .st
+                                .sources
+                                .at(index)
+                                .map_or_else(String::new, |(s, _)| s.id.clone());
+                            match self.st.settings.number_source() {
+                                NumberSource::Local => {
+                                    self.st.new_numbers += 1;
+                                    self.st.numbering.allocate(&key, &source_id).0
+                                }
+                                NumberSource::External => {
+                                    self.st.events.push_back(Event::NumberNeeded {
+                                        key: key.clone(),
+                                        source_id: source_id.clone(),
+                                    });
+                                    group.waiting = Some((key, source_id));
+                                    self.st.awaiting = Some(group);
+                                    return false;
+                                }
                             }
-                            NumberSource::External => {
-                                self.st.events.push_back(Event::NumberNeeded {
-                                    key: key.clone(),
-                                    source_id: source_id.clone(),
-                                });
-                                group.waiting = Some((key, source_id));
-                                self.st.awaiting = Some(group);
-                                return false;
-                            }
-                        },
+                        }
                     };
-                    self.show(number, key, &source_id);
-                    Piece::Number { number, source_id }
+                    self.show(number, index, keep_rank);
+                    Piece::Number { number, index }
                 }
             };
             let repeat = matches!(&piece, Piece::Number { number, .. }
@@ -399,19 +456,23 @@ impl Rewriter {
         true
     }
 
-    fn lookup(&self, item: &Item) -> Result<&Source, UnresolvedReason> {
+    /// The registration index of the source an item names.
+    fn lookup(&self, item: &Item) -> Result<usize, UnresolvedReason> {
         match item {
-            Item::Id(id) => self.st.sources.get(id).ok_or(UnresolvedReason::UnknownId),
-            Item::Rank(n) => self
+            Item::Id(id) => self
                 .st
                 .sources
-                .by_rank(*n)
+                .index_of(id)
+                .ok_or(UnresolvedReason::UnknownId),
+            Item::Rank(n) => (*n as usize)
+                .checked_sub(1)
+                .filter(|&i| i < self.st.sources.len())
                 .ok_or(UnresolvedReason::RankOutOfRange),
         }
     }
 
     /// Emits the source the first time its number is shown in this stream.
-    fn show(&mut self, number: u32, key: String, source_id: &str) {
+    fn show(&mut self, number: u32, index: usize, keep_rank: Option<u32>) {
         if let Some(s) = self.st.shown.iter_mut().find(|s| s.number == number) {
             s.citations += 1;
             return;
@@ -423,55 +484,51 @@ impl Rewriter {
             .iter()
             .position(|e| e.number == number)
             .is_some_and(|i| i >= self.st.initial_numbers);
-        let source = self
-            .st
-            .sources
-            .get(source_id)
-            .cloned()
-            .unwrap_or_else(|| Source::new(source_id));
-        self.st.events.push_back(Event::Source {
-            number,
-            round: self.st.sources.round_of(source_id),
-            source,
-            is_new,
-        });
+        let Some((source, round)) = self.st.sources.at(index) else {
+            return;
+        };
+        let source = Box::new(source.clone());
+        let key = match keep_rank {
+            Some(n) => format!("rank:{n}"),
+            None => self.keys[index].clone(),
+        };
         self.st.shown.push(Shown {
             number,
             key,
-            source_id: source_id.to_owned(),
+            source_id: source.id.clone(),
             citations: 1,
+        });
+        self.st.events.push_back(Event::Source {
+            number,
+            round,
+            source,
+            is_new,
         });
     }
 
     fn render_group(&mut self, group: Group) {
         let st = &mut self.st;
-        let base = st.flushed_bytes + st.text.len() as u64;
+        let start = st.text.len();
+        let base = st.flushed_bytes;
         let input_byte_offset = group.marker.input_offset;
         let all_unresolved = group
             .pieces
             .iter()
             .all(|p| matches!(p, Piece::Unresolved { .. }));
-        let mut rendered = String::new();
         for piece in group.pieces {
-            let byte_offset = base + rendered.len() as u64;
+            let byte_offset = base + st.text.len() as u64;
             match piece {
-                Piece::Number { number, source_id } => {
+                Piece::Number { number, index } => {
                     st.citations += 1;
-                    let source = st.sources.get(&source_id);
-                    let fallback;
-                    let source = match source {
-                        Some(s) => s,
-                        None => {
-                            fallback = Source::new(source_id.as_str());
-                            &fallback
-                        }
+                    let Some((source, _)) = st.sources.at(index) else {
+                        continue;
                     };
                     st.settings
                         .style()
-                        .render_number(number, source, &mut rendered);
+                        .render_number(number, source, &mut st.text);
                     st.events.push_back(Event::Citation {
                         number,
-                        source_id,
+                        source_id: source.id.clone(),
                         byte_offset,
                         input_byte_offset,
                     });
@@ -479,16 +536,15 @@ impl Rewriter {
                 Piece::Unresolved { reference, reason } => {
                     st.unresolved += 1;
                     match st.settings.unknown() {
-                        UnknownPolicy::Mark => st.settings.style().render_unresolved(&mut rendered),
-                        UnknownPolicy::Keep if all_unresolved => {
-                            if rendered.is_empty() {
-                                rendered.push_str(&group.marker.raw);
-                            }
+                        UnknownPolicy::Mark => st.settings.style().render_unresolved(&mut st.text),
+                        UnknownPolicy::Keep if all_unresolved && st.text.len() == start => {
+                            st.text.push_str(&group.marker.raw);
                         }
+                        UnknownPolicy::Keep if all_unresolved => {}
                         UnknownPolicy::Keep => {
-                            rendered.push('[');
-                            rendered.push_str(&reference);
-                            rendered.push(']');
+                            st.text.push('[');
+                            st.text.push_str(&reference);
+                            st.text.push(']');
                         }
                         _ => {}
                     }
@@ -502,7 +558,6 @@ impl Rewriter {
                 }
             }
         }
-        st.text.push_str(&rendered);
     }
 
     /// The cited sources by number; with `all`, every numbered source of the table.
@@ -574,7 +629,10 @@ impl Rewriter {
             numbers_listed,
             verified: problems.is_empty(),
         };
-        self.st.events.push_back(Event::Done { sources, report });
+        self.st.events.push_back(Event::Done {
+            sources,
+            report: Box::new(report),
+        });
         if problems.is_empty() {
             self.st.phase = Phase::Ended;
             Ok(())
@@ -653,8 +711,16 @@ impl Rewriter {
         let mut st = snapshot.state;
         st.sources.reindex();
         let cfg = ScanConfig::new(&st.settings, st.sources.iter().map(|s| s.id.as_str()));
-        Ok(Rewriter { st, cfg })
+        let keys = keys_of(&st.sources, &st.settings);
+        Ok(Rewriter { st, cfg, keys })
     }
+}
+
+fn keys_of(sources: &Sources, settings: &Settings) -> Vec<String> {
+    sources
+        .iter()
+        .map(|s| Sources::key_of(s, settings.is_dedupe()))
+        .collect()
 }
 
 /// The result of [`rewrite_str`].

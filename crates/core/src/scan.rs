@@ -45,8 +45,10 @@ pub(crate) struct ScanConfig {
     shape: IdShape,
     /// Registered ids, sorted, for prefix checks.
     ids: Vec<String>,
-    /// Bytes that need a look in normal text (not at line start).
-    interesting: [bool; 256],
+    /// Bytes that need a look in normal text, as a bit set.
+    interesting: [u64; 4],
+    /// Up to three of them, for `memchr3`.
+    ascii3: [u8; 3],
 }
 
 impl ScanConfig {
@@ -65,28 +67,66 @@ impl ScanConfig {
             cap: settings.max_pending_bytes(),
             shape: settings.id_shape().clone(),
             ids,
-            interesting: [false; 256],
+            interesting: [0; 4],
+            ascii3: [0; 3],
         };
-        let mut set = vec![b'\n', b'\\'];
+        let mut ascii = Vec::new();
         if c.brackets() {
-            set.push(b'[');
+            ascii.push(b'[');
         }
         if c.colon || c.tag {
-            set.push(b'<');
+            ascii.push(b'<');
+        }
+        if c.skip_code {
+            ascii.push(b'`');
+        }
+        let mut set = ascii.clone();
+        if c.skip_code {
+            set.push(b'~');
         }
         if c.fullwidth() {
             set.extend([0xE3, 0xEF]);
-        }
-        if c.skip_code {
-            set.push(b'`');
         }
         if c.bare {
             set.push(c.shape.prefix().as_bytes()[0]);
         }
         for b in set {
-            c.interesting[b as usize] = true;
+            c.interesting[(b >> 6) as usize] |= 1 << (b & 63);
+        }
+        // memchr3 needs three needles: repeat one (or search for a byte that is never there
+        // in UTF-8 text).
+        let fill = ascii.first().copied().unwrap_or(0xFF);
+        for (k, slot) in c.ascii3.iter_mut().enumerate() {
+            *slot = ascii.get(k).copied().unwrap_or(fill);
         }
         c
+    }
+
+    /// The index of the next byte at or after `i` that needs a look, or `bytes.len()`.
+    fn find_interesting(&self, bytes: &[u8], i: usize) -> usize {
+        let hay = &bytes[i..];
+        if hay.len() < 16 {
+            return i + hay
+                .iter()
+                .position(|&b| self.is_interesting(b))
+                .unwrap_or(hay.len());
+        }
+        let [a, b, c] = self.ascii3;
+        let mut end = memchr::memchr3(a, b, c, hay).unwrap_or(hay.len());
+        if self.skip_code {
+            end = memchr::memchr(b'~', &hay[..end]).unwrap_or(end);
+        }
+        if self.fullwidth() {
+            end = memchr::memchr2(0xE3, 0xEF, &hay[..end]).unwrap_or(end);
+        }
+        if self.bare {
+            end = memchr::memchr(self.shape.prefix().as_bytes()[0], &hay[..end]).unwrap_or(end);
+        }
+        i + end
+    }
+
+    fn is_interesting(&self, b: u8) -> bool {
+        self.interesting[(b >> 6) as usize] >> (b & 63) & 1 == 1
     }
 
     fn brackets(&self) -> bool {
@@ -202,24 +242,25 @@ enum Verdict {
 }
 
 impl Scanner {
-    /// Appends decoded text.
-    #[cfg(test)]
-    pub(crate) fn push(&mut self, s: &str) {
-        self.buf.push_str(s);
-    }
-
-    /// The buffer to decode new input onto.
+    /// The buffer to decode new input onto (the slow path: a candidate spans chunks).
     pub(crate) fn buf_mut(&mut self) -> &mut String {
         &mut self.buf
     }
 
-    /// Bytes held back (a candidate) or not yet scanned.
-    pub(crate) fn held_bytes(&self) -> usize {
-        self.buf.len() - self.cand.map_or(self.pos, |c| c.start)
+    /// Whether the buffer holds text (a candidate or unscanned input).
+    pub(crate) fn has_buffered(&self) -> bool {
+        !self.buf.is_empty()
     }
 
-    /// Drops consumed text from the buffer.
-    pub(crate) fn compact(&mut self) {
+    /// Takes the buffer out to scan it with [`Scanner::next`]; give it back with
+    /// [`Scanner::put_back`].
+    pub(crate) fn take_buf(&mut self) -> String {
+        std::mem::take(&mut self.buf)
+    }
+
+    /// Gives the buffer back and drops what was consumed.
+    pub(crate) fn put_back(&mut self, buf: String) {
+        self.buf = buf;
         let keep = self.cand.map_or(self.pos, |c| c.start);
         if keep == 0 {
             return;
@@ -232,6 +273,25 @@ impl Scanner {
         } else {
             self.buf.drain(..keep);
         }
+        self.shift(keep);
+    }
+
+    /// After scanning outside text (the buffer was empty), keeps its unconsumed tail.
+    #[inline]
+    pub(crate) fn retain(&mut self, text: &str) {
+        if self.cand.is_none() && self.pos == text.len() {
+            self.base += text.len() as u64;
+            self.pos = 0;
+            return;
+        }
+        let keep = self.cand.map_or(self.pos, |c| c.start);
+        if keep < text.len() {
+            self.buf.push_str(&text[keep..]);
+        }
+        self.shift(keep);
+    }
+
+    fn shift(&mut self, keep: usize) {
         self.base += keep as u64;
         self.pos -= keep;
         if let Some(c) = &mut self.cand {
@@ -239,12 +299,24 @@ impl Scanner {
         }
     }
 
-    /// Scans on. Plain text goes to `out`; returns the next marker, or `None` when everything
+    /// Bytes held back (a candidate) or not yet scanned.
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Scans `text` (the buffer, or new input when the buffer is empty) from the current
+    /// position. Plain text goes to `out`; returns the next marker, or `None` when everything
     /// that can be decided now is decided (with `eof`, when the input is exhausted).
-    pub(crate) fn next(&mut self, cfg: &ScanConfig, out: &mut String, eof: bool) -> Option<Marker> {
+    pub(crate) fn next(
+        &mut self,
+        text: &str,
+        cfg: &ScanConfig,
+        out: &mut String,
+        eof: bool,
+    ) -> Option<Marker> {
         loop {
             if let Some(c) = self.cand {
-                let avail = &self.buf[c.start..];
+                let avail = &text[c.start..];
                 let mut limit = avail.len().min(cfg.cap);
                 while !avail.is_char_boundary(limit) {
                     limit -= 1;
@@ -254,10 +326,10 @@ impl Scanner {
                 match classify(view, view_eof, c, cfg) {
                     Verdict::More if limit < avail.len() || limit >= cfg.cap => {
                         self.overflows += 1;
-                        self.release_first(c, out);
+                        self.release_first(text, c, out);
                     }
                     Verdict::More => return None,
-                    Verdict::No => self.release_first(c, out),
+                    Verdict::No => self.release_first(text, c, out),
                     Verdict::Marker(len, items) => {
                         let raw = avail[..len].to_owned();
                         self.cand = None;
@@ -275,7 +347,7 @@ impl Scanner {
                 }
                 continue;
             }
-            if self.pos == self.buf.len() {
+            if self.pos == text.len() {
                 if eof {
                     if let Some(run) = self.run.take() {
                         self.end_run(run);
@@ -284,22 +356,23 @@ impl Scanner {
                 return None;
             }
             match self.mode {
-                Mode::Normal => self.scan_normal(cfg, out),
-                Mode::Code(n) => self.scan_code(n, out),
-                Mode::Fence { ch, len, line } => self.scan_fence(ch, len, line, out),
+                Mode::Normal => self.scan_normal(text, cfg, out),
+                Mode::Code(n) => self.scan_code(text, n, out),
+                Mode::Fence { ch, len, line } => self.scan_fence(text, ch, len, line, out),
             }
         }
     }
 
     /// Releases the candidate's first character as text; scanning resumes right after it.
-    fn release_first(&mut self, c: Cand, out: &mut String) {
-        let ch = self.buf[c.start..].chars().next().map_or(1, char::len_utf8);
-        out.push_str(&self.buf[c.start..c.start + ch]);
+    #[cold]
+    fn release_first(&mut self, text: &str, c: Cand, out: &mut String) {
+        let ch = text[c.start..].chars().next().map_or(1, char::len_utf8);
+        out.push_str(&text[c.start..c.start + ch]);
         self.pos = c.start + ch;
         self.cand = None;
         self.line_blank = false;
         self.escaped = false;
-        self.prev = self.buf.as_bytes()[self.pos - 1];
+        self.prev = text.as_bytes()[self.pos - 1];
         self.prev_marker_end = false;
     }
 
@@ -328,48 +401,86 @@ impl Scanner {
         }
     }
 
-    /// Continues or ends a run at `b`. Returns true when `b` was taken into the run.
-    fn step_run(&mut self, b: u8) -> bool {
-        if let Some(run) = &mut self.run {
-            if run.ch == b {
+    /// Counts a run of `ch` from `i`; returns where it stopped. At the end of `bytes` the run
+    /// stays open; otherwise it ends (and may switch the mode).
+    fn count_run(&mut self, bytes: &[u8], mut i: usize) -> usize {
+        if let Some(mut run) = self.run.take() {
+            while i < bytes.len() && bytes[i] == run.ch {
                 run.len += 1;
-                return true;
+                i += 1;
             }
-            let run = *run;
-            self.run = None;
-            self.end_run(run);
+            if i == bytes.len() {
+                self.run = Some(run);
+            } else {
+                self.end_run(run);
+            }
         }
-        false
+        i
     }
 
-    fn scan_normal(&mut self, cfg: &ScanConfig, out: &mut String) {
-        let buf = std::mem::take(&mut self.buf);
-        let bytes = buf.as_bytes();
-        let mut i = self.pos;
-        let text_from = i;
-        while i < bytes.len() {
-            if self.run.is_some() {
-                if self.step_run(bytes[i]) {
-                    i += 1;
-                    continue;
-                }
-                if self.mode != Mode::Normal {
-                    break;
+    /// Updates the line, escape and previous-byte state over plain bytes.
+    #[inline]
+    fn advance(&mut self, region: &[u8]) {
+        let Some(&last) = region.last() else {
+            return;
+        };
+        if !self.line_blank && last != b'\\' && region.len() < 16 && !region.contains(&b'\n') {
+            self.escaped = false;
+            self.prev = last;
+            self.prev_marker_end = false;
+            return;
+        }
+        let newline = if region.len() < 16 {
+            region.iter().rposition(|&c| c == b'\n')
+        } else {
+            memchr::memrchr(b'\n', region)
+        };
+        let tail = match newline {
+            Some(p) => {
+                self.line_blank = true;
+                self.indent = 0;
+                &region[p + 1..]
+            }
+            None => region,
+        };
+        if self.line_blank {
+            for &c in tail {
+                match c {
+                    b' ' | b'\r' => self.indent += 1,
+                    b'\t' => self.indent += 4,
+                    _ => {
+                        self.line_blank = false;
+                        break;
+                    }
                 }
             }
-            if !self.line_blank {
-                let start = i;
-                while i < bytes.len() && !cfg.interesting[bytes[i] as usize] {
-                    i += 1;
-                }
-                if i > start {
-                    self.prev = bytes[i - 1];
-                    self.escaped = false;
-                    self.prev_marker_end = false;
-                }
-                if i == bytes.len() {
-                    break;
-                }
+        }
+        let slashes = region.iter().rev().take_while(|&&c| c == b'\\').count();
+        self.escaped = if slashes == region.len() {
+            self.escaped ^ (slashes % 2 == 1)
+        } else {
+            slashes % 2 == 1
+        };
+        self.prev = last;
+        self.prev_marker_end = false;
+    }
+
+    fn scan_normal(&mut self, text: &str, cfg: &ScanConfig, out: &mut String) {
+        let bytes = text.as_bytes();
+        let from = self.pos;
+        let mut i = self.count_run(bytes, from);
+        if i > from {
+            self.line_blank = false;
+            self.escaped = false;
+            self.prev = bytes[i - 1];
+            self.prev_marker_end = false;
+        }
+        while i < bytes.len() && self.mode == Mode::Normal && self.run.is_none() {
+            let j = cfg.find_interesting(bytes, i);
+            self.advance(&bytes[i..j]);
+            i = j;
+            if i == bytes.len() {
+                break;
             }
             let b = bytes[i];
             let at_line_start = self.line_blank && self.indent <= 3;
@@ -391,99 +502,68 @@ impl Scanner {
                 });
                 break;
             }
-            let len = utf8_len(b);
-            match b {
-                b'\n' => {
-                    self.line_blank = true;
-                    self.indent = 0;
-                }
-                b' ' | b'\r' if self.line_blank => self.indent += 1,
-                b'\t' if self.line_blank => self.indent += 4,
-                b'`' if cfg.skip_code => {
-                    self.run = Some(Run {
-                        ch: b,
-                        len: 1,
-                        at_line_start,
-                    });
-                    self.line_blank = false;
-                }
-                b'~' if cfg.skip_code && at_line_start => {
-                    self.run = Some(Run {
-                        ch: b,
-                        len: 1,
-                        at_line_start,
-                    });
-                    self.line_blank = false;
-                }
-                _ => self.line_blank = false,
+            if cfg.skip_code && (b == b'`' || (b == b'~' && at_line_start)) {
+                self.run = Some(Run {
+                    ch: b,
+                    len: 0,
+                    at_line_start,
+                });
+                let end = self.count_run(bytes, i);
+                self.line_blank = false;
+                self.escaped = false;
+                self.prev = b;
+                self.prev_marker_end = false;
+                i = end;
+                continue;
             }
-            self.escaped = b == b'\\' && !self.escaped;
-            self.prev = bytes[i + len - 1];
-            self.prev_marker_end = false;
+            let len = utf8_len(b);
+            self.advance(&bytes[i..i + len]);
             i += len;
         }
-        out.push_str(&buf[text_from..i]);
+        out.push_str(&text[from..i]);
         self.pos = i;
-        self.buf = buf;
     }
 
-    fn scan_code(&mut self, n: u32, out: &mut String) {
-        let buf = std::mem::take(&mut self.buf);
-        let bytes = buf.as_bytes();
-        let mut i = self.pos;
-        while i < bytes.len() {
-            let b = bytes[i];
-            if self.run.is_some() {
-                if self.step_run(b) {
-                    i += 1;
-                    continue;
-                }
-                if self.mode != Mode::Code(n) {
-                    break;
-                }
-            }
-            match b {
+    #[inline(never)]
+    fn scan_code(&mut self, text: &str, n: u32, out: &mut String) {
+        let bytes = text.as_bytes();
+        let mut i = self.count_run(bytes, self.pos);
+        if i > self.pos {
+            self.line_blank = false;
+        }
+        while i < bytes.len() && self.mode == Mode::Code(n) && self.run.is_none() {
+            match bytes[i] {
                 b'`' => {
                     self.run = Some(Run {
-                        ch: b,
-                        len: 1,
+                        ch: b'`',
+                        len: 0,
                         at_line_start: false,
                     });
                     self.line_blank = false;
+                    i = self.count_run(bytes, i);
+                    continue;
                 }
                 b'\n' if self.line_blank => {
                     // A blank line ends the paragraph, and with it an unclosed code span.
                     self.mode = Mode::Normal;
                     self.indent = 0;
-                    i += 1;
-                    break;
                 }
-                b'\n' => {
-                    self.line_blank = true;
-                }
+                b'\n' => self.line_blank = true,
                 b' ' | b'\t' | b'\r' => {}
                 _ => {
                     self.line_blank = false;
-                    match memchr::memchr2(b'`', b'\n', &bytes[i..]) {
-                        Some(k) => {
-                            i += k;
-                            continue;
-                        }
-                        None => {
-                            i = bytes.len();
-                            break;
-                        }
-                    }
+                    i += memchr::memchr2(b'`', b'\n', &bytes[i..]).unwrap_or(bytes.len() - i);
+                    continue;
                 }
             }
             i += 1;
         }
-        self.buf = buf;
-        self.finish_opaque(i, out);
+        self.finish_opaque(text, i, out);
     }
 
-    fn scan_fence(&mut self, ch: u8, len: u32, mut line: FenceLine, out: &mut String) {
-        let bytes = self.buf.as_bytes();
+    #[inline(never)]
+    fn scan_fence(&mut self, text: &str, ch: u8, len: u32, mut line: FenceLine, out: &mut String) {
+        let bytes = text.as_bytes();
         let mut i = self.pos;
         while i < bytes.len() {
             let b = bytes[i];
@@ -492,8 +572,7 @@ impl Scanner {
                     self.mode = Mode::Normal;
                     self.line_blank = true;
                     self.indent = 0;
-                    i += 1;
-                    self.finish_opaque(i, out);
+                    self.finish_opaque(text, i + 1, out);
                     return;
                 }
                 line = FenceLine::Start(0);
@@ -511,23 +590,20 @@ impl Scanner {
                 _ => FenceLine::Other,
             };
             if line == FenceLine::Other {
-                match memchr::memchr(b'\n', &bytes[i..]) {
-                    Some(k) => i += k,
-                    None => i = bytes.len(),
-                }
+                i += memchr::memchr(b'\n', &bytes[i..]).unwrap_or(bytes.len() - i);
             } else {
                 i += 1;
             }
         }
         self.mode = Mode::Fence { ch, len, line };
-        self.finish_opaque(i, out);
+        self.finish_opaque(text, i, out);
     }
 
     /// Passes code text through up to `i`.
-    fn finish_opaque(&mut self, i: usize, out: &mut String) {
+    fn finish_opaque(&mut self, text: &str, i: usize, out: &mut String) {
         if i > self.pos {
-            out.push_str(&self.buf[self.pos..i]);
-            self.prev = self.buf.as_bytes()[i - 1];
+            out.push_str(&text[self.pos..i]);
+            self.prev = text.as_bytes()[i - 1];
             self.escaped = false;
             self.prev_marker_end = false;
         }
@@ -548,6 +624,7 @@ fn utf8_len(b: u8) -> usize {
 ///
 /// Contract: the verdict on a prefix that is not [`Verdict::More`] holds for every extension of
 /// it, and with `eof` the verdict is never `More`.
+#[inline(never)]
 fn classify(view: &str, eof: bool, c: Cand, cfg: &ScanConfig) -> Verdict {
     let more = if eof { Verdict::No } else { Verdict::More };
     let bytes = view.as_bytes();
@@ -867,10 +944,9 @@ mod tests {
     fn scan_all(text: &str, settings: &Settings, ids: &[&str]) -> (String, Vec<String>) {
         let cfg = ScanConfig::new(settings, ids.iter().copied());
         let mut s = Scanner::default();
-        s.push(text);
         let mut out = String::new();
         let mut markers = Vec::new();
-        while let Some(m) = s.next(&cfg, &mut out, true) {
+        while let Some(m) = s.next(text, &cfg, &mut out, true) {
             out.push('#');
             markers.push(m.raw);
         }

@@ -220,6 +220,25 @@ impl Sources {
         }
     }
 
+    /// The registration index of the source with this id.
+    pub(crate) fn index_of(&self, id: &str) -> Option<usize> {
+        match self.by_id.get(id) {
+            Some(&i) => Some(i),
+            None if self.by_id.len() != self.sources.len() => {
+                self.sources.iter().position(|s| s.id == id)
+            }
+            None => None,
+        }
+    }
+
+    /// The source at a registration index, with the round that registered it.
+    pub(crate) fn at(&self, index: usize) -> Option<(&Source, Option<u32>)> {
+        Some((
+            self.sources.get(index)?,
+            self.first_round.get(index).copied(),
+        ))
+    }
+
     /// The n-th source (1-based) in the order the model was shown them.
     pub fn by_rank(&self, rank: u32) -> Option<&Source> {
         self.sources.get((rank as usize).checked_sub(1)?)
