@@ -230,14 +230,13 @@ fn code_mask(text: &str, skip_code: bool) -> Vec<bool> {
                 let trimmed = line.trim_start_matches(' ');
                 let indent = line.len() - trimmed.len();
                 let run = trimmed.bytes().take_while(|&x| x == c).count();
-                if indent <= 3
+                let closes = indent <= 3
                     && run >= n
                     && trimmed[run..]
                         .bytes()
-                        .all(|x| matches!(x, b' ' | b'\t' | b'\r'))
-                    && line_end.is_some()
-                {
-                    end = line_end.unwrap() + 1;
+                        .all(|x| matches!(x, b' ' | b'\t' | b'\r'));
+                if let (true, Some(e)) = (closes, line_end) {
+                    end = e + 1;
                     break;
                 }
                 j = line_end.map_or(b.len(), |p| p + 1);
