@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Builds the citeflow-wasm npm package (crates/wasm/pkg: web + nodejs builds, .d.ts included)
+# and runs its tests:
+#   1. the shared golden vectors and the API tests under Node (node:test, through the package),
+#   2. wasm-bindgen-test under Node (plus the crate's host unit tests),
+#   3. one test in headless Chromium loading the web build from a local static server.
+# Then prints the .wasm size (raw and gzip) and fails above the 200 KB gzip budget.
+#
+# Installs what is missing: Debian's chromium (apt-get), wasm-bindgen-cli of the same version as
+# the wasm-bindgen crate in Cargo.lock (cargo install), and the test harness's npm packages
+# (npm ci in crates/wasm/tests/js: playwright-core, and a link to the built package).
+# Safe to run twice; needs Rust with the wasm32-unknown-unknown target, Node 20 and npm.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+crate="crates/wasm"
+pkg="$crate/pkg"
+harness="$crate/tests/js"
+budget_gzip_bytes=$((200 * 1024))
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+
+step() { printf '\n== %s\n' "$*"; }
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+step "tools"
+rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown \
+  || rustup target add wasm32-unknown-unknown
+if [ ! -x /usr/bin/chromium ]; then
+  as_root apt-get update
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
+fi
+want="$(awk '$0 == "name = \"wasm-bindgen\"" { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)"
+if [ -z "$want" ]; then
+  echo "no wasm-bindgen in Cargo.lock" >&2
+  exit 1
+fi
+have="$(wasm-bindgen --version 2>/dev/null | awk '{ print $2 }' || true)"
+if [ "$have" != "$want" ]; then
+  echo "installing wasm-bindgen-cli $want (found: ${have:-none})"
+  # Not --locked: the registry index lacks one of its pinned dependencies.
+  cargo install wasm-bindgen-cli --version "$want" --force
+fi
+echo "wasm-bindgen $(wasm-bindgen --version | awk '{ print $2 }'), node $(node --version), $(/usr/bin/chromium --version 2>/dev/null | head -n1)"
+
+step "build (profile wasm-release)"
+cargo build -p citeflow-wasm --target wasm32-unknown-unknown --profile wasm-release
+target_dir="$(cargo metadata --format-version 1 --no-deps \
+  | node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => console.log(JSON.parse(s).target_directory))')"
+wasm="$target_dir/wasm32-unknown-unknown/wasm-release/citeflow_wasm.wasm"
+rm -rf "$pkg"
+mkdir -p "$pkg"
+for t in web nodejs; do
+  out="$pkg/${t%js}"
+  wasm-bindgen --target "$t" --out-dir "$out" --remove-name-section --remove-producers-section "$wasm"
+done
+cp "$crate/npm/package.json" "$pkg/package.json"
+cp "$crate/npm/node-package.json" "$pkg/node/package.json"
+cp "$crate/README.md" "$pkg/README.md"
+
+step "npm packages of the test harness"
+(cd "$harness" && npm ci --no-audit --no-fund)
+
+step "node:test: golden vectors, API, headless Chromium"
+(cd "$harness" && node --test --test-reporter=spec vectors.test.mjs api.test.mjs browser.test.mjs)
+
+step "cargo test (host unit tests)"
+cargo test -p citeflow-wasm
+
+step "wasm-bindgen-test under Node"
+CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
+  cargo test -p citeflow-wasm --target wasm32-unknown-unknown
+
+step "size"
+bin="$pkg/web/citeflow_wasm_bg.wasm"
+raw=$(wc -c <"$bin")
+gz=$(gzip -9 -c "$bin" | wc -c)
+awk -v raw="$raw" -v gz="$gz" -v budget="$budget_gzip_bytes" 'BEGIN {
+  printf "citeflow_wasm_bg.wasm: %d bytes raw (%.1f KiB), %d bytes gzip -9 (%.1f KiB); budget %d KiB gzip\n",
+    raw, raw / 1024, gz, gz / 1024, budget / 1024 }'
+if [ "$gz" -gt "$budget_gzip_bytes" ]; then
+  echo "the .wasm is over the gzip budget" >&2
+  exit 1
+fi
