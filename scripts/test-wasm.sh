@@ -3,12 +3,13 @@
 # and runs its tests:
 #   1. the shared golden vectors and the API tests under Node (node:test, through the package),
 #   2. wasm-bindgen-test under Node (plus the crate's host unit tests),
-#   3. one test in headless Chromium loading the web build from a local static server.
+#   3. one test in headless Chromium loading the web build from a local static server,
+#   and type-checks a TypeScript file against the package's .d.ts files.
 # Then prints the .wasm size (raw and gzip) and fails above the 200 KB gzip budget.
 #
 # Installs what is missing: Debian's chromium (apt-get), wasm-bindgen-cli of the same version as
 # the wasm-bindgen crate in Cargo.lock (cargo install), and the test harness's npm packages
-# (npm ci in crates/wasm/tests/js: playwright-core, and a link to the built package).
+# (npm ci in crates/wasm/tests/js: playwright-core, typescript, and a link to the built package).
 # Safe to run twice; needs Rust with the wasm32-unknown-unknown target, Node 20 and npm.
 set -euo pipefail
 
@@ -66,6 +67,9 @@ step "npm packages of the test harness"
 
 step "node:test: golden vectors, API, headless Chromium"
 (cd "$harness" && node --test --test-reporter=spec vectors.test.mjs api.test.mjs browser.test.mjs)
+
+step "TypeScript: the package's .d.ts files type the API (tsc --noEmit)"
+(cd "$harness" && ./node_modules/.bin/tsc -p tsconfig.json)
 
 step "cargo test (host unit tests)"
 cargo test -p citeflow-wasm

@@ -7,7 +7,7 @@ use wasm_bindgen::JsCast;
 
 use crate::error::BindingError;
 use crate::js::{from_js, stringify, to_js};
-use crate::settings::{settings_from_json, options_from_json, SettingsOut};
+use crate::settings::{options_from_json, settings_from_json, SettingsOut};
 use crate::sources::Sources;
 use crate::types::{
     JsListFormat, JsListedSourceArray, JsPromptMarker, JsResolvedSettings, JsRewriterOptions,
@@ -84,7 +84,7 @@ fn prompt_marker(marker: &JsValue) -> Result<PromptMarker, BindingError> {
 pub fn context_block(
     sources: &Sources,
     marker: &JsPromptMarker,
-    max_chars_per_source: usize,
+    #[wasm_bindgen(js_name = maxCharsPerSource)] max_chars_per_source: usize,
 ) -> Result<String, JsValue> {
     Ok(citeflow_core::context_block(
         sources.as_core(),

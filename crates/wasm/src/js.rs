@@ -89,7 +89,10 @@ mod tests {
     #[test]
     fn offsets_must_be_safe_whole_numbers() {
         assert_eq!(whole_number(42.0, "seq").unwrap(), 42);
-        assert_eq!(whole_number(-1.0, "seq").unwrap_err().code, "invalid_number");
+        assert_eq!(
+            whole_number(-1.0, "seq").unwrap_err().code,
+            "invalid_number"
+        );
         assert!(whole_number(1.5, "seq").is_err());
         assert!(whole_number(f64::NAN, "seq").is_err());
         assert!(whole_number(f64::INFINITY, "seq").is_err());

@@ -166,7 +166,11 @@ impl Rewriter {
     ///
     /// Throws as `write`, and `RewriteError` `gap` when the chunk starts after the input so far.
     #[wasm_bindgen(js_name = writeAt)]
-    pub fn write_at(&mut self, byte_offset: f64, chunk: &Chunk) -> Result<JsAccepted, JsValue> {
+    pub fn write_at(
+        &mut self,
+        #[wasm_bindgen(js_name = byteOffset)] byte_offset: f64,
+        chunk: &Chunk,
+    ) -> Result<JsAccepted, JsValue> {
         let at = whole_number(byte_offset, "byteOffset")?;
         let bytes = chunk_bytes(chunk)?;
         let a = self

@@ -214,8 +214,8 @@ mod tests {
         assert!(e.message.contains("max_pending_bytes"), "{}", e.message);
         let e = settings_from_json(Some(r#"{"maxPendingBytes":3}"#)).unwrap_err();
         assert_eq!(e.code, "pending_cap_too_small");
-        let e = settings_from_json(Some(r#"{"idShape":{"prefix":"a b","body":"word"}}"#))
-            .unwrap_err();
+        let e =
+            settings_from_json(Some(r#"{"idShape":{"prefix":"a b","body":"word"}}"#)).unwrap_err();
         assert_eq!(e.code, "invalid_id_prefix");
     }
 
@@ -226,8 +226,10 @@ mod tests {
             settings_from_json(Some("null")).unwrap(),
             Settings::default()
         );
-        let (s, n) = options_from_json(Some(r#"{"numbering":[{"number":2,"key":"id:a","source_id":"a"}]}"#))
-            .unwrap();
+        let (s, n) = options_from_json(Some(
+            r#"{"numbering":[{"number":2,"key":"id:a","source_id":"a"}]}"#,
+        ))
+        .unwrap();
         assert_eq!(s, Settings::default());
         assert_eq!(n.get("id:a"), Some(2));
         let e = options_from_json(Some(

@@ -48,7 +48,8 @@ impl Sources {
     /// Throws `SourceError` (`empty_id`, `duplicate_id`, `invalid_sources`).
     #[wasm_bindgen(js_name = fromArray)]
     pub fn from_array(list: &JsSourceArray) -> Result<Sources, JsValue> {
-        let inner = citeflow_core::Sources::from_vec(source_list(list)?).map_err(BindingError::from)?;
+        let inner =
+            citeflow_core::Sources::from_vec(source_list(list)?).map_err(BindingError::from)?;
         Ok(Sources { inner })
     }
 

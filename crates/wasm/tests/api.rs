@@ -30,7 +30,10 @@ fn texts(events: &Value) -> String {
 fn marker_split_in_id_is_held_back() {
     let mut rw = Rewriter::new(&paris_and_france(), None).expect("rewriter");
     let first = json(&rw.feed(&s("Paris is the capital [[sou")).expect("feed"));
-    assert_eq!(first, j!([{"type": "text", "text": "Paris is the capital "}]));
+    assert_eq!(
+        first,
+        j!([{"type": "text", "text": "Paris is the capital "}])
+    );
     let second = json(&rw.feed(&s("rce_7]], see [source_3].")).expect("feed"));
     let kinds: Vec<&str> = second
         .as_array()
@@ -53,7 +56,9 @@ fn bytes_cut_inside_a_character_are_held() {
     let bytes = "【source_3】 é".as_bytes();
     let mut rw = Rewriter::new(
         &paris_and_france(),
-        Some(js::<JsRewriterOptions>(r#"{"settings":{"style":"full_width"}}"#)),
+        Some(js::<JsRewriterOptions>(
+            r#"{"settings":{"style":"full_width"}}"#,
+        )),
     )
     .expect("rewriter");
     let mut out = String::new();
@@ -103,13 +108,20 @@ fn snapshot_round_trips() {
 fn errors_are_js_errors_with_name_and_code() {
     let e = Rewriter::new(
         &paris_and_france(),
-        Some(js::<JsRewriterOptions>(r#"{"settings":{"rank":"sometimes"}}"#)),
+        Some(js::<JsRewriterOptions>(
+            r#"{"settings":{"rank":"sometimes"}}"#,
+        )),
     )
     .expect_err("bad rank");
     assert!(e.is_instance_of::<js_sys::Error>());
-    assert_eq!(name_code(&e), ("SettingsError".into(), "invalid_settings".into()));
+    assert_eq!(
+        name_code(&e),
+        ("SettingsError".into(), "invalid_settings".into())
+    );
     let mut rw = Rewriter::new(&paris_and_france(), None).expect("rewriter");
-    let e = rw.write(&JsValue::from_f64(1.0).unchecked_into()).expect_err("number chunk");
+    let e = rw
+        .write(&JsValue::from_f64(1.0).unchecked_into())
+        .expect_err("number chunk");
     assert_eq!(name_code(&e), ("TypeError".into(), "invalid_chunk".into()));
     rw.end().expect("end");
     let e = rw.write(&s("more")).expect_err("after end");
@@ -130,5 +142,8 @@ fn lists_and_settings_come_from_the_core() {
     let list = done.as_array().unwrap().last().unwrap()["sources"].to_string();
     let text = render_list(&js(&list), &s("text"), None).expect("render");
     assert_eq!(text, "[1] France\n[2] Paris\n");
-    assert_eq!(json(&default_settings().expect("defaults"))["maxPendingBytes"], 64);
+    assert_eq!(
+        json(&default_settings().expect("defaults"))["maxPendingBytes"],
+        64
+    );
 }

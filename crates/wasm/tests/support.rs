@@ -5,7 +5,9 @@ use wasm_bindgen::{JsCast, JsValue};
 
 /// A JS value parsed from JSON text, as the extern type a binding takes.
 pub(crate) fn js<T: JsCast>(json: &str) -> T {
-    js_sys::JSON::parse(json).expect("valid json").unchecked_into()
+    js_sys::JSON::parse(json)
+        .expect("valid json")
+        .unchecked_into()
 }
 
 /// A JS string as the extern type a binding takes.
@@ -15,7 +17,10 @@ pub(crate) fn s<T: JsCast>(text: &str) -> T {
 
 /// The JSON value of a JS value.
 pub(crate) fn json(v: &JsValue) -> Value {
-    let text = js_sys::JSON::stringify(v).expect("stringify").as_string().expect("a string");
+    let text = js_sys::JSON::stringify(v)
+        .expect("stringify")
+        .as_string()
+        .expect("a string");
     serde_json::from_str(&text).expect("json")
 }
 

@@ -4,12 +4,27 @@
 
 /// Every vector file, compiled in.
 const FILES: [(&str, &str); 6] = [
-    ("basic.json", include_str!("../../../tests/vectors/basic.json")),
+    (
+        "basic.json",
+        include_str!("../../../tests/vectors/basic.json"),
+    ),
     ("cjk.json", include_str!("../../../tests/vectors/cjk.json")),
-    ("markdown.json", include_str!("../../../tests/vectors/markdown.json")),
-    ("rank.json", include_str!("../../../tests/vectors/rank.json")),
-    ("styles.json", include_str!("../../../tests/vectors/styles.json")),
-    ("unknown.json", include_str!("../../../tests/vectors/unknown.json")),
+    (
+        "markdown.json",
+        include_str!("../../../tests/vectors/markdown.json"),
+    ),
+    (
+        "rank.json",
+        include_str!("../../../tests/vectors/rank.json"),
+    ),
+    (
+        "styles.json",
+        include_str!("../../../tests/vectors/styles.json"),
+    ),
+    (
+        "unknown.json",
+        include_str!("../../../tests/vectors/unknown.json"),
+    ),
 ];
 
 #[cfg(not(target_arch = "wasm32"))]
@@ -23,7 +38,10 @@ fn every_vector_file_is_compiled_in() {
         .collect();
     on_disk.sort();
     let listed: Vec<&str> = FILES.iter().map(|(n, _)| *n).collect();
-    assert_eq!(on_disk, listed, "update FILES in crates/wasm/tests/vectors.rs");
+    assert_eq!(
+        on_disk, listed,
+        "update FILES in crates/wasm/tests/vectors.rs"
+    );
 }
 
 #[cfg(target_arch = "wasm32")]
@@ -58,7 +76,11 @@ mod wasm {
     fn push(events: &mut Vec<Value>, e: Value) {
         if e["type"] == "text" {
             if let Some(last) = events.last_mut().filter(|l| l["type"] == "text") {
-                let joined = format!("{}{}", last["text"].as_str().unwrap(), e["text"].as_str().unwrap());
+                let joined = format!(
+                    "{}{}",
+                    last["text"].as_str().unwrap(),
+                    e["text"].as_str().unwrap()
+                );
                 last["text"] = Value::String(joined);
                 return;
             }
@@ -73,11 +95,13 @@ mod wasm {
             let doc: Value = serde_json::from_str(raw).expect("vector json");
             for case in doc["cases"].as_array().expect("cases") {
                 let name = format!("{file}: {}", case["name"]);
-                let sources = Sources::from_array(&js::<JsSourceArray>(&case["sources"].to_string()))
-                    .expect("sources");
+                let sources =
+                    Sources::from_array(&js::<JsSourceArray>(&case["sources"].to_string()))
+                        .expect("sources");
                 let opts = serde_json::json!({ "settings": camel(&case["settings"]) });
-                let mut rw = Rewriter::new(&sources, Some(js::<JsRewriterOptions>(&opts.to_string())))
-                    .expect("rewriter");
+                let mut rw =
+                    Rewriter::new(&sources, Some(js::<JsRewriterOptions>(&opts.to_string())))
+                        .expect("rewriter");
                 let mut events = Vec::new();
                 for chunk in case["chunks"].as_array().expect("chunks") {
                     let got = json(&rw.feed(&s(chunk.as_str().expect("chunk"))).expect("feed"));
