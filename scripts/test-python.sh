@@ -35,7 +35,7 @@ export CITEFLOW_CLI="$TARGET_DIR/debug/citeflow"
 (cd crates/py && "$VENV/bin/python" -m pytest -W error -q -p no:cacheprovider tests)
 
 # stubtest imports the installed module; run it outside the source tree.
-(cd "$VENV" && "$VENV/bin/python" -m mypy.stubtest --mypy-config-file /dev/null citeflow._citeflow)
+(cd "$VENV" && "$VENV/bin/python" -m mypy.stubtest citeflow._citeflow)
 # The pure-Python part (adapters, package root) type-checks strictly against the stub.
 "$VENV/bin/python" -m mypy --strict --no-incremental --cache-dir=/dev/null \
     crates/py/python/citeflow/__init__.py crates/py/python/citeflow/adapters.py

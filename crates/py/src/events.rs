@@ -6,7 +6,7 @@
 
 use citeflow_core as core;
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::types::{PyList, PyString};
 
 use crate::convert::{repr_str, serde_name};
 use crate::errors::{raise, CiteflowError};
@@ -33,8 +33,8 @@ impl TextEvent {
 
     /// Always `"text"`.
     #[getter(r#type)]
-    fn kind(&self) -> &'static str {
-        "text"
+    fn kind<'py>(&self, py: Python<'py>) -> &Bound<'py, PyString> {
+        pyo3::intern!(py, "text")
     }
 
     /// The text.
@@ -78,8 +78,8 @@ impl SourceEvent {
 
     /// Always `"source"`.
     #[getter(r#type)]
-    fn kind(&self) -> &'static str {
-        "source"
+    fn kind<'py>(&self, py: Python<'py>) -> &Bound<'py, PyString> {
+        pyo3::intern!(py, "source")
     }
 
     /// The number.
@@ -155,8 +155,8 @@ impl CitationEvent {
 
     /// Always `"citation"`.
     #[getter(r#type)]
-    fn kind(&self) -> &'static str {
-        "citation"
+    fn kind<'py>(&self, py: Python<'py>) -> &Bound<'py, PyString> {
+        pyo3::intern!(py, "citation")
     }
 
     /// The number shown.
@@ -240,8 +240,8 @@ impl UnresolvedEvent {
 
     /// Always `"unresolved"`.
     #[getter(r#type)]
-    fn kind(&self) -> &'static str {
-        "unresolved"
+    fn kind<'py>(&self, py: Python<'py>) -> &Bound<'py, PyString> {
+        pyo3::intern!(py, "unresolved")
     }
 
     /// The whole marker as written.
@@ -318,8 +318,8 @@ impl NumberNeededEvent {
 
     /// Always `"number_needed"`.
     #[getter(r#type)]
-    fn kind(&self) -> &'static str {
-        "number_needed"
+    fn kind<'py>(&self, py: Python<'py>) -> &Bound<'py, PyString> {
+        pyo3::intern!(py, "number_needed")
     }
 
     /// The canonical key.
@@ -371,8 +371,8 @@ impl DoneEvent {
 
     /// Always `"done"`.
     #[getter(r#type)]
-    fn kind(&self) -> &'static str {
-        "done"
+    fn kind<'py>(&self, py: Python<'py>) -> &Bound<'py, PyString> {
+        pyo3::intern!(py, "done")
     }
 
     /// The cited sources by number.
