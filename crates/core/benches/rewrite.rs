@@ -6,7 +6,10 @@
 //! measured beside citeflow on the same input in the same run.
 //!
 //! Run: `cargo bench -p citeflow-core --bench rewrite`
-#![expect(missing_docs, reason = "criterion_group! generates an undocumented function")]
+#![expect(
+    missing_docs,
+    reason = "criterion_group! generates an undocumented function"
+)]
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 

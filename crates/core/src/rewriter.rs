@@ -187,6 +187,9 @@ impl Rewriter {
             // Fast path: scan the chunk where it is; only a held-back tail is copied.
             if let Ok(text) = std::str::from_utf8(bytes) {
                 st.input_bytes += bytes.len() as u64;
+                if st.scanner.pass_plain(text, &self.cfg, &mut st.text) {
+                    return Ok(());
+                }
                 st.text.reserve(bytes.len());
                 self.scan(text, false);
                 self.st.scanner.retain(text);

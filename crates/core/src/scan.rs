@@ -304,6 +304,27 @@ impl Scanner {
         self.buf.len()
     }
 
+    /// The common case of a small chunk of plain text while nothing is held: passes it through
+    /// and returns true; returns false (having done nothing) when the chunk needs the scanner.
+    #[inline]
+    pub(crate) fn pass_plain(&mut self, text: &str, cfg: &ScanConfig, out: &mut String) -> bool {
+        let bytes = text.as_bytes();
+        if bytes.len() > 32
+            || self.pos != 0
+            || self.cand.is_some()
+            || self.run.is_some()
+            || self.mode != Mode::Normal
+            || !self.buf.is_empty()
+            || bytes.iter().any(|&b| cfg.is_interesting(b))
+        {
+            return false;
+        }
+        self.advance(bytes);
+        out.push_str(text);
+        self.base += bytes.len() as u64;
+        true
+    }
+
     /// Scans `text` (the buffer, or new input when the buffer is empty) from the current
     /// position. Plain text goes to `out`; returns the next marker, or `None` when everything
     /// that can be decided now is decided (with `eof`, when the input is exhausted).
