@@ -2,6 +2,7 @@
 # Builds the citeflow-wasm npm package (crates/wasm/pkg: web + nodejs builds, .d.ts included)
 # and runs its tests:
 #   1. the shared golden vectors and the API tests under Node (node:test, through the package),
+#      and snapshots exchanged with the Rust CLI (`citeflow render --snapshot-in/--snapshot-out`),
 #   2. wasm-bindgen-test under Node (plus the crate's host unit tests),
 #   3. one test in headless Chromium loading the web build from a local static server,
 #   and type-checks a TypeScript file against the package's .d.ts files.
@@ -28,8 +29,9 @@ as_root() {
 }
 
 step "tools"
-rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown \
-  || rustup target add wasm32-unknown-unknown
+if command -v rustup >/dev/null && ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  rustup target add wasm32-unknown-unknown
+fi
 if [ ! -x /usr/bin/chromium ]; then
   as_root apt-get update
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
@@ -62,11 +64,16 @@ cp "$crate/npm/package.json" "$pkg/package.json"
 cp "$crate/npm/node-package.json" "$pkg/node/package.json"
 cp "$crate/README.md" "$pkg/README.md"
 
+step "build the CLI (snapshot interop test)"
+cargo build -p citeflow-cli
+export CITEFLOW_CLI="$target_dir/debug/citeflow"
+
 step "npm packages of the test harness"
 (cd "$harness" && npm ci --no-audit --no-fund)
 
-step "node:test: golden vectors, API, headless Chromium"
-(cd "$harness" && node --test --test-reporter=spec vectors.test.mjs api.test.mjs browser.test.mjs)
+step "node:test: golden vectors, API, snapshots with the CLI, headless Chromium"
+(cd "$harness" && node --test --test-reporter=spec \
+  vectors.test.mjs api.test.mjs snapshot-cli.test.mjs browser.test.mjs)
 
 step "TypeScript: the package's .d.ts files type the API (tsc --noEmit)"
 (cd "$harness" && ./node_modules/.bin/tsc -p tsconfig.json)

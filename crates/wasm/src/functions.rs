@@ -23,6 +23,7 @@ struct RewrittenOut<'a> {
 
 /// Rewrites a whole answer at once: `{ text, events, numbering }`, adjacent texts merged.
 ///
+/// # Errors
 /// Throws as `new Rewriter`, `write` and `end`.
 #[wasm_bindgen]
 pub fn rewrite(
@@ -54,6 +55,7 @@ fn name_of(value: &JsValue, what: &str) -> Result<String, BindingError> {
 /// Renders a source list (`done.sources` or `listedSources()`) as text, markdown, footnotes,
 /// HTML or JSON; with `rounds` (`sources.rounds()`), grouped by search round.
 ///
+/// # Errors
 /// Throws `SettingsError` `unknown_name` for an unknown format, `SourceError`
 /// `invalid_sources` for a malformed list.
 #[wasm_bindgen(js_name = renderList)]
@@ -79,6 +81,7 @@ fn prompt_marker(marker: &JsValue) -> Result<PromptMarker, BindingError> {
 /// The context block for the prompt: each source on one line, labelled with the marker the
 /// model should copy, its text cut to `maxCharsPerSource` characters.
 ///
+/// # Errors
 /// Throws `SettingsError` `unknown_name` for an unknown marker.
 #[wasm_bindgen(js_name = contextBlock)]
 pub fn context_block(
@@ -95,6 +98,7 @@ pub fn context_block(
 
 /// The citation instruction for the prompt, with an example marker of these sources.
 ///
+/// # Errors
 /// Throws `SettingsError` `unknown_name` for an unknown marker.
 #[wasm_bindgen(js_name = citationInstruction)]
 pub fn citation_instruction(sources: &Sources, marker: &JsPromptMarker) -> Result<String, JsValue> {
@@ -107,6 +111,7 @@ pub fn citation_instruction(sources: &Sources, marker: &JsPromptMarker) -> Resul
 /// Settings whose scanner recognises `marker` on top of `settings` (rank markers switch rank
 /// mode on unless `settings` has one).
 ///
+/// # Errors
 /// Throws `SettingsError`.
 #[wasm_bindgen(js_name = promptSettings)]
 pub fn prompt_settings(
@@ -123,6 +128,9 @@ pub fn prompt_settings(
 }
 
 /// The default settings, every key present.
+///
+/// # Errors
+/// Throws `Error` `internal` only if a record cannot be converted to JSON (a bug).
 #[wasm_bindgen(js_name = defaultSettings)]
 pub fn default_settings() -> Result<JsResolvedSettings, JsValue> {
     Ok(to_js(&SettingsOut::from(&citeflow_core::Settings::default()))?.unchecked_into())

@@ -39,7 +39,7 @@ enum State {
 ///
 /// When a call throws, the events produced before the error stay queued: `pollEvent()` still
 /// returns them (after a fatal error, the text before the error and, for `verification`, the
-/// `done` event).
+/// `done` event). After `close()`, every method throws `RewriteError` `closed`.
 #[wasm_bindgen]
 #[derive(Debug)]
 pub struct Rewriter {
@@ -98,6 +98,7 @@ fn accepted(a: Accepted) -> JsAccepted {
 impl Rewriter {
     /// A rewriter for one stream over a copy of `sources`.
     ///
+    /// # Errors
     /// Throws `SettingsError` for bad settings, `NumberingError` for conflicting entries.
     #[wasm_bindgen(constructor)]
     pub fn new(sources: &Sources, options: Option<JsRewriterOptions>) -> Result<Rewriter, JsValue> {
@@ -116,6 +117,7 @@ impl Rewriter {
     /// Restores a rewriter from `snapshot()` JSON (of this package, Python, the CLI or Rust);
     /// it continues exactly where the snapshot was taken.
     ///
+    /// # Errors
     /// Throws `RestoreError` (`invalid_snapshot`, `version`).
     pub fn restore(snapshot: &str) -> Result<Rewriter, JsValue> {
         let snap: citeflow_core::Snapshot = serde_json::from_str(snapshot).map_err(|e| {
@@ -131,6 +133,9 @@ impl Rewriter {
 
     /// The whole state as JSON (the core's `Snapshot` format), to continue elsewhere with
     /// `Rewriter.restore`.
+    ///
+    /// # Errors
+    /// Throws `RewriteError` `closed` after `close()`.
     pub fn snapshot(&self) -> Result<String, JsValue> {
         let snap = self.peek()?.snapshot();
         Ok(serde_json::to_string(&snap)
@@ -139,6 +144,7 @@ impl Rewriter {
 
     /// Feeds the next chunk.
     ///
+    /// # Errors
     /// Throws `RewriteError` (`invalid_utf8` under `invalidUtf8: "error"`, `ended`, `failed`)
     /// or `TypeError` (`invalid_chunk`).
     pub fn write(&mut self, chunk: &Chunk) -> Result<(), JsValue> {
@@ -149,6 +155,7 @@ impl Rewriter {
 
     /// Feeds chunk number `seq` (from 0); a chunk already seen is ignored (`"duplicate"`).
     ///
+    /// # Errors
     /// Throws as `write`, and `RewriteError` `gap` when `seq` skips a chunk (nothing changes).
     #[wasm_bindgen(js_name = writeSeq)]
     pub fn write_seq(&mut self, seq: f64, chunk: &Chunk) -> Result<JsAccepted, JsValue> {
@@ -164,6 +171,7 @@ impl Rewriter {
     /// Feeds a chunk that starts at raw input byte `byteOffset` (UTF-8 bytes of the input so
     /// far); bytes already seen are ignored.
     ///
+    /// # Errors
     /// Throws as `write`, and `RewriteError` `gap` when the chunk starts after the input so far.
     #[wasm_bindgen(js_name = writeAt)]
     pub fn write_at(
@@ -182,6 +190,7 @@ impl Rewriter {
 
     /// Ends the input: the held-back tail is decided and the `done` event is queued.
     ///
+    /// # Errors
     /// Throws `RewriteError` (`invalid_utf8`, `verification` — the `done` event is still
     /// queued —, `ended`, `failed`).
     pub fn end(&mut self) -> Result<(), JsValue> {
@@ -190,6 +199,9 @@ impl Rewriter {
     }
 
     /// The next event, or `undefined` when the rewriter needs more input (or a number).
+    ///
+    /// # Errors
+    /// Throws `RewriteError` `closed` after `close()`.
     #[wasm_bindgen(js_name = pollEvent)]
     pub fn poll_event(&mut self) -> Result<JsMaybeEvent, JsValue> {
         Ok(match self.live()?.poll_event() {
@@ -201,6 +213,7 @@ impl Rewriter {
 
     /// `write(chunk)`, then every event it produced.
     ///
+    /// # Errors
     /// Throws as `write`.
     pub fn feed(&mut self, chunk: &Chunk) -> Result<JsEventArray, JsValue> {
         self.write(chunk)?;
@@ -210,6 +223,7 @@ impl Rewriter {
     /// `end()`, then every remaining event, the last being `done` (or a `number_needed` to
     /// answer first).
     ///
+    /// # Errors
     /// Throws as `end`.
     pub fn finish(&mut self) -> Result<JsEventArray, JsValue> {
         self.end()?;
@@ -218,6 +232,7 @@ impl Rewriter {
 
     /// Answers a `number_needed` event with the number the shared store gave `key`.
     ///
+    /// # Errors
     /// Throws `RewriteError` (`not_awaiting`: nothing changes; `numbering`: fatal).
     #[wasm_bindgen(js_name = provideNumber)]
     pub fn provide_number(&mut self, key: &str, number: u32) -> Result<(), JsValue> {
@@ -228,11 +243,17 @@ impl Rewriter {
     }
 
     /// The numbering table as it is now: save it to continue the numbering of a session.
+    ///
+    /// # Errors
+    /// Throws `RewriteError` `closed` after `close()`.
     pub fn numbering(&self) -> Result<JsNumberEntryArray, JsValue> {
         Ok(to_js(self.peek()?.numbering().entries())?.unchecked_into())
     }
 
     /// The cited sources by number; with `all`, every numbered source of the table.
+    ///
+    /// # Errors
+    /// Throws `RewriteError` `closed` after `close()`.
     #[wasm_bindgen(js_name = listedSources)]
     pub fn listed_sources(&self, all: Option<bool>) -> Result<JsListedSourceArray, JsValue> {
         let list = self.peek()?.listed_sources(all.unwrap_or(false));
@@ -240,40 +261,61 @@ impl Rewriter {
     }
 
     /// The settings, every key present.
+    ///
+    /// # Errors
+    /// Throws `RewriteError` `closed` after `close()`.
     pub fn settings(&self) -> Result<JsResolvedSettings, JsValue> {
         Ok(to_js(&SettingsOut::from(self.peek()?.settings()))?.unchecked_into())
     }
 
     /// A copy of the sources.
+    ///
+    /// # Errors
+    /// Throws `RewriteError` `closed` after `close()`.
     pub fn sources(&self) -> Result<Sources, JsValue> {
         Ok(self.peek()?.sources().clone().into())
     }
 
     /// Raw input bytes accepted so far (the next `writeAt` offset).
+    ///
+    /// # Errors
+    /// Throws `RewriteError` `closed` after `close()`.
     #[wasm_bindgen(getter, js_name = inputBytes)]
     pub fn input_bytes(&self) -> Result<f64, JsValue> {
         Ok(self.peek()?.input_bytes() as f64)
     }
 
     /// The next `writeSeq` sequence number.
+    ///
+    /// # Errors
+    /// Throws `RewriteError` `closed` after `close()`.
     #[wasm_bindgen(getter, js_name = nextSeq)]
     pub fn next_seq(&self) -> Result<f64, JsValue> {
         Ok(self.peek()?.next_seq() as f64)
     }
 
     /// Input bytes held back: an unfinished character or a possible marker.
+    ///
+    /// # Errors
+    /// Throws `RewriteError` `closed` after `close()`.
     #[wasm_bindgen(getter, js_name = heldBytes)]
     pub fn held_bytes(&self) -> Result<usize, JsValue> {
         Ok(self.peek()?.held_bytes())
     }
 
     /// Whether a `number_needed` event waits for its answer.
+    ///
+    /// # Errors
+    /// Throws `RewriteError` `closed` after `close()`.
     #[wasm_bindgen(getter, js_name = isAwaitingNumber)]
     pub fn is_awaiting_number(&self) -> Result<bool, JsValue> {
         Ok(self.peek()?.is_awaiting_number())
     }
 
     /// Whether the `done` event has been queued.
+    ///
+    /// # Errors
+    /// Throws `RewriteError` `closed` after `close()`.
     #[wasm_bindgen(getter, js_name = isEnded)]
     pub fn is_ended(&self) -> Result<bool, JsValue> {
         Ok(self.peek()?.is_ended())

@@ -45,6 +45,7 @@ impl Sources {
 
     /// A set of one round without a query.
     ///
+    /// # Errors
     /// Throws `SourceError` (`empty_id`, `duplicate_id`, `invalid_sources`).
     #[wasm_bindgen(js_name = fromArray)]
     pub fn from_array(list: &JsSourceArray) -> Result<Sources, JsValue> {
@@ -56,6 +57,7 @@ impl Sources {
     /// Registers a round of sources and returns its 1-based number. Nothing is registered if
     /// it throws.
     ///
+    /// # Errors
     /// Throws `SourceError` (`empty_id`, `duplicate_id`, `invalid_sources`).
     #[wasm_bindgen(js_name = appendRound)]
     pub fn append_round(
@@ -71,6 +73,9 @@ impl Sources {
     }
 
     /// The source with this id.
+    ///
+    /// # Errors
+    /// Throws `Error` `internal` only if a record cannot be converted to JSON (a bug).
     pub fn get(&self, id: &str) -> Result<JsMaybeSource, JsValue> {
         Ok(match self.inner.get(id) {
             Some(s) => to_js(s)?,
@@ -80,6 +85,9 @@ impl Sources {
     }
 
     /// The n-th source (1-based) in the order the model was shown them.
+    ///
+    /// # Errors
+    /// Throws `Error` `internal` only if a record cannot be converted to JSON (a bug).
     #[wasm_bindgen(js_name = byRank)]
     pub fn by_rank(&self, rank: u32) -> Result<JsMaybeSource, JsValue> {
         Ok(match self.inner.by_rank(rank) {
@@ -96,11 +104,17 @@ impl Sources {
     }
 
     /// The rounds in order (for `renderList`'s grouping).
+    ///
+    /// # Errors
+    /// Throws `Error` `internal` only if a record cannot be converted to JSON (a bug).
     pub fn rounds(&self) -> Result<JsRoundArray, JsValue> {
         Ok(to_js(self.inner.rounds())?.unchecked_into())
     }
 
     /// All sources in registration order.
+    ///
+    /// # Errors
+    /// Throws `Error` `internal` only if a record cannot be converted to JSON (a bug).
     #[wasm_bindgen(js_name = toArray)]
     pub fn to_array(&self) -> Result<JsSourceArray, JsValue> {
         let list: Vec<&Source> = self.inner.iter().collect();
