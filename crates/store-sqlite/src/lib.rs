@@ -1,1 +1,28 @@
-//! Placeholder: being written.
+//! The embedded SQLite store of citeflow: [`SqliteStore`] implements
+//! [`citeflow_store::Store`] in one database file.
+//!
+//! The file runs in WAL mode. Writes go to one writer thread that groups the jobs waiting at
+//! that moment into one transaction (group commit), and an append or an allocation returns
+//! only after its transaction committed, so an event is in the file before the server sends
+//! it. Reads use their own connections. The recent events of running streams are also kept in
+//! memory, so live followers do not query the file for every event.
+//!
+//! ```
+//! use citeflow_store::{NumberScope, Store};
+//! use citeflow_store_sqlite::SqliteStore;
+//!
+//! # futures_executor::block_on(async {
+//! let dir = tempfile::tempdir()?;
+//! let store = SqliteStore::open(dir.path().join("citeflow.db"))?;
+//! let scope = NumberScope::Session("s1".into());
+//! assert_eq!(store.allocate(&scope, "id:source_7", "source_7").await?.number, 1);
+//! assert_eq!(store.allocate(&scope, "id:source_3", "source_3").await?.number, 2);
+//! assert_eq!(store.allocate(&scope, "id:source_7", "source_7").await?.number, 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+
+mod store;
+mod writer;
+
+pub use store::SqliteStore;

@@ -1,0 +1,3 @@
+//! Load benchmark (see crates/server/README.md).
+
+fn main() {}

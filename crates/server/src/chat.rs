@@ -1,0 +1,296 @@
+//! `POST /v1/chat/completions`: the request, the prompt, the upstream call.
+
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use citeflow_core::{
+    citation_instruction, context_block, Event, NumberSource, Numbering, PromptMarker, RankMode,
+    Rewriter, Settings, Sources, Style, UnknownPolicy,
+};
+use citeflow_store::{NumberScope, StreamRecord, StreamStatus};
+use serde_json::{json, Map, Value};
+
+use crate::auth::{owner, Owner};
+use crate::body::{read_json, sources};
+use crate::error::ApiError;
+use crate::generate::{self, Generation};
+use crate::sessions::owned_session;
+use crate::state::{now_ms, random_id, AppState};
+use crate::streams::sse_response;
+
+/// The `citeflow` field of a request.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Options {
+    session: Option<String>,
+    scope: Option<String>,
+    round_query: Option<String>,
+    marker: Option<String>,
+    style: Option<String>,
+    unknown: Option<String>,
+    rank: Option<String>,
+    inject_prompt: Option<bool>,
+    max_chars_per_source: Option<usize>,
+}
+
+/// A parsed request, ready to go upstream.
+pub(crate) struct Plan {
+    pub(crate) owner: Owner,
+    pub(crate) body: Map<String, Value>,
+    pub(crate) settings: Settings,
+    pub(crate) sources: Sources,
+    pub(crate) session_id: Option<String>,
+    pub(crate) session_scope: bool,
+    pub(crate) stream: bool,
+}
+
+async fn plan(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Plan, ApiError> {
+    let owner = owner(state, headers)?;
+    let limits = &state.settings.limits;
+    let Value::Object(mut body) = read_json(body, limits).await? else {
+        return Err(ApiError::invalid(
+            "request body must be a JSON object",
+            None,
+        ));
+    };
+    let opts: Options = match body.remove("citeflow") {
+        None | Some(Value::Null) => Options::default(),
+        Some(v) => serde_json::from_value(v)
+            .map_err(|e| ApiError::invalid(format!("citeflow: {e}"), Some("citeflow")))?,
+    };
+    let given = sources(body.remove("sources"), limits)?;
+    if !matches!(body.get("messages"), Some(Value::Array(_))) {
+        return Err(ApiError::invalid(
+            "messages must be an array",
+            Some("messages"),
+        ));
+    }
+    let session_scope = match opts.scope.as_deref() {
+        None | Some("answer") => false,
+        Some("session") => true,
+        Some(other) => {
+            return Err(ApiError::invalid(
+                format!("citeflow.scope {other:?} is not answer or session"),
+                Some("citeflow.scope"),
+            ))
+        }
+    };
+    let (sources, session_id) = match &opts.session {
+        Some(id) => {
+            let s = owned_session(state, &owner, id).await?;
+            let s = if given.is_empty() {
+                state.store.touch_session(id, now_ms()).await?;
+                s
+            } else {
+                state
+                    .store
+                    .append_round(id, opts.round_query.clone(), given, now_ms())
+                    .await?
+            };
+            (s.sources, Some(id.clone()))
+        }
+        None if session_scope => {
+            return Err(ApiError::invalid(
+                "citeflow.scope session needs citeflow.session",
+                Some("citeflow.scope"),
+            ))
+        }
+        None => (Sources::from_vec(given)?, None),
+    };
+    let marker = PromptMarker::from_name(opts.marker.as_deref().unwrap_or("double_bracket"))?;
+    let mut base = Settings::default();
+    if let Some(s) = &opts.style {
+        base = base.with_style(Style::from_name(s)?);
+    }
+    if let Some(u) = &opts.unknown {
+        base = base.with_unknown(UnknownPolicy::from_name(u)?);
+    }
+    if let Some(r) = &opts.rank {
+        base = base.with_rank(RankMode::from_name(r)?);
+    }
+    let settings = marker
+        .settings(base)
+        .with_number_source(NumberSource::External);
+    if opts.inject_prompt.unwrap_or(true) && !sources.is_empty() {
+        let max_chars = opts.max_chars_per_source.unwrap_or(2_000);
+        let system = format!(
+            "{}\n\nSources:\n{}",
+            citation_instruction(&sources, marker),
+            context_block(&sources, marker, max_chars)
+        );
+        if let Some(Value::Array(messages)) = body.get_mut("messages") {
+            messages.insert(0, json!({"role": "system", "content": system}));
+        }
+    }
+    let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    Ok(Plan {
+        owner,
+        body,
+        settings,
+        sources,
+        session_id,
+        session_scope,
+        stream,
+    })
+}
+
+/// Sends the request upstream and waits for the response headers.
+pub(crate) async fn call_upstream(
+    state: &AppState,
+    body: &Map<String, Value>,
+) -> Result<reqwest::Response, ApiError> {
+    let limits = &state.settings.limits;
+    let url = format!("{}/chat/completions", state.settings.upstream);
+    let mut req = state.http.post(&url).json(body);
+    if let Some(k) = &state.settings.upstream_api_key {
+        req = req.bearer_auth(k);
+    }
+    let started = Instant::now();
+    let timeout_ms = limits.upstream_response_timeout_ms;
+    let resp = tokio::time::timeout(Duration::from_millis(timeout_ms), req.send()).await;
+    state.metrics.observe_upstream_latency(started.elapsed());
+    let fail = |e: ApiError| {
+        state
+            .metrics
+            .upstream_errors
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        e
+    };
+    let resp = match resp {
+        Err(_) => return Err(fail(ApiError::UpstreamTimeout { timeout_ms })),
+        Ok(Err(e)) if e.is_timeout() => return Err(fail(ApiError::UpstreamTimeout { timeout_ms })),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "upstream request failed");
+            return Err(fail(ApiError::UpstreamUnreachable));
+        }
+        Ok(Ok(r)) => r,
+    };
+    if !resp.status().is_success() {
+        let status = resp.status().as_u16();
+        let text = tokio::time::timeout(Duration::from_millis(timeout_ms), resp.text())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        let message = serde_json::from_str::<Value>(&text)
+            .ok()
+            .and_then(|v| {
+                v.pointer("/error/message")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            })
+            .unwrap_or_else(|| text.chars().take(200).collect());
+        return Err(fail(ApiError::UpstreamStatus { status, message }));
+    }
+    Ok(resp)
+}
+
+pub(crate) async fn completions(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let plan = plan(&state, &headers, body).await?;
+    if !plan.stream {
+        return complete(state, plan).await;
+    }
+    let resp = call_upstream(&state, &plan.body).await?;
+    let stream_id = random_id("strm_");
+    let scope = match (&plan.session_id, plan.session_scope) {
+        (Some(s), true) => NumberScope::Session(s.clone()),
+        _ => NumberScope::Stream(stream_id.clone()),
+    };
+    let numbering = state.store.numbering(&scope).await?;
+    state
+        .store
+        .create_stream(StreamRecord {
+            id: stream_id.clone(),
+            owner: plan.owner.0.clone(),
+            session_id: plan.session_id.clone(),
+            status: StreamStatus::Running,
+            created_ms: now_ms(),
+        })
+        .await?;
+    let rewriter = Rewriter::new(plan.settings, plan.sources, numbering);
+    let generation = Generation::new(state.clone(), stream_id.clone(), scope, rewriter);
+    tokio::spawn(generate::run(generation, resp));
+    let mut response = sse_response(&state, stream_id.clone(), 0);
+    let h = response.headers_mut();
+    if let Ok(v) = stream_id.parse() {
+        h.insert("x-citeflow-stream-id", v);
+    }
+    if let Some(v) = plan.session_id.and_then(|s| s.parse().ok()) {
+        h.insert("x-citeflow-session-id", v);
+    }
+    Ok(response)
+}
+
+/// A non-streaming request: the whole answer is rewritten at once.
+async fn complete(state: AppState, plan: Plan) -> Result<Response, ApiError> {
+    let resp = call_upstream(&state, &plan.body).await?;
+    let timeout_ms = state.settings.limits.upstream_response_timeout_ms;
+    let mut answer: Value = tokio::time::timeout(Duration::from_millis(timeout_ms), resp.json())
+        .await
+        .map_err(|_| ApiError::UpstreamTimeout { timeout_ms })?
+        .map_err(|e| ApiError::UpstreamMalformed(format!("not a JSON chat completion: {e}")))?;
+    let scope = match (&plan.session_id, plan.session_scope) {
+        (Some(s), true) => Some(NumberScope::Session(s.clone())),
+        _ => None,
+    };
+    let (settings, numbering) = match &scope {
+        Some(scope) => (plan.settings, state.store.numbering(scope).await?),
+        None => (
+            plan.settings.with_number_source(NumberSource::Local),
+            Numbering::new(),
+        ),
+    };
+    let mut rw = Rewriter::new(settings, plan.sources, numbering);
+    let content = answer
+        .pointer("/choices/0/message/content")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    rw.write(&content)?;
+    if let Err(e) = rw.end() {
+        tracing::warn!(error = %e, "rewrite check failed");
+    }
+    let mut text = String::new();
+    let mut events = Vec::new();
+    while let Some(ev) = rw.poll_event() {
+        match ev {
+            Event::NumberNeeded { key, source_id } => {
+                let scope = scope.as_ref().ok_or_else(|| {
+                    ApiError::Internal("number needed without a shared scope".into())
+                })?;
+                let n = state.store.allocate(scope, &key, &source_id).await?.number;
+                rw.provide_number(&key, n)?;
+            }
+            Event::Text { text: t } => text.push_str(&t),
+            other => {
+                generate::count(&state, &other);
+                events.push(
+                    serde_json::to_value(&other).map_err(|e| ApiError::Internal(e.to_string()))?,
+                );
+            }
+        }
+    }
+    if let Some(c) = answer.pointer_mut("/choices/0/message/content") {
+        *c = Value::String(text);
+    }
+    if let Value::Object(m) = &mut answer {
+        let mut cf = json!({"events": events});
+        if let Some(s) = &plan.session_id {
+            cf["session_id"] = json!(s);
+        }
+        m.insert("citeflow".into(), cf);
+    }
+    state
+        .metrics
+        .completions
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    Ok(Json(answer).into_response())
+}

@@ -1,0 +1,212 @@
+//! [`ApiError`]: every error the API returns, in one JSON envelope.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use citeflow_core::{RewriteError, SettingsError, SourceError};
+use citeflow_store::StoreError;
+
+/// An API request that failed. Renders as
+/// `{"error": {"code": "…", "message": "…", "type": "…", "param": null}}`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApiError {
+    /// Missing or unknown API key.
+    #[error("missing or invalid api key")]
+    Unauthorized,
+    /// No such session or stream (or it belongs to another key).
+    #[error("{what} {id} not found")]
+    NotFound {
+        /// `session` or `stream`.
+        what: &'static str,
+        /// The id asked for.
+        id: String,
+    },
+    /// No such route.
+    #[error("no route for {method} {path}")]
+    NoRoute {
+        /// The method.
+        method: String,
+        /// The path.
+        path: String,
+    },
+    /// The body is larger than the limit.
+    #[error("request body is larger than {max_bytes} bytes")]
+    BodyTooLarge {
+        /// The limit.
+        max_bytes: usize,
+    },
+    /// A malformed request.
+    #[error("{message}")]
+    InvalidRequest {
+        /// What was wrong.
+        message: String,
+        /// The offending field, if one.
+        param: Option<String>,
+    },
+    /// Too many sources in one request.
+    #[error("{count} sources given, at most {max} are allowed")]
+    TooManySources {
+        /// How many were given.
+        count: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A source whose text is too long.
+    #[error("source {id} has {bytes} bytes of text, at most {max} are allowed")]
+    SourceTooLarge {
+        /// The source id.
+        id: String,
+        /// Its text size.
+        bytes: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// Sources that cannot be registered.
+    #[error("invalid sources: {0}")]
+    InvalidSources(#[from] SourceError),
+    /// An invalid `citeflow` setting.
+    #[error("invalid citeflow setting: {0}")]
+    InvalidSetting(#[from] SettingsError),
+    /// The upstream cannot be reached.
+    #[error("the upstream model server cannot be reached")]
+    UpstreamUnreachable,
+    /// The upstream did not answer in time.
+    #[error("the upstream model server did not answer within {timeout_ms} ms")]
+    UpstreamTimeout {
+        /// The time-out.
+        timeout_ms: u64,
+    },
+    /// The upstream answered with an error status.
+    #[error("the upstream model server answered {status}: {message}")]
+    UpstreamStatus {
+        /// Its status.
+        status: u16,
+        /// Its error message (or a short excerpt of its body).
+        message: String,
+    },
+    /// The upstream answer cannot be read.
+    #[error("the upstream answer is malformed: {0}")]
+    UpstreamMalformed(String),
+    /// The store cannot be reached.
+    #[error("the store is unavailable, retry later")]
+    StoreUnavailable,
+    /// Anything else (the cause is logged).
+    #[error("internal error")]
+    Internal(String),
+}
+
+impl ApiError {
+    /// The HTTP status.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::NotFound { .. } | ApiError::NoRoute { .. } => StatusCode::NOT_FOUND,
+            ApiError::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::InvalidRequest { .. }
+            | ApiError::TooManySources { .. }
+            | ApiError::SourceTooLarge { .. }
+            | ApiError::InvalidSources(_)
+            | ApiError::InvalidSetting(_) => StatusCode::BAD_REQUEST,
+            ApiError::UpstreamUnreachable | ApiError::UpstreamMalformed(_) => {
+                StatusCode::BAD_GATEWAY
+            }
+            ApiError::UpstreamTimeout { .. } => StatusCode::GATEWAY_TIMEOUT,
+            ApiError::UpstreamStatus { status, .. } => match *status {
+                400..=499 => StatusCode::from_u16(*status).unwrap_or(StatusCode::BAD_GATEWAY),
+                _ => StatusCode::BAD_GATEWAY,
+            },
+            ApiError::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The stable snake_case code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::Unauthorized => "invalid_api_key",
+            ApiError::NotFound { .. } => "not_found",
+            ApiError::NoRoute { .. } => "unknown_route",
+            ApiError::BodyTooLarge { .. } => "body_too_large",
+            ApiError::InvalidRequest { .. } => "invalid_request",
+            ApiError::TooManySources { .. } => "too_many_sources",
+            ApiError::SourceTooLarge { .. } => "source_too_large",
+            ApiError::InvalidSources(_) => "invalid_sources",
+            ApiError::InvalidSetting(_) => "invalid_setting",
+            ApiError::UpstreamUnreachable => "upstream_unreachable",
+            ApiError::UpstreamTimeout { .. } => "upstream_timeout",
+            ApiError::UpstreamStatus { .. } => "upstream_error",
+            ApiError::UpstreamMalformed(_) => "upstream_malformed",
+            ApiError::StoreUnavailable => "store_unavailable",
+            ApiError::Internal(_) => "internal_error",
+        }
+    }
+
+    /// The OpenAI error `type`.
+    pub fn kind(&self) -> &'static str {
+        match self.status().as_u16() {
+            401 => "authentication_error",
+            404 => "not_found_error",
+            400..=499 => "invalid_request_error",
+            _ if self.code().starts_with("upstream") => "upstream_error",
+            _ => "server_error",
+        }
+    }
+
+    /// The envelope as JSON.
+    pub fn to_json(&self) -> serde_json::Value {
+        let param = match self {
+            ApiError::InvalidRequest { param, .. } => param.clone(),
+            ApiError::TooManySources { .. } | ApiError::SourceTooLarge { .. } => {
+                Some("sources".to_owned())
+            }
+            _ => None,
+        };
+        envelope(self.code(), &self.to_string(), self.kind(), param)
+    }
+
+    pub(crate) fn invalid(message: impl Into<String>, param: Option<&str>) -> Self {
+        ApiError::InvalidRequest {
+            message: message.into(),
+            param: param.map(str::to_owned),
+        }
+    }
+}
+
+/// `{"error": {"code", "message", "type", "param"}}`.
+pub(crate) fn envelope(
+    code: &str,
+    message: &str,
+    kind: &str,
+    param: Option<String>,
+) -> serde_json::Value {
+    serde_json::json!({"error": {"code": code, "message": message, "type": kind, "param": param}})
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if let ApiError::Internal(cause) = &self {
+            tracing::error!(%cause, "internal error");
+        }
+        (self.status(), axum::Json(self.to_json())).into_response()
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound { what, id } => ApiError::NotFound { what, id },
+            StoreError::Sources(e) => ApiError::InvalidSources(e),
+            StoreError::Unavailable(cause) => {
+                tracing::error!(%cause, "store unavailable");
+                ApiError::StoreUnavailable
+            }
+            other => ApiError::Internal(other.to_string()),
+        }
+    }
+}
+
+impl From<RewriteError> for ApiError {
+    fn from(e: RewriteError) -> Self {
+        ApiError::Internal(format!("rewrite: {e}"))
+    }
+}

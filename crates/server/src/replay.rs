@@ -1,0 +1,313 @@
+//! A replaying upstream for tests and benchmarks (feature `_replay`): an OpenAI-style server
+//! that answers `POST …/chat/completions` with a scripted SSE stream named by the request's
+//! `model`. Not part of the public API.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
+use bytes::Bytes;
+use serde_json::{json, Value};
+
+/// One step of a scripted answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Send these bytes as one body chunk.
+    Bytes(Vec<u8>),
+    /// Wait.
+    SleepMs(u64),
+    /// Stop sending and keep the connection open forever.
+    Hang,
+    /// Break the connection (an error ends the body).
+    Cut,
+}
+
+/// A scripted answer: a status, then steps (only for status 200).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Script {
+    /// The HTTP status.
+    pub status: u16,
+    /// Hang before sending the headers.
+    pub hang_before_headers: bool,
+    /// The body steps.
+    pub steps: Vec<Step>,
+}
+
+impl Script {
+    /// A 200 answer of these steps.
+    pub fn new(steps: Vec<Step>) -> Self {
+        Script {
+            status: 200,
+            hang_before_headers: false,
+            steps,
+        }
+    }
+
+    /// An error status with an OpenAI error body.
+    pub fn error(status: u16, message: &str) -> Self {
+        Script {
+            status,
+            hang_before_headers: false,
+            steps: vec![Step::Bytes(
+                json!({"error": {"message": message, "type": "server_error"}})
+                    .to_string()
+                    .into_bytes(),
+            )],
+        }
+    }
+
+    /// Raw SSE bytes (a recorded `.sse` file), one body chunk per event as recorded.
+    pub fn from_sse(raw: &[u8]) -> Self {
+        let mut steps = Vec::new();
+        let mut start = 0;
+        let mut i = 0;
+        while i + 1 < raw.len() {
+            if raw[i] == b'\n' && raw[i + 1] == b'\n' {
+                steps.push(Step::Bytes(raw[start..i + 2].to_vec()));
+                start = i + 2;
+                i += 2;
+            } else {
+                i += 1;
+            }
+        }
+        if start < raw.len() {
+            steps.push(Step::Bytes(raw[start..].to_vec()));
+        }
+        Script::new(steps)
+    }
+
+    /// A `.chunks.txt` recording (one JSON payload a line), framed as SSE, ending in `[DONE]`.
+    pub fn from_chunk_lines(text: &str) -> Self {
+        let mut steps: Vec<Step> = text
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| Step::Bytes(format!("data: {l}\n\n").into_bytes()))
+            .collect();
+        steps.push(Step::Bytes(b"data: [DONE]\n\n".to_vec()));
+        Script::new(steps)
+    }
+
+    /// A chat stream whose `delta.content` pieces are these, then a finish chunk and `[DONE]`.
+    pub fn chat(pieces: &[&str]) -> Self {
+        let chunk = |delta: Value, finish: Value| {
+            let v = json!({
+                "id": "chatcmpl-replay", "object": "chat.completion.chunk", "created": 1_700_000_000,
+                "model": "replay", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
+            });
+            Step::Bytes(format!("data: {v}\n\n").into_bytes())
+        };
+        let mut steps = vec![chunk(
+            json!({"role": "assistant", "content": ""}),
+            Value::Null,
+        )];
+        for p in pieces {
+            steps.push(chunk(json!({"content": p}), Value::Null));
+        }
+        steps.push(chunk(json!({}), json!("stop")));
+        steps.push(Step::Bytes(b"data: [DONE]\n\n".to_vec()));
+        Script::new(steps)
+    }
+
+    /// The same body re-cut into pieces of `n` bytes.
+    pub fn rechunked(&self, n: usize) -> Self {
+        let all: Vec<u8> = self
+            .steps
+            .iter()
+            .flat_map(|s| match s {
+                Step::Bytes(b) => b.clone(),
+                _ => Vec::new(),
+            })
+            .collect();
+        Script {
+            steps: all
+                .chunks(n.max(1))
+                .map(|c| Step::Bytes(c.to_vec()))
+                .collect(),
+            ..self.clone()
+        }
+    }
+
+    /// A pause of `ms` before every step.
+    pub fn paced(mut self, ms: u64) -> Self {
+        if ms == 0 {
+            return self;
+        }
+        self.steps = self
+            .steps
+            .into_iter()
+            .flat_map(|s| [Step::SleepMs(ms), s])
+            .collect();
+        self
+    }
+
+    /// The `delta.content` (or `text`) the script streams, concatenated.
+    pub fn text(&self) -> String {
+        let mut d = citeflow_core::sse::SseDecoder::default();
+        for s in &self.steps {
+            if let Step::Bytes(b) = s {
+                let _ = d.write(b);
+            }
+        }
+        let _ = d.end();
+        let mut out = String::new();
+        while let Some(e) = d.poll_event() {
+            if let Ok(v) = serde_json::from_str::<Value>(&e.data) {
+                if let Some(t) = citeflow_core::sse::chunk_text(&v) {
+                    out.push_str(t);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The upstream's shared state: scripts by model name, and the requests received.
+#[derive(Debug, Default, Clone)]
+pub struct Replay {
+    scripts: Arc<Mutex<HashMap<String, Script>>>,
+    requests: Arc<Mutex<Vec<Value>>>,
+}
+
+impl Replay {
+    /// No scripts.
+    pub fn new() -> Self {
+        Replay::default()
+    }
+
+    /// Registers the answer to requests with `"model": model`.
+    pub fn insert(&self, model: &str, script: Script) {
+        self.scripts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(model.to_owned(), script);
+    }
+
+    /// Loads every `*.sse` and `*.chunks.txt` of a directory, named by file name, with a pause
+    /// of `pace_ms` before each event.
+    ///
+    /// # Errors
+    /// An I/O error reading the directory.
+    pub fn load_dir(&self, dir: &Path, pace_ms: u64) -> std::io::Result<usize> {
+        let mut n = 0;
+        for entry in std::fs::read_dir(dir)? {
+            let path = entry?.path();
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default()
+                .to_owned();
+            if name.ends_with(".sse") {
+                self.insert(
+                    &name,
+                    Script::from_sse(&std::fs::read(&path)?).paced(pace_ms),
+                );
+                n += 1;
+            } else if name.ends_with(".chunks.txt") {
+                self.insert(
+                    &name,
+                    Script::from_chunk_lines(&std::fs::read_to_string(&path)?).paced(pace_ms),
+                );
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// The request bodies received so far.
+    pub fn requests(&self) -> Vec<Value> {
+        self.requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The upstream service.
+    pub fn router(&self) -> Router {
+        Router::new()
+            .route("/v1/chat/completions", post(answer))
+            .route("/v1/completions", post(answer))
+            .with_state(self.clone())
+    }
+
+    /// Serves on a loopback port in the background; returns the base URL (`…/v1`).
+    ///
+    /// # Errors
+    /// An I/O error binding the port.
+    pub async fn spawn(&self) -> std::io::Result<String> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let app = self.router();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(format!("http://{addr}/v1"))
+    }
+}
+
+async fn answer(State(replay): State<Replay>, body: axum::body::Bytes) -> Response {
+    let req: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let model = req
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    replay
+        .requests
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(req);
+    let script = replay
+        .scripts
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&model)
+        .cloned();
+    let Some(script) = script else {
+        return (
+            StatusCode::NOT_FOUND,
+            axum::Json(json!({"error": {"message": format!("no script for model {model}")}})),
+        )
+            .into_response();
+    };
+    if script.hang_before_headers {
+        std::future::pending::<()>().await;
+    }
+    let status = StatusCode::from_u16(script.status).unwrap_or(StatusCode::OK);
+    if status != StatusCode::OK {
+        let bytes: Vec<u8> = script
+            .steps
+            .into_iter()
+            .flat_map(|s| match s {
+                Step::Bytes(b) => b,
+                _ => Vec::new(),
+            })
+            .collect();
+        return (status, [("content-type", "application/json")], bytes).into_response();
+    }
+    let stream = futures_util::stream::unfold(script.steps.into_iter(), |mut steps| async move {
+        loop {
+            match steps.next()? {
+                Step::Bytes(b) => return Some((Ok::<_, std::io::Error>(Bytes::from(b)), steps)),
+                Step::SleepMs(ms) => tokio::time::sleep(Duration::from_millis(ms)).await,
+                Step::Hang => std::future::pending::<()>().await,
+                Step::Cut => {
+                    return Some((
+                        Err(std::io::Error::new(std::io::ErrorKind::BrokenPipe, "cut")),
+                        steps,
+                    ))
+                }
+            }
+        }
+    });
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(Body::from_stream(stream))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}

@@ -1,0 +1,169 @@
+//! [`ServerSettings`] and [`Limits`].
+
+use std::path::PathBuf;
+
+/// Where the server keeps sessions, numbering and event logs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoreLocation {
+    /// In memory: lost at exit.
+    Memory,
+    /// An SQLite file (created if missing).
+    Sqlite(PathBuf),
+}
+
+impl StoreLocation {
+    /// Parses `memory` or `sqlite:PATH`.
+    ///
+    /// # Errors
+    /// A message naming the value for anything else.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        if s == "memory" {
+            return Ok(StoreLocation::Memory);
+        }
+        match s.strip_prefix("sqlite:") {
+            Some(p) if !p.is_empty() => Ok(StoreLocation::Sqlite(PathBuf::from(p))),
+            _ => Err(format!(
+                "store {s:?} is not supported (expected memory or sqlite:PATH)"
+            )),
+        }
+    }
+}
+
+/// The configurable limits. Each one, when exceeded, gives its own error code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// Largest request body (`body_too_large`).
+    ///
+    /// ### Default
+    /// 4 MiB.
+    pub max_body_bytes: usize,
+    /// Most sources in one request or round (`too_many_sources`).
+    ///
+    /// ### Default
+    /// 256.
+    pub max_sources: usize,
+    /// Largest `text` of one source (`source_too_large`).
+    ///
+    /// ### Default
+    /// 64 KiB.
+    pub max_source_text_bytes: usize,
+    /// Longest a stream may run; then it ends with a `stream_too_long` error event.
+    ///
+    /// ### Default
+    /// 10 minutes.
+    pub max_stream_duration_ms: u64,
+    /// Time-out to connect to the upstream (`upstream_unreachable`).
+    ///
+    /// ### Default
+    /// 10 s.
+    pub upstream_connect_timeout_ms: u64,
+    /// Time-out for the upstream's response headers, or its whole answer when not streaming
+    /// (`upstream_timeout`).
+    ///
+    /// ### Default
+    /// 120 s.
+    pub upstream_response_timeout_ms: u64,
+    /// Longest silence between two upstream chunks (`upstream_timeout` error event).
+    ///
+    /// ### Default
+    /// 60 s.
+    pub upstream_idle_timeout_ms: u64,
+    /// How long an unused session (and a finished stream) is kept.
+    ///
+    /// ### Default
+    /// 7 days.
+    pub session_idle_ttl_ms: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_body_bytes: 4 << 20,
+            max_sources: 256,
+            max_source_text_bytes: 64 << 10,
+            max_stream_duration_ms: 600_000,
+            upstream_connect_timeout_ms: 10_000,
+            upstream_response_timeout_ms: 120_000,
+            upstream_idle_timeout_ms: 60_000,
+            session_idle_ttl_ms: 7 * 24 * 3600 * 1000,
+        }
+    }
+}
+
+/// Everything the server needs. Build with [`ServerSettings::new`] and the `with_*` setters.
+#[derive(Debug, Clone)]
+pub struct ServerSettings {
+    pub(crate) upstream: String,
+    pub(crate) upstream_api_key: Option<String>,
+    pub(crate) api_keys: Vec<String>,
+    pub(crate) store: StoreLocation,
+    pub(crate) limits: Limits,
+}
+
+impl ServerSettings {
+    /// Settings for this upstream base URL (e.g. `http://127.0.0.1:8089/v1`; the server posts to
+    /// `{upstream}/chat/completions`).
+    pub fn new(upstream: impl Into<String>) -> Self {
+        ServerSettings {
+            upstream: upstream.into().trim_end_matches('/').to_owned(),
+            upstream_api_key: None,
+            api_keys: Vec::new(),
+            store: StoreLocation::Memory,
+            limits: Limits::default(),
+        }
+    }
+
+    /// The bearer key sent to the upstream.
+    ///
+    /// ### Default
+    /// None.
+    pub fn with_upstream_api_key(mut self, key: Option<String>) -> Self {
+        self.upstream_api_key = key.filter(|k| !k.is_empty());
+        self
+    }
+
+    /// The API keys clients must send as `Authorization: Bearer …`; each key owns its sessions
+    /// and streams. Empty: no authentication, one shared owner.
+    ///
+    /// ### Default
+    /// Empty.
+    pub fn with_api_keys(mut self, keys: Vec<String>) -> Self {
+        self.api_keys = keys.into_iter().filter(|k| !k.is_empty()).collect();
+        self
+    }
+
+    /// Where data is kept.
+    ///
+    /// ### Default
+    /// [`StoreLocation::Memory`] (the CLI defaults to an SQLite file).
+    pub fn with_store(mut self, store: StoreLocation) -> Self {
+        self.store = store;
+        self
+    }
+
+    /// The limits.
+    ///
+    /// ### Default
+    /// [`Limits::default`].
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The upstream base URL.
+    pub fn upstream(&self) -> &str {
+        &self.upstream
+    }
+
+    /// The limits.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The store location.
+    pub fn store(&self) -> &StoreLocation {
+        &self.store
+    }
+}

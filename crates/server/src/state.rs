@@ -1,0 +1,88 @@
+//! [`AppState`]: what every handler shares.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use citeflow_store::Store;
+use tokio::sync::watch;
+
+use crate::metrics::Metrics;
+use crate::settings::ServerSettings;
+
+/// The shared state of the router: settings, store, upstream client, metrics.
+#[derive(Clone)]
+pub struct AppState {
+    pub(crate) settings: Arc<ServerSettings>,
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) http: reqwest::Client,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) shutdown: watch::Receiver<bool>,
+    shutdown_tx: Arc<watch::Sender<bool>>,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AppState {
+    /// State over this store.
+    ///
+    /// # Panics
+    /// If the TLS backend of the upstream client cannot be initialised.
+    pub fn new(settings: ServerSettings, store: Arc<dyn Store>) -> Self {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_millis(
+                settings.limits.upstream_connect_timeout_ms,
+            ))
+            .pool_max_idle_per_host(1024)
+            .build()
+            .expect("the upstream http client can be built");
+        let (tx, rx) = watch::channel(false);
+        AppState {
+            settings: Arc::new(settings),
+            store,
+            http,
+            metrics: Arc::new(Metrics::default()),
+            shutdown: rx,
+            shutdown_tx: Arc::new(tx),
+        }
+    }
+
+    /// The metrics.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// Ends every open SSE response (the generations keep running until the runtime stops).
+    pub fn begin_shutdown(&self) {
+        let _ = self.shutdown_tx.send(true);
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// A random id: `prefix` + 32 hex digits (128 random bits).
+pub(crate) fn random_id(prefix: &str) -> String {
+    let mut b = [0u8; 16];
+    getrandom::fill(&mut b).expect("the OS random source works");
+    let mut s = String::with_capacity(prefix.len() + 32);
+    s.push_str(prefix);
+    for x in b {
+        s.push_str(&format!("{x:02x}"));
+    }
+    s
+}

@@ -1,0 +1,125 @@
+//! SSE responses from a stream's log: `GET /v1/streams/{id}` and the live answer of a chat
+//! request are both followers of the persisted log.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use citeflow_store::{follow, StreamStatus};
+use futures_util::StreamExt;
+
+use crate::auth::owner;
+use crate::error::ApiError;
+use crate::generate::error_payload;
+use crate::state::AppState;
+
+/// An SSE response with the events of `stream_id` after `after`, then the live tail.
+pub(crate) fn sse_response(state: &AppState, stream_id: String, after: u64) -> Response {
+    let mut shutdown = state.shutdown.clone();
+    let stop = async move {
+        let _ = shutdown.wait_for(|s| *s).await;
+    };
+    let feed = follow(state.store.clone(), stream_id, after)
+        .map(|e| {
+            Ok::<_, Infallible>(match e {
+                Ok(e) => SseEvent::default().id(e.id.to_string()).data(e.data),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot read stream log");
+                    SseEvent::default().data(error_payload(
+                        "store_unavailable",
+                        "the stream log cannot be read; reconnect with Last-Event-ID",
+                    ))
+                }
+            })
+        })
+        .take_until(Box::pin(stop));
+    Sse::new(feed)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response()
+}
+
+#[derive(Debug, serde::Deserialize)]
+pub(crate) struct ResumeQuery {
+    last_event_id: Option<String>,
+}
+
+fn parse_last_id(s: &str) -> Result<u64, ApiError> {
+    s.trim().parse().map_err(|_| {
+        ApiError::invalid(
+            format!("Last-Event-ID {s:?} is not an event id of this server"),
+            Some("Last-Event-ID"),
+        )
+    })
+}
+
+/// `GET /v1/streams/{id}`: replay after `Last-Event-ID` (header, or `?last_event_id=`), then
+/// follow.
+pub(crate) async fn resume(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Query(q): Query<ResumeQuery>,
+) -> Result<Response, ApiError> {
+    let owner = owner(&state, &headers)?;
+    let s = state.store.stream(&id).await?;
+    if s.owner != owner.0 {
+        return Err(ApiError::NotFound { what: "stream", id });
+    }
+    let header = headers
+        .get("last-event-id")
+        .map(|v| v.to_str().unwrap_or("?").to_owned());
+    let after = match header.or(q.last_event_id) {
+        Some(v) if !v.trim().is_empty() => parse_last_id(&v)?,
+        _ => 0,
+    };
+    let mut resp = sse_response(&state, id, after);
+    if let Ok(v) = s.status.as_str().parse() {
+        resp.headers_mut().insert("x-citeflow-stream-status", v);
+    }
+    Ok(resp)
+}
+
+/// At start-up: every stream still marked running was cut by a crash or a kill. Each gets an
+/// error event after its last logged one and is marked interrupted.
+///
+/// # Errors
+/// A store error.
+pub async fn recover_interrupted(state: &AppState) -> Result<usize, citeflow_store::StoreError> {
+    let ids = state.store.running_streams().await?;
+    for id in &ids {
+        let last = last_event_id(state, id).await?;
+        let event = citeflow_store::StoredEvent {
+            id: last + 1,
+            data: error_payload(
+                "stream_interrupted",
+                "the server stopped while this answer was being generated; the events before \
+                 this one are complete, the rest of the answer is lost",
+            ),
+        };
+        state.store.append_events(id, vec![event]).await?;
+        state
+            .store
+            .finish_stream(id, StreamStatus::Interrupted)
+            .await?;
+        state
+            .metrics
+            .streams_interrupted
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        tracing::warn!(stream_id = %id, "marked interrupted stream");
+    }
+    Ok(ids.len())
+}
+
+async fn last_event_id(state: &AppState, id: &str) -> Result<u64, citeflow_store::StoreError> {
+    let mut after = 0;
+    loop {
+        let page = state.store.events_after(id, after, 1024).await?;
+        match page.last() {
+            Some(e) => after = e.id,
+            None => return Ok(after),
+        }
+    }
+}

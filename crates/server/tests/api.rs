@@ -1,0 +1,410 @@
+//! Routes, auth, limits, sessions, non-streaming answers, the OpenAPI document.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::Request;
+use citeflow_server::replay::{Script, Step};
+use citeflow_server::{router, AppState, ServerSettings, OPENAPI_JSON, ROUTES};
+use citeflow_store::MemoryStore;
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+use tower::ServiceExt;
+
+use crate::support::{limits, read_sse, text_of, Harness};
+
+async fn oneshot(state: AppState, req: Request<Body>) -> (u16, Value) {
+    let resp = router(state).oneshot(req).await.expect("response");
+    let status = resp.status().as_u16();
+    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+fn state() -> AppState {
+    AppState::new(
+        ServerSettings::new("http://127.0.0.1:9/v1").with_limits(limits(|l| {
+            l.max_body_bytes = 2_000;
+            l.max_sources = 3;
+            l.max_source_text_bytes = 50;
+        })),
+        Arc::new(MemoryStore::new()),
+    )
+}
+
+fn post(path: &str, body: &str) -> Request<Body> {
+    Request::post(path)
+        .header("content-type", "application/json")
+        .body(Body::from(body.to_owned()))
+        .expect("request")
+}
+
+#[tokio::test]
+async fn every_limit_has_its_own_error() {
+    let (s, body) = oneshot(state(), post("/v1/sessions", &"x".repeat(3_000))).await;
+    assert_eq!(s, 413);
+    insta::assert_json_snapshot!("body_too_large", body);
+    let four: Vec<Value> = (0..4).map(|i| json!({"id": format!("s{i}")})).collect();
+    let (s, body) = oneshot(
+        state(),
+        post("/v1/sessions", &json!({"sources": four}).to_string()),
+    )
+    .await;
+    assert_eq!(s, 400);
+    insta::assert_json_snapshot!("too_many_sources", body);
+    let big = json!({"sources": [{"id": "s1", "text": "y".repeat(60)}]});
+    let (s, body) = oneshot(state(), post("/v1/sessions", &big.to_string())).await;
+    assert_eq!(s, 400);
+    insta::assert_json_snapshot!("source_too_large", body);
+    let chat = json!({"model": "m", "messages": [], "sources": four});
+    let (s, body) = oneshot(state(), post("/v1/chat/completions", &chat.to_string())).await;
+    assert_eq!(
+        (s, body["error"]["code"].as_str()),
+        (400, Some("too_many_sources"))
+    );
+    let (s, body) = oneshot(state(), post("/v1/chat/completions", "{not json")).await;
+    assert_eq!(
+        (s, body["error"]["code"].as_str()),
+        (400, Some("invalid_request"))
+    );
+    let bad = json!({"model": "m", "messages": [], "citeflow": {"style": "nope"}});
+    let (s, body) = oneshot(state(), post("/v1/chat/completions", &bad.to_string())).await;
+    assert_eq!(
+        (s, body["error"]["code"].as_str()),
+        (400, Some("invalid_setting"))
+    );
+    let bad = json!({"model": "m", "messages": [], "citeflow": {"colour": 1}});
+    let (s, body) = oneshot(state(), post("/v1/chat/completions", &bad.to_string())).await;
+    assert_eq!(
+        (s, body["error"]["param"].as_str()),
+        (400, Some("citeflow"))
+    );
+    let (s, body) = oneshot(
+        state(),
+        Request::get("/nope").body(Body::empty()).expect("req"),
+    )
+    .await;
+    assert_eq!(s, 404);
+    insta::assert_json_snapshot!("unknown_route", body);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_longer_than_the_limit_ends_with_an_error_event() {
+    let h = Harness::with(
+        |s| s.with_limits(limits(|l| l.max_stream_duration_ms = 150)),
+        Arc::new(MemoryStore::new()),
+    )
+    .await;
+    h.replay.insert(
+        "slow",
+        Script::chat(&["a", "b", "c", "d", "e", "f"]).paced(60),
+    );
+    let resp = h
+        .post("/v1/chat/completions")
+        .json(&json!({"model": "slow", "stream": true, "messages": []}))
+        .send()
+        .await
+        .expect("send");
+    let events = read_sse(resp, usize::MAX).await;
+    let last: Value = serde_json::from_str(&events.last().expect("event").data).expect("json");
+    assert_eq!(last["error"]["code"], "stream_too_long");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_tenants_get_404_and_strangers_401() {
+    let h = Harness::with(
+        |s| s.with_api_keys(vec!["key-a".into(), "key-b".into()]),
+        Arc::new(MemoryStore::new()),
+    )
+    .await;
+    let none = h
+        .post("/v1/sessions")
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(none.status(), 401);
+    let body: Value = none.json().await.expect("json");
+    insta::assert_json_snapshot!("unauthorized", body);
+    let wrong = h
+        .post("/v1/sessions")
+        .bearer_auth("key-c")
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(wrong.status(), 401);
+    let s: Value = h
+        .post("/v1/sessions")
+        .bearer_auth("key-a")
+        .json(&json!({"sources": [{"id": "source_1"}]}))
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    let sid = s["id"].as_str().expect("id");
+    assert!(
+        sid.len() >= 32,
+        "{sid} is not long enough to be unguessable"
+    );
+    let path = format!("/v1/sessions/{sid}");
+    assert_eq!(
+        h.get(&path)
+            .bearer_auth("key-a")
+            .send()
+            .await
+            .expect("send")
+            .status(),
+        200
+    );
+    let other = h
+        .get(&path)
+        .bearer_auth("key-b")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(other.status(), 404);
+    let body: Value = other.json().await.expect("json");
+    assert_eq!(body["error"]["code"], "not_found");
+    let del = h
+        .client
+        .delete(format!("{}{path}", h.base))
+        .bearer_auth("key-b")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(del.status(), 404);
+    let round = h
+        .post(&format!("{path}/rounds"))
+        .bearer_auth("key-b")
+        .json(&json!({"sources": []}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(round.status(), 404);
+    let chat = json!({"model": "m", "stream": true, "messages": [], "citeflow": {"session": sid}});
+    let r = h
+        .post("/v1/chat/completions")
+        .bearer_auth("key-b")
+        .json(&chat)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 404);
+    // A stream of key-a is invisible to key-b.
+    h.replay.insert("m", Script::chat(&["hello [[source_1]]"]));
+    let r = h
+        .post("/v1/chat/completions")
+        .bearer_auth("key-a")
+        .json(&chat)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 200);
+    let stream_id = r.headers()["x-citeflow-stream-id"]
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    assert_eq!(text_of(&read_sse(r, usize::MAX).await), "hello [1]");
+    let spath = format!("/v1/streams/{stream_id}");
+    assert_eq!(
+        h.get(&spath)
+            .bearer_auth("key-b")
+            .send()
+            .await
+            .expect("send")
+            .status(),
+        404
+    );
+    assert_eq!(
+        h.get(&spath)
+            .bearer_auth("key-a")
+            .send()
+            .await
+            .expect("send")
+            .status(),
+        200
+    );
+    let del = h
+        .client
+        .delete(format!("{}{path}", h.base))
+        .bearer_auth("key-a")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(del.status(), 204);
+    assert_eq!(
+        h.get(&path)
+            .bearer_auth("key-a")
+            .send()
+            .await
+            .expect("send")
+            .status(),
+        404
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_show_rounds_and_the_prompt_names_every_source() {
+    let h = Harness::start().await;
+    let s: Value = h
+        .post("/v1/sessions")
+        .json(&json!({"query": "paris", "sources": [
+            {"id": "source_3", "title": "Paris", "text": "Paris is the capital of France."},
+            {"id": "b1", "title": "Alice", "locator": {"chapter_title": "Down the Rabbit-Hole", "cfi": "epubcfi(/6/8!/4/2/1:0)"}}
+        ]}))
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    let sid = s["id"].as_str().expect("id").to_owned();
+    let mut shown = s.clone();
+    shown["id"] = json!("SESSION");
+    shown["created_ms"] = json!(0);
+    insta::assert_json_snapshot!("session_view", shown);
+    h.replay.insert("p", Script::chat(&["ok"]));
+    let r = h
+        .post("/v1/chat/completions")
+        .json(&json!({"model": "p", "stream": true, "messages": [{"role": "user", "content": "q"}], "citeflow": {"session": sid}}))
+        .send()
+        .await
+        .expect("send");
+    read_sse(r, usize::MAX).await;
+    let sent = h.replay.requests().pop().expect("request");
+    let system = sent["messages"][0]["content"]
+        .as_str()
+        .expect("system prompt");
+    assert!(
+        system.contains("[[source_3]] Paris: Paris is the capital of France."),
+        "{system}"
+    );
+    assert!(
+        system
+            .contains("[[b1]] (chapter: Down the Rabbit-Hole, CFI: epubcfi(/6/8!/4/2/1:0)) Alice"),
+        "{system}"
+    );
+    assert!(sent.get("citeflow").is_none() && sent.get("sources").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn non_streaming_answers_are_rewritten_whole() {
+    let h = Harness::start().await;
+    let answer = json!({
+        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Paris [[source_7]] and [[source_99]]."}, "finish_reason": "stop"}]
+    });
+    h.replay.insert(
+        "whole",
+        Script::new(vec![Step::Bytes(answer.to_string().into_bytes())]),
+    );
+    let r: Value = h
+        .post("/v1/chat/completions")
+        .json(&json!({"model": "whole", "messages": [], "sources": [{"id": "source_7", "title": "Paris"}]}))
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    insta::assert_json_snapshot!("non_streaming", r);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_metrics_and_index_answer() {
+    let h = Harness::start().await;
+    h.replay
+        .insert("m", Script::chat(&["a [[source_1]] b [[source_2]]"]));
+    let r = h
+        .post("/v1/chat/completions")
+        .json(
+            &json!({"model": "m", "stream": true, "messages": [], "sources": [{"id": "source_1"}]}),
+        )
+        .send()
+        .await
+        .expect("send");
+    read_sse(r, usize::MAX).await;
+    let health: Value = h
+        .get("/healthz")
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(health["status"], "ok");
+    let metrics = h
+        .get("/metrics")
+        .send()
+        .await
+        .expect("send")
+        .text()
+        .await
+        .expect("text");
+    for line in [
+        "citeflow_streams_started_total 1",
+        "citeflow_citations_total 1",
+        "citeflow_unresolved_total 1",
+        "citeflow_added_latency_seconds_count",
+        "citeflow_upstream_latency_seconds_bucket",
+        "citeflow_chunks_total 3",
+    ] {
+        assert!(metrics.contains(line), "{line} missing from\n{metrics}");
+    }
+    assert_eq!(h.get("/").send().await.expect("send").status(), 200);
+}
+
+#[test]
+fn the_openapi_document_lists_exactly_the_routes() {
+    let doc: Value = serde_json::from_str(OPENAPI_JSON).expect("valid json");
+    let mut documented: Vec<(String, String)> = Vec::new();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for method in ["get", "post", "delete", "put", "patch"] {
+            if item.get(method).is_some() {
+                documented.push((method.to_owned(), path.clone()));
+            }
+        }
+    }
+    let mut routes: Vec<(String, String)> = ROUTES
+        .iter()
+        .map(|(m, p)| ((*m).to_owned(), (*p).to_owned()))
+        .collect();
+    documented.sort();
+    routes.sort();
+    assert_eq!(documented, routes);
+    let codes = doc
+        .pointer("/components/schemas/Error/properties/error/properties/code/enum")
+        .expect("codes");
+    for code in [
+        "too_many_sources",
+        "upstream_cut",
+        "stream_interrupted",
+        "body_too_large",
+    ] {
+        assert!(
+            codes.as_array().expect("array").contains(&json!(code)),
+            "{code}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn every_route_is_served() {
+    for (method, path) in ROUTES {
+        let path = path.replace("{id}", "missing");
+        let req = Request::builder()
+            .method(method.to_uppercase().as_str())
+            .uri(&path)
+            .header("content-type", "application/json")
+            .body(Body::from("{}"))
+            .expect("request");
+        let (status, body) = oneshot(state(), req).await;
+        assert_ne!(body["error"]["code"], "unknown_route", "{method} {path}");
+        assert_ne!(status, 405, "{method} {path}");
+    }
+}

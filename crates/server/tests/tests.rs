@@ -1,0 +1,8 @@
+//! Integration tests of citeflow-server: the real router on a loopback port against a real
+//! replaying upstream on another.
+
+mod api;
+mod failures;
+mod recorded;
+mod resume;
+mod support;

@@ -1,0 +1,606 @@
+//! [`SqliteStore`].
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Mutex};
+
+use async_trait::async_trait;
+use citeflow_core::{NumberEntry, Numbering, Source, Sources};
+use citeflow_store::{
+    Allocation, NumberScope, SessionRecord, Store, StoreError, StoredEvent, StreamRecord,
+    StreamSignals, StreamStatus,
+};
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::writer::{self, backend, in_savepoint, Job};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    sources TEXT NOT NULL,
+    created_ms INTEGER NOT NULL,
+    last_used_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS numbers (
+    namespace TEXT NOT NULL,
+    key TEXT NOT NULL,
+    number INTEGER NOT NULL,
+    source_id TEXT NOT NULL,
+    PRIMARY KEY (namespace, key),
+    UNIQUE (namespace, number)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS streams (
+    id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    session_id TEXT,
+    status TEXT NOT NULL,
+    created_ms INTEGER NOT NULL,
+    last_event INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS events (
+    stream_id TEXT NOT NULL,
+    id INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (stream_id, id)
+) WITHOUT ROWID;
+PRAGMA user_version = 1;
+";
+
+/// How many recent events of a running stream stay in memory for live followers.
+const TAIL_EVENTS: usize = 128;
+
+/// A [`Store`] in one SQLite file (WAL mode, group commit).
+///
+/// Open it with [`SqliteStore::open`]; every method of [`Store`] then works from any task.
+/// One file is meant for one server process: live followers are woken inside the process.
+pub struct SqliteStore {
+    path: PathBuf,
+    jobs: Mutex<mpsc::Sender<Job>>,
+    readers: Mutex<Vec<Connection>>,
+    tails: Mutex<HashMap<String, Tail>>,
+    signals: StreamSignals,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The newest events of a running stream.
+#[derive(Debug, Default)]
+struct Tail {
+    events: VecDeque<StoredEvent>,
+}
+
+fn open_conn(path: &Path) -> Result<Connection, StoreError> {
+    let conn = Connection::open(path)
+        .map_err(|e| StoreError::Unavailable(format!("cannot open {}: {e}", path.display())))?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(backend)?;
+    conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
+        .map_err(backend)?;
+    Ok(conn)
+}
+
+fn decode<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, StoreError> {
+    serde_json::from_str(s).map_err(|e| StoreError::Backend(format!("stored record: {e}")))
+}
+
+fn encode<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
+    serde_json::to_string(v).map_err(|e| StoreError::Backend(format!("record: {e}")))
+}
+
+fn not_found(what: &'static str, id: &str) -> StoreError {
+    StoreError::NotFound {
+        what,
+        id: id.to_owned(),
+    }
+}
+
+fn read_session(conn: &Connection, id: &str) -> Result<SessionRecord, StoreError> {
+    let row = conn
+        .query_row(
+            "SELECT owner, sources, created_ms, last_used_ms FROM sessions WHERE id = ?1",
+            params![id],
+            |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, i64>(3)?,
+                ))
+            },
+        )
+        .optional()
+        .map_err(backend)?
+        .ok_or_else(|| not_found("session", id))?;
+    let sources: Sources = decode(&row.1)?;
+    Ok(SessionRecord {
+        id: id.to_owned(),
+        owner: row.0,
+        sources,
+        created_ms: row.2 as u64,
+        last_used_ms: row.3 as u64,
+    })
+}
+
+fn read_stream(conn: &Connection, id: &str) -> Result<(StreamRecord, u64), StoreError> {
+    let row = conn
+        .query_row(
+            "SELECT owner, session_id, status, created_ms, last_event FROM streams WHERE id = ?1",
+            params![id],
+            |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, Option<String>>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, i64>(3)?,
+                    r.get::<_, i64>(4)?,
+                ))
+            },
+        )
+        .optional()
+        .map_err(backend)?
+        .ok_or_else(|| not_found("stream", id))?;
+    let status = StreamStatus::from_name(&row.2)
+        .ok_or_else(|| StoreError::Backend(format!("unknown stream status {}", row.2)))?;
+    Ok((
+        StreamRecord {
+            id: id.to_owned(),
+            owner: row.0,
+            session_id: row.1,
+            status,
+            created_ms: row.3 as u64,
+        },
+        row.4 as u64,
+    ))
+}
+
+impl SqliteStore {
+    /// Opens (or creates) the database file and starts the writer thread.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] when the file cannot be opened or created,
+    /// [`StoreError::Backend`] when its schema cannot be set up.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        let conn = open_conn(&path)?;
+        conn.execute_batch(SCHEMA).map_err(backend)?;
+        let (tx, rx) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("citeflow-sqlite-writer".into())
+            .spawn(move || writer::run(conn, rx))
+            .map_err(|e| StoreError::Unavailable(format!("writer thread: {e}")))?;
+        Ok(SqliteStore {
+            path,
+            jobs: Mutex::new(tx),
+            readers: Mutex::new(Vec::new()),
+            tails: Mutex::new(HashMap::new()),
+            signals: StreamSignals::new(),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `f` in the writer's transaction; returns after the commit.
+    async fn write<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let (tx, rx) = futures_channel::oneshot::channel();
+        let job: Job = Box::new(move |conn| {
+            let result = in_savepoint(conn, f);
+            Box::new(move |commit_error| {
+                let _ = tx.send(match commit_error {
+                    Some(e) => Err(e),
+                    None => result,
+                });
+            })
+        });
+        self.jobs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .send(job)
+            .map_err(|_| StoreError::Unavailable("the sqlite writer has stopped".into()))?;
+        rx.await
+            .map_err(|_| StoreError::Unavailable("the sqlite writer dropped a job".into()))?
+    }
+
+    /// Runs `f` on a reader connection.
+    fn read<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let conn = self.readers.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let conn = match conn {
+            Some(c) => c,
+            None => open_conn(&self.path)?,
+        };
+        let r = f(&conn);
+        let mut pool = self.readers.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.len() < 8 {
+            pool.push(conn);
+        }
+        r
+    }
+
+    fn tails(&self) -> std::sync::MutexGuard<'_, HashMap<String, Tail>> {
+        self.tails.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn create_session(&self, session: SessionRecord) -> Result<(), StoreError> {
+        let sources = encode(&session.sources)?;
+        self.write(move |c| {
+            let n = c
+                .execute(
+                    "INSERT OR IGNORE INTO sessions (id, owner, sources, created_ms, last_used_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                    params![
+                        session.id,
+                        session.owner,
+                        sources,
+                        session.created_ms as i64,
+                        session.last_used_ms as i64
+                    ],
+                )
+                .map_err(backend)?;
+            if n == 0 {
+                return Err(StoreError::Exists {
+                    what: "session",
+                    id: session.id,
+                });
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn session(&self, id: &str) -> Result<SessionRecord, StoreError> {
+        self.read(|c| read_session(c, id))
+    }
+
+    async fn append_round(
+        &self,
+        id: &str,
+        query: Option<String>,
+        sources: Vec<Source>,
+        now_ms: u64,
+    ) -> Result<SessionRecord, StoreError> {
+        let id = id.to_owned();
+        self.write(move |c| {
+            let mut s = read_session(c, &id)?;
+            s.sources.append_round(query, sources)?;
+            s.last_used_ms = s.last_used_ms.max(now_ms);
+            c.execute(
+                "UPDATE sessions SET sources = ?2, last_used_ms = ?3 WHERE id = ?1",
+                params![id, encode(&s.sources)?, s.last_used_ms as i64],
+            )
+            .map_err(backend)?;
+            Ok(s)
+        })
+        .await
+    }
+
+    async fn touch_session(&self, id: &str, now_ms: u64) -> Result<(), StoreError> {
+        let id = id.to_owned();
+        self.write(move |c| {
+            let n = c
+                .execute(
+                    "UPDATE sessions SET last_used_ms = MAX(last_used_ms, ?2) WHERE id = ?1",
+                    params![id, now_ms as i64],
+                )
+                .map_err(backend)?;
+            if n == 0 {
+                return Err(not_found("session", &id));
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn delete_session(&self, id: &str) -> Result<(), StoreError> {
+        let id = id.to_owned();
+        self.write(move |c| {
+            let n = c
+                .execute("DELETE FROM sessions WHERE id = ?1", params![id])
+                .map_err(backend)?;
+            if n == 0 {
+                return Err(not_found("session", &id));
+            }
+            c.execute(
+                "DELETE FROM numbers WHERE namespace = ?1",
+                params![NumberScope::Session(id.clone()).namespace()],
+            )
+            .map_err(backend)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn allocate(
+        &self,
+        scope: &NumberScope,
+        key: &str,
+        source_id: &str,
+    ) -> Result<Allocation, StoreError> {
+        let ns = scope.namespace();
+        let key = key.to_owned();
+        let source_id = source_id.to_owned();
+        self.write(move |c| {
+            let existing: Option<i64> = c
+                .query_row(
+                    "SELECT number FROM numbers WHERE namespace = ?1 AND key = ?2",
+                    params![ns, key],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(backend)?;
+            if let Some(n) = existing {
+                return Ok(Allocation {
+                    number: n as u32,
+                    is_new: false,
+                });
+            }
+            let next: i64 = c
+                .query_row(
+                    "SELECT COALESCE(MAX(number), 0) + 1 FROM numbers WHERE namespace = ?1",
+                    params![ns],
+                    |r| r.get(0),
+                )
+                .map_err(backend)?;
+            c.execute(
+                "INSERT INTO numbers (namespace, key, number, source_id) VALUES (?1, ?2, ?3, ?4)",
+                params![ns, key, next, source_id],
+            )
+            .map_err(backend)?;
+            Ok(Allocation {
+                number: next as u32,
+                is_new: true,
+            })
+        })
+        .await
+    }
+
+    async fn numbering(&self, scope: &NumberScope) -> Result<Numbering, StoreError> {
+        let ns = scope.namespace();
+        let entries = self.read(|c| {
+            let mut st = c
+                .prepare_cached(
+                    "SELECT number, key, source_id FROM numbers WHERE namespace = ?1
+                     ORDER BY number",
+                )
+                .map_err(backend)?;
+            let rows = st
+                .query_map(params![ns], |r| {
+                    Ok(NumberEntry {
+                        number: r.get::<_, i64>(0)? as u32,
+                        key: r.get(1)?,
+                        source_id: r.get(2)?,
+                    })
+                })
+                .map_err(backend)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+        })?;
+        Numbering::from_entries(entries)
+            .map_err(|e| StoreError::Backend(format!("stored numbering: {e}")))
+    }
+
+    async fn create_stream(&self, stream: StreamRecord) -> Result<(), StoreError> {
+        let id = stream.id.clone();
+        self.write(move |c| {
+            let n = c
+                .execute(
+                    "INSERT OR IGNORE INTO streams (id, owner, session_id, status, created_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                    params![
+                        stream.id,
+                        stream.owner,
+                        stream.session_id,
+                        stream.status.as_str(),
+                        stream.created_ms as i64
+                    ],
+                )
+                .map_err(backend)?;
+            if n == 0 {
+                return Err(StoreError::Exists {
+                    what: "stream",
+                    id: stream.id,
+                });
+            }
+            Ok(())
+        })
+        .await?;
+        self.tails().insert(id, Tail::default());
+        Ok(())
+    }
+
+    async fn stream(&self, id: &str) -> Result<StreamRecord, StoreError> {
+        self.read(|c| read_stream(c, id)).map(|(s, _)| s)
+    }
+
+    async fn append_events(
+        &self,
+        stream_id: &str,
+        events: Vec<StoredEvent>,
+    ) -> Result<(), StoreError> {
+        let id = stream_id.to_owned();
+        let batch = events.clone();
+        self.write(move |c| {
+            let (s, mut last) = read_stream(c, &id)?;
+            if s.status.is_finished() {
+                return Err(StoreError::StreamClosed {
+                    stream_id: id,
+                    status: s.status.as_str(),
+                });
+            }
+            let mut insert = c
+                .prepare_cached("INSERT INTO events (stream_id, id, data) VALUES (?1, ?2, ?3)")
+                .map_err(backend)?;
+            for e in &batch {
+                if e.id != last + 1 {
+                    return Err(StoreError::EventOrder {
+                        stream_id: id,
+                        last,
+                        got: e.id,
+                    });
+                }
+                insert
+                    .execute(params![id, e.id as i64, e.data])
+                    .map_err(backend)?;
+                last = e.id;
+            }
+            c.execute(
+                "UPDATE streams SET last_event = ?2 WHERE id = ?1",
+                params![id, last as i64],
+            )
+            .map_err(backend)?;
+            Ok(())
+        })
+        .await?;
+        if let Some(tail) = self.tails().get_mut(stream_id) {
+            tail.events.extend(events);
+            while tail.events.len() > TAIL_EVENTS {
+                tail.events.pop_front();
+            }
+        }
+        self.signals.notify(stream_id);
+        Ok(())
+    }
+
+    async fn finish_stream(&self, stream_id: &str, status: StreamStatus) -> Result<(), StoreError> {
+        let id = stream_id.to_owned();
+        self.write(move |c| {
+            let n = c
+                .execute(
+                    "UPDATE streams SET status = ?2 WHERE id = ?1",
+                    params![id, status.as_str()],
+                )
+                .map_err(backend)?;
+            if n == 0 {
+                return Err(not_found("stream", &id));
+            }
+            Ok(())
+        })
+        .await?;
+        self.tails().remove(stream_id);
+        self.signals.close(stream_id);
+        Ok(())
+    }
+
+    async fn events_after(
+        &self,
+        stream_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        if let Some(tail) = self.tails().get(stream_id) {
+            let first = tail.events.front().map(|e| e.id);
+            // The tail answers when it holds the event right after `after` (or nothing newer
+            // exists yet and nothing was ever dropped from it).
+            let covered = match first {
+                Some(f) => f <= after + 1,
+                None => false,
+            };
+            if covered {
+                return Ok(tail
+                    .events
+                    .iter()
+                    .filter(|e| e.id > after)
+                    .take(limit)
+                    .cloned()
+                    .collect());
+            }
+        }
+        self.read(|c| {
+            let mut st = c
+                .prepare_cached(
+                    "SELECT id, data FROM events WHERE stream_id = ?1 AND id > ?2
+                     ORDER BY id LIMIT ?3",
+                )
+                .map_err(backend)?;
+            let rows = st
+                .query_map(params![stream_id, after as i64, limit as i64], |r| {
+                    Ok(StoredEvent {
+                        id: r.get::<_, i64>(0)? as u64,
+                        data: r.get(1)?,
+                    })
+                })
+                .map_err(backend)?;
+            let events = rows.collect::<Result<Vec<_>, _>>().map_err(backend)?;
+            if events.is_empty() {
+                read_stream(c, stream_id)?;
+            }
+            Ok(events)
+        })
+    }
+
+    async fn wait_for_events(&self, stream_id: &str, after: u64) -> Result<(), StoreError> {
+        let listener = self.signals.listen(stream_id);
+        let (s, last) = self.read(|c| read_stream(c, stream_id))?;
+        if s.status.is_finished() || last > after {
+            return Ok(());
+        }
+        listener.await;
+        Ok(())
+    }
+
+    async fn running_streams(&self) -> Result<Vec<String>, StoreError> {
+        self.read(|c| {
+            let mut st = c
+                .prepare_cached("SELECT id FROM streams WHERE status = 'running' ORDER BY id")
+                .map_err(backend)?;
+            let rows = st.query_map([], |r| r.get(0)).map_err(backend)?;
+            rows.collect::<Result<Vec<String>, _>>().map_err(backend)
+        })
+    }
+
+    async fn purge_idle(&self, idle_before_ms: u64) -> Result<u64, StoreError> {
+        let cutoff = idle_before_ms as i64;
+        self.write(move |c| {
+            let mut n = 0u64;
+            c.execute(
+                "DELETE FROM numbers WHERE namespace IN
+                 (SELECT 'session:' || id FROM sessions WHERE last_used_ms < ?1)",
+                params![cutoff],
+            )
+            .map_err(backend)?;
+            n += c
+                .execute(
+                    "DELETE FROM sessions WHERE last_used_ms < ?1",
+                    params![cutoff],
+                )
+                .map_err(backend)? as u64;
+            let old = "SELECT id FROM streams WHERE status != 'running' AND created_ms < ?1";
+            c.execute(
+                &format!("DELETE FROM events WHERE stream_id IN ({old})"),
+                params![cutoff],
+            )
+            .map_err(backend)?;
+            c.execute(
+                &format!(
+                    "DELETE FROM numbers WHERE namespace IN (SELECT 'stream:' || id FROM ({old}))"
+                ),
+                params![cutoff],
+            )
+            .map_err(backend)?;
+            n += c
+                .execute(
+                    "DELETE FROM streams WHERE status != 'running' AND created_ms < ?1",
+                    params![cutoff],
+                )
+                .map_err(backend)? as u64;
+            Ok(n)
+        })
+        .await
+    }
+}
