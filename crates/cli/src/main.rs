@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod render;
+mod serve;
 
 /// Stable, streamed citation numbers for LLM answers.
 #[derive(Debug, Parser)]
@@ -18,12 +19,15 @@ struct Cli {
 enum Command {
     /// Rewrite a streamed answer read from stdin: markers with source ids become numbers.
     Render(render::RenderArgs),
+    /// Serve the OpenAI-compatible streaming proxy with sessions, resume and a SQLite store.
+    Serve(serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Render(args) => render::run(args),
+        Command::Serve(args) => serve::run(args),
     };
     match result {
         Ok(code) => code,

@@ -2,6 +2,7 @@
 
 mod fixtures;
 mod render_cli;
+mod serve_crash;
 
 use std::io::Write;
 use std::path::PathBuf;

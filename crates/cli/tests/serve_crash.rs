@@ -1,0 +1,171 @@
+//! `citeflow serve` killed with SIGKILL mid-stream and restarted on the same SQLite file:
+//! every event already sent replays with the same ids and numbers, the stream is marked
+//! interrupted, and the session's numbering goes on where it was.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use citeflow_server::replay::{Replay, Script};
+use serde_json::{json, Value};
+
+use crate::shared_dir;
+
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(upstream: &str, db: &Path) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_citeflow"))
+        .args(["serve", "--upstream", upstream, "--listen", "127.0.0.1:0"])
+        .arg("--store")
+        .arg(format!("sqlite:{}", db.display()))
+        .env("CITEFLOW_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn citeflow serve");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("first line");
+    let base = line
+        .trim()
+        .strip_prefix("citeflow listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_owned();
+    Server { child, base }
+}
+
+/// (id, data) of each SSE event, reading at most `max`.
+async fn read_sse(mut resp: reqwest::Response, max: usize) -> Vec<(u64, String)> {
+    let mut buf = String::new();
+    let mut out = Vec::new();
+    while out.len() < max {
+        while let Some(i) = buf.find("\n\n") {
+            let block: String = buf.drain(..i + 2).collect();
+            let mut id = None;
+            let mut data = None;
+            for l in block.lines() {
+                if let Some(v) = l.strip_prefix("id: ").or_else(|| l.strip_prefix("id:")) {
+                    id = v.trim().parse().ok();
+                } else if let Some(v) = l.strip_prefix("data: ").or_else(|| l.strip_prefix("data:"))
+                {
+                    data = Some(v.to_owned());
+                }
+            }
+            if let (Some(id), Some(data)) = (id, data) {
+                out.push((id, data));
+            }
+            if out.len() >= max {
+                return out;
+            }
+        }
+        match resp.chunk().await.expect("body") {
+            Some(b) => buf.push_str(std::str::from_utf8(&b).expect("utf-8")),
+            None => break,
+        }
+    }
+    out
+}
+
+fn citations(events: &[(u64, String)]) -> Vec<(u64, String)> {
+    events
+        .iter()
+        .filter_map(|(_, d)| serde_json::from_str::<Value>(d).ok())
+        .filter_map(|v| v.pointer("/citeflow/events").cloned())
+        .flat_map(|v| v.as_array().cloned().unwrap_or_default())
+        .filter(|e| e["type"] == "citation")
+        .map(|e| {
+            (
+                e["number"].as_u64().unwrap_or(0),
+                e["source_id"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn sigkill_mid_stream_loses_nothing_and_renumbers_nothing() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let raw = std::fs::read(shared_dir().join("fixtures/streams/smollm2-41.sse")).expect("read");
+        let replay = Replay::new();
+        replay.insert("slow", Script::from_sse(&raw).paced(15));
+        replay.insert("again", Script::chat(&["Again [3] and [1] and [5]."]));
+        let upstream = replay.spawn().await.expect("upstream");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("citeflow.db");
+        let http = reqwest::Client::new();
+
+        let server = serve(&upstream, &db);
+        let sources: Vec<Value> = (1..=5).map(|i| json!({"id": format!("source_{i}")})).collect();
+        let session: Value = http
+            .post(format!("{}/v1/sessions", server.base))
+            .json(&json!({"sources": sources}))
+            .send().await.expect("send").json().await.expect("json");
+        let sid = session["id"].as_str().expect("session id").to_owned();
+        let chat = |model: &str| json!({
+            "model": model, "stream": true, "messages": [{"role": "user", "content": "q"}],
+            "citeflow": {"session": sid, "scope": "session", "marker": "rank", "inject_prompt": false},
+        });
+        let resp = http
+            .post(format!("{}/v1/chat/completions", server.base))
+            .json(&chat("slow"))
+            .send().await.expect("send");
+        assert_eq!(resp.status(), 200);
+        let stream_id = resp.headers()["x-citeflow-stream-id"].to_str().expect("ascii").to_owned();
+        let before = read_sse(resp, 60).await;
+        assert_eq!(before.len(), 60);
+        assert!(!citations(&before).is_empty(), "the first 60 events cite something");
+        drop(server); // SIGKILL (Child::kill) while the upstream is still streaming.
+
+        let server = serve(&upstream, &db);
+        let resp = http
+            .get(format!("{}/v1/streams/{stream_id}", server.base))
+            .send().await.expect("send");
+        assert_eq!(resp.status(), 200);
+        assert_eq!(resp.headers()["x-citeflow-stream-status"], "interrupted");
+        let after = read_sse(resp, usize::MAX).await;
+        assert_eq!(after[..60], before[..], "replayed events have the same ids and data");
+        let ids: Vec<u64> = after.iter().map(|e| e.0).collect();
+        assert_eq!(ids, (1..=after.len() as u64).collect::<Vec<_>>());
+        let last: Value = serde_json::from_str(&after.last().expect("event").1).expect("json");
+        assert_eq!(last["error"]["code"], "stream_interrupted", "{last}");
+        let tail = read_sse(
+            http.get(format!("{}/v1/streams/{stream_id}", server.base))
+                .header("Last-Event-ID", "60")
+                .send().await.expect("send"),
+            usize::MAX,
+        )
+        .await;
+        assert_eq!(tail[..], after[60..]);
+
+        // The session's numbering survived: a new answer reuses the numbers already shown.
+        let shown: std::collections::HashMap<String, u64> =
+            citations(&after).into_iter().map(|(n, id)| (id, n)).collect();
+        let resp = http
+            .post(format!("{}/v1/chat/completions", server.base))
+            .json(&chat("again"))
+            .send().await.expect("send");
+        let again = citations(&read_sse(resp, usize::MAX).await);
+        for (n, id) in &again {
+            if let Some(old) = shown.get(id) {
+                assert_eq!(old, n, "{id} was renumbered");
+            }
+        }
+        let view: Value = http
+            .get(format!("{}/v1/sessions/{sid}", server.base))
+            .send().await.expect("send").json().await.expect("json");
+        let numbers: Vec<u64> = view["numbering"].as_array().expect("numbering").iter().map(|e| e["number"].as_u64().unwrap_or(0)).collect();
+        assert_eq!(numbers, (1..=numbers.len() as u64).collect::<Vec<_>>(), "dense numbering");
+    });
+}
