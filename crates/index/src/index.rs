@@ -1,0 +1,319 @@
+//! [`Index`]: the tantivy index of book passages.
+
+use std::path::{Path, PathBuf};
+
+use tantivy::collector::TopDocs;
+use tantivy::directory::MmapDirectory;
+use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
+use tantivy::schema::{
+    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, INDEXED, STORED,
+    STRING,
+};
+use tantivy::{IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+
+use crate::tokenizer::{analyzer, tokens, TOKENIZER_NAME};
+use crate::{BookPassage, IndexError};
+
+/// Memory budget of the index writer (one thread).
+const WRITER_BYTES: usize = 32 * 1024 * 1024;
+
+/// Weight of a match in the chapter title against a match in the passage text.
+const CHAPTER_BOOST: f32 = 0.3;
+
+/// A full-text index of book passages.
+///
+/// Open one with [`Index::open_or_create`] (a directory) or [`Index::in_memory`], add books
+/// with [`Index::add_book`], and query with [`Index::search`] or [`Index::search_book`]. Each
+/// hit carries the stored [`BookPassage`], so [`BookPassage::to_source`] gives a ready core
+/// source. Text is tokenized by [`CjkBigramTokenizer`](crate::CjkBigramTokenizer) (bigrams
+/// for Chinese, Japanese and Korean, words elsewhere) and ranked with BM25.
+pub struct Index {
+    index: tantivy::Index,
+    reader: IndexReader,
+    fields: Fields,
+    path: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for Index {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Index").field("path", &self.path).finish()
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Fields {
+    text: Field,
+    chapter: Field,
+    book: Field,
+    fingerprint: Field,
+    passage: Field,
+    record: Field,
+}
+
+/// One search result.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Hit {
+    /// The BM25 score (higher is better).
+    pub score: f32,
+    /// The stored passage.
+    pub passage: BookPassage,
+}
+
+fn schema() -> (Schema, Fields) {
+    let mut b = Schema::builder();
+    let indexed = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(TOKENIZER_NAME)
+            .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+    );
+    let fields = Fields {
+        text: b.add_text_field("text", indexed.clone()),
+        chapter: b.add_text_field("chapter", indexed),
+        book: b.add_text_field("book", STRING | STORED),
+        fingerprint: b.add_text_field("fingerprint", STRING | STORED),
+        passage: b.add_u64_field("passage", INDEXED | STORED | FAST),
+        record: b.add_text_field("record", STORED),
+    };
+    (b.build(), fields)
+}
+
+impl Index {
+    /// Opens the index in `dir`, creating the directory and an empty index if they do not
+    /// exist.
+    ///
+    /// # Errors
+    ///
+    /// [`IndexError::Open`] when the directory cannot be created or read, or holds an index
+    /// with another schema.
+    pub fn open_or_create(dir: impl AsRef<Path>) -> Result<Index, IndexError> {
+        let dir = dir.as_ref();
+        let open_err = |reason: String| IndexError::Open {
+            path: dir.to_path_buf(),
+            reason,
+        };
+        std::fs::create_dir_all(dir).map_err(|e| open_err(e.to_string()))?;
+        let directory = MmapDirectory::open(dir).map_err(|e| open_err(e.to_string()))?;
+        let (schema, fields) = schema();
+        let index = tantivy::Index::open_or_create(directory, schema)
+            .map_err(|e| open_err(e.to_string()))?;
+        Index::wrap(index, fields, Some(dir.to_path_buf())).map_err(|e| open_err(e.to_string()))
+    }
+
+    /// An index held in memory only.
+    ///
+    /// # Errors
+    ///
+    /// [`IndexError::Open`] if tantivy cannot open a reader on it.
+    pub fn in_memory() -> Result<Index, IndexError> {
+        let (schema, fields) = schema();
+        let index = tantivy::Index::create_in_ram(schema);
+        Index::wrap(index, fields, None).map_err(|e| IndexError::Open {
+            path: PathBuf::from(":memory:"),
+            reason: e.to_string(),
+        })
+    }
+
+    fn wrap(
+        index: tantivy::Index,
+        fields: Fields,
+        path: Option<PathBuf>,
+    ) -> tantivy::Result<Index> {
+        index.tokenizers().register(TOKENIZER_NAME, analyzer());
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
+        Ok(Index {
+            index,
+            reader,
+            fields,
+            path,
+        })
+    }
+
+    /// The directory of the index (`None` in memory).
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// Number of passages in the index.
+    pub fn len(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+
+    /// Whether the index holds no passage.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Adds passages, replacing every passage already indexed for the books they belong to
+    /// (by [`BookPassage::book_key`]), and commits. `fingerprint` (see
+    /// [`fingerprint`](crate::fingerprint)) is stored with them, so a caller can tell
+    /// whether a book is already indexed as it is now. Returns the number of passages added.
+    ///
+    /// # Errors
+    ///
+    /// [`IndexError::Write`] when the index cannot be written (another process is writing
+    /// to it, or the disk fails).
+    pub fn add_book(
+        &mut self,
+        passages: &[BookPassage],
+        fingerprint: &str,
+    ) -> Result<usize, IndexError> {
+        let write_err = |e: tantivy::TantivyError| IndexError::Write {
+            reason: e.to_string(),
+        };
+        let mut writer: IndexWriter<TantivyDocument> = self
+            .index
+            .writer_with_num_threads(1, WRITER_BYTES)
+            .map_err(write_err)?;
+        let mut keys: Vec<&str> = passages.iter().map(|p| p.book_key.as_str()).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        for key in keys {
+            writer.delete_term(Term::from_field_text(self.fields.book, key));
+        }
+        let f = self.fields;
+        for p in passages {
+            let record = serde_json::to_string(p).map_err(|e| IndexError::Write {
+                reason: e.to_string(),
+            })?;
+            let mut doc = TantivyDocument::new();
+            doc.add_text(f.text, &p.text);
+            if let Some(c) = &p.chapter_title {
+                doc.add_text(f.chapter, c);
+            }
+            doc.add_text(f.book, &p.book_key);
+            doc.add_text(f.fingerprint, fingerprint);
+            doc.add_u64(f.passage, p.passage_index as u64);
+            doc.add_text(f.record, &record);
+            writer.add_document(doc).map_err(write_err)?;
+        }
+        writer.commit().map_err(write_err)?;
+        writer.wait_merging_threads().map_err(write_err)?;
+        self.reader.reload().map_err(write_err)?;
+        Ok(passages.len())
+    }
+
+    /// The fingerprint stored with a book's passages, or `None` if the book is not indexed.
+    ///
+    /// # Errors
+    ///
+    /// [`IndexError::Search`] when the index cannot be read.
+    pub fn fingerprint(&self, book_key: &str) -> Result<Option<String>, IndexError> {
+        let searcher = self.reader.searcher();
+        let q = TermQuery::new(
+            Term::from_field_text(self.fields.book, book_key),
+            IndexRecordOption::Basic,
+        );
+        let top = searcher
+            .search(&q, &TopDocs::with_limit(1))
+            .map_err(search_err)?;
+        let Some((_, addr)) = top.first() else {
+            return Ok(None);
+        };
+        let doc: TantivyDocument = searcher.doc(*addr).map_err(search_err)?;
+        Ok(doc
+            .get_first(self.fields.fingerprint)
+            .and_then(|v| v.as_str())
+            .map(str::to_owned))
+    }
+
+    /// The `k` passages that best match `query`, best first, from every book.
+    ///
+    /// The query is free text (no query syntax): it is tokenized like the passages and any
+    /// token may match. A query with no searchable token gives no hits.
+    ///
+    /// # Errors
+    ///
+    /// [`IndexError::Search`] when the index cannot be read, [`IndexError::Corrupt`] when a
+    /// stored passage cannot be decoded.
+    pub fn search(&self, query: &str, k: usize) -> Result<Vec<Hit>, IndexError> {
+        self.run(None, query, k)
+    }
+
+    /// Like [`Index::search`], restricted to the book with this key.
+    ///
+    /// # Errors
+    ///
+    /// As [`Index::search`].
+    pub fn search_book(
+        &self,
+        book_key: &str,
+        query: &str,
+        k: usize,
+    ) -> Result<Vec<Hit>, IndexError> {
+        self.run(Some(book_key), query, k)
+    }
+
+    fn run(&self, book: Option<&str>, query: &str, k: usize) -> Result<Vec<Hit>, IndexError> {
+        let mut terms = tokens(query);
+        terms.sort_unstable();
+        terms.dedup();
+        if terms.is_empty() || k == 0 {
+            return Ok(Vec::new());
+        }
+        let f = self.fields;
+        let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::with_capacity(terms.len() * 2);
+        for t in &terms {
+            should.push((
+                Occur::Should,
+                Box::new(TermQuery::new(
+                    Term::from_field_text(f.text, t),
+                    IndexRecordOption::WithFreqs,
+                )),
+            ));
+            should.push((
+                Occur::Should,
+                Box::new(BoostQuery::new(
+                    Box::new(TermQuery::new(
+                        Term::from_field_text(f.chapter, t),
+                        IndexRecordOption::WithFreqs,
+                    )),
+                    CHAPTER_BOOST,
+                )),
+            ));
+        }
+        let text_query: Box<dyn Query> = Box::new(BooleanQuery::new(should));
+        let query: Box<dyn Query> = match book {
+            Some(key) => Box::new(BooleanQuery::new(vec![
+                (
+                    Occur::Must,
+                    Box::new(TermQuery::new(
+                        Term::from_field_text(f.book, key),
+                        IndexRecordOption::Basic,
+                    )) as Box<dyn Query>,
+                ),
+                (Occur::Must, text_query),
+            ])),
+            None => text_query,
+        };
+        let searcher = self.reader.searcher();
+        let top = searcher
+            .search(&query, &TopDocs::with_limit(k))
+            .map_err(search_err)?;
+        let mut hits = Vec::with_capacity(top.len());
+        for (score, addr) in top {
+            let doc: TantivyDocument = searcher.doc(addr).map_err(search_err)?;
+            let json = doc
+                .get_first(f.record)
+                .and_then(|v| v.as_str())
+                .ok_or_else(|| IndexError::Corrupt {
+                    reason: format!("document {addr:?} has no stored passage"),
+                })?;
+            let passage: BookPassage =
+                serde_json::from_str(json).map_err(|e| IndexError::Corrupt {
+                    reason: format!("stored passage is not valid: {e}"),
+                })?;
+            hits.push(Hit { score, passage });
+        }
+        Ok(hits)
+    }
+}
+
+fn search_err(e: tantivy::TantivyError) -> IndexError {
+    IndexError::Search {
+        reason: e.to_string(),
+    }
+}

@@ -1,0 +1,107 @@
+//! Indexing fixture books and searching them.
+
+use citeflow_core::{Source, Sources};
+use citeflow_epub::ChunkSettings;
+use citeflow_index::{fingerprint, Index, IndexError};
+
+use crate::{book_bytes, passages};
+
+const KUSAMAKURA: &str = "kusamakura-japanese-vertical-writing.epub";
+
+#[test]
+fn japanese_query_finds_the_opening_of_kusamakura() {
+    let mut index = Index::in_memory().unwrap();
+    let ps = passages(KUSAMAKURA);
+    index.add_book(&ps, "k").unwrap();
+    let hits = index.search("智に働けば角が立つ", 3).unwrap();
+    assert!(!hits.is_empty());
+    let top = &hits[0].passage;
+    assert!(top.text.contains("智に働けば角が立つ"), "{}", top.text);
+    assert!(top.id.ends_with(&format!("#p{}", top.passage_index)));
+    assert!(top.cfi.starts_with("epubcfi(/6/"), "{}", top.cfi);
+    assert!(top.chapter_title.is_some());
+}
+
+#[test]
+fn english_query_finds_alice_and_hits_are_sources() {
+    let mut index = Index::in_memory().unwrap();
+    index.add_book(&passages("alice.epub"), "a").unwrap();
+    index.add_book(&passages(KUSAMAKURA), "k").unwrap();
+    let hits = index
+        .search("the Rabbit took a watch out of its waistcoat-pocket", 5)
+        .unwrap();
+    assert!(!hits.is_empty());
+    let top = &hits[0].passage;
+    assert!(top.book_title.contains("Alice"), "{}", top.book_title);
+    assert!(top.text.contains("waistcoat-pocket"), "{}", top.text);
+    assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
+    // Ready core sources: distinct numbering keys, locator with chapter and CFI.
+    let sources: Vec<Source> = hits.iter().map(|h| h.passage.to_source()).collect();
+    let keys: std::collections::HashSet<String> =
+        sources.iter().map(|s| Sources::key_of(s, true)).collect();
+    assert_eq!(keys.len(), sources.len());
+    let loc = sources[0].locator.as_ref().unwrap();
+    assert_eq!(loc.cfi.as_deref(), Some(top.cfi.as_str()));
+    assert_eq!(loc.chapter_title, top.chapter_title);
+    Sources::from_vec(sources).unwrap();
+}
+
+#[test]
+fn search_book_stays_in_one_book() {
+    let mut index = Index::in_memory().unwrap();
+    let alice = passages("alice.epub");
+    let key = alice[0].book_key.clone();
+    index.add_book(&alice, "a").unwrap();
+    index.add_book(&passages("wasteland.epub"), "w").unwrap();
+    let hits = index
+        .search_book(&key, "April is the cruellest month", 10)
+        .unwrap();
+    assert!(hits.iter().all(|h| h.passage.book_key == key));
+    let all = index.search("April is the cruellest month", 1).unwrap();
+    assert!(all[0].passage.book_title.contains("Waste Land"));
+}
+
+#[test]
+fn record_json_reads_as_a_core_source() {
+    let p = &passages("alice.epub")[3];
+    let json = serde_json::to_string(p).unwrap();
+    let source: Source = serde_json::from_str(&json).unwrap();
+    assert_eq!(source, p.to_source());
+    let back: citeflow_index::BookPassage = serde_json::from_str(&json).unwrap();
+    assert_eq!(&back, p);
+}
+
+#[test]
+fn adding_a_book_again_replaces_it_and_persists() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = book_bytes("wasteland.epub");
+    let ps = passages("wasteland.epub");
+    let key = ps[0].book_key.clone();
+    let fp = fingerprint(&bytes, &ChunkSettings::default());
+    {
+        let mut index = Index::open_or_create(dir.path()).unwrap();
+        assert_eq!(index.fingerprint(&key).unwrap(), None);
+        index.add_book(&ps, &fp).unwrap();
+        index.add_book(&ps, &fp).unwrap();
+        assert_eq!(index.len(), ps.len() as u64);
+    }
+    let index = Index::open_or_create(dir.path()).unwrap();
+    assert_eq!(index.len(), ps.len() as u64);
+    assert_eq!(
+        index.fingerprint(&key).unwrap().as_deref(),
+        Some(fp.as_str())
+    );
+    assert_ne!(
+        fp,
+        fingerprint(&bytes, &ChunkSettings::default().with_target_chars(300))
+    );
+}
+
+#[test]
+fn empty_query_gives_no_hits_and_bad_dir_is_an_error() {
+    let index = Index::in_memory().unwrap();
+    assert!(index.search("... !!", 5).unwrap().is_empty());
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let err = Index::open_or_create(file.path()).unwrap_err();
+    assert!(matches!(err, IndexError::Open { .. }), "{err}");
+}
