@@ -1,6 +1,6 @@
 //! The append-only numbering table: canonical key → number.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::error::NumberingError;
 

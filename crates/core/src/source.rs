@@ -1,6 +1,8 @@
 //! Sources, their locators, and the set of sources registered in rounds.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::error::SourceError;
 

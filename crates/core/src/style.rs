@@ -55,7 +55,12 @@ impl Style {
         let url = source.url.as_deref().unwrap_or("");
         // Writing to a String cannot fail.
         let _ = match self {
-            Style::Brackets => write!(out, "[{number}]"),
+            Style::Brackets => {
+                out.push('[');
+                push_number(out, number);
+                out.push(']');
+                Ok(())
+            }
             Style::MarkdownLink if url.is_empty() => write!(out, "[{number}]"),
             Style::MarkdownLink => write!(out, "[[{number}]]({})", url.replace(' ', "%20")),
             Style::FullWidth => write!(out, "【{number}】"),
@@ -92,6 +97,23 @@ impl Style {
             Style::Html => out.push_str("<sup class=\"citeflow-unresolved\">?</sup>"),
             Style::Template(t) => fill_template(t, "?", "", "", "", out),
         }
+    }
+}
+
+/// Appends the decimal digits of `n` without going through the formatter.
+fn push_number(out: &mut String, mut n: u32) {
+    let mut digits = [0u8; 10];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &d in &digits[i..] {
+        out.push(char::from(d));
     }
 }
 
