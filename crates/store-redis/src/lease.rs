@@ -1,0 +1,93 @@
+//! Which running streams are interrupted when several servers share one Redis.
+//!
+//! Each store writes a lease `P:lease:NAME` holding a random epoch, with a TTL (15 s by
+//! default) that a heartbeat task renews every third of it. A stream records the `server`
+//! name and `epoch` of the store that created it. [`Store::running_streams`] lists a running
+//! stream unless another live process generates it: its owner's lease exists and still holds
+//! the stream's epoch, and that owner is not this store. So a server restarted under the same
+//! name (see `RedisSettings::with_instance`) finds its old streams at once (the lease now
+//! holds its new epoch), and the streams of a crashed server turn up once its lease expired.
+//!
+//! [`Store::running_streams`]: citeflow_store::Store::running_streams
+
+use std::collections::HashMap;
+
+use citeflow_store::StoreError;
+use redis::Value;
+
+use crate::store::RedisStore;
+
+/// How many streams one pipeline checks.
+const BATCH: usize = 512;
+
+pub(crate) async fn running_streams(store: &RedisStore) -> Result<Vec<String>, StoreError> {
+    let mut c = store.shared_conn().await?;
+    let err = |e: redis::RedisError| store.to_store_error(&e);
+    let ids: Vec<String> = redis::cmd("ZRANGE")
+        .arg(store.keys().running())
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut c)
+        .await
+        .map_err(err)?;
+    let (me, my_epoch) = store.lease_identity();
+    let mut out = Vec::new();
+    let mut stale = Vec::new();
+    for chunk in ids.chunks(BATCH) {
+        let mut pipe = redis::pipe();
+        for id in chunk {
+            pipe.cmd("HMGET")
+                .arg(store.keys().stream(id))
+                .arg(&["status", "server", "epoch"]);
+        }
+        let rows: Vec<Vec<Option<String>>> = pipe.query_async(&mut c).await.map_err(err)?;
+        let mut servers: Vec<String> = rows
+            .iter()
+            .filter_map(|r| r.get(1).cloned().flatten())
+            .collect();
+        servers.sort();
+        servers.dedup();
+        let mut pipe = redis::pipe();
+        for s in &servers {
+            pipe.cmd("GET").arg(store.keys().lease(s));
+        }
+        let leases: Vec<Option<String>> = if servers.is_empty() {
+            Vec::new()
+        } else {
+            pipe.query_async(&mut c).await.map_err(err)?
+        };
+        let leases: HashMap<&str, Option<&str>> = servers
+            .iter()
+            .map(String::as_str)
+            .zip(leases.iter().map(Option::as_deref))
+            .collect();
+        for (id, row) in chunk.iter().zip(&rows) {
+            let [status, server, epoch] = row.as_slice() else {
+                continue;
+            };
+            if status.as_deref() != Some("running") {
+                stale.push(id.clone());
+                continue;
+            }
+            let server = server.as_deref().unwrap_or("");
+            let epoch = epoch.as_deref().unwrap_or("");
+            let mine = server == me && epoch == my_epoch;
+            let owner_alive = leases.get(server).copied().flatten() == Some(epoch);
+            if mine || !owner_alive {
+                out.push(id.clone());
+            }
+        }
+    }
+    if !stale.is_empty() {
+        // Finished or expired streams left in the index: drop them (a hint only).
+        let r: Result<Value, _> = redis::cmd("ZREM")
+            .arg(store.keys().running())
+            .arg(&stale)
+            .query_async(&mut c)
+            .await;
+        if let Err(e) = r {
+            tracing::warn!(error = %e, "redis index update failed");
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,170 @@
+//! The Lua scripts. Each runs atomically on the node that holds its keys (all of one hash tag),
+//! so each is the single step that changes a record: nothing is ever half-written.
+
+use redis::Script;
+
+/// `KEYS`: num, byn, ctr, owner. `ARGV`: key, `[key, source_id]` JSON, ttl ms.
+/// Returns `{number, 1}` for a new number, `{number, 0}` for the key's existing one.
+const ALLOCATE: &str = r"
+local n = redis.call('HGET', KEYS[1], ARGV[1])
+if n then return {tonumber(n), 0} end
+n = redis.call('INCR', KEYS[3])
+redis.call('HSET', KEYS[1], ARGV[1], n)
+redis.call('HSET', KEYS[2], n, ARGV[2])
+for i = 1, 4 do redis.call('PEXPIRE', KEYS[i], ARGV[3]) end
+return {n, 1}
+";
+
+/// `KEYS`: session. `ARGV`: owner, sources, created_ms, last_used_ms, ttl ms.
+/// Returns 1, or 0 when the id is taken.
+const CREATE_SESSION: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'sources', ARGV[2], 'created_ms', ARGV[3],
+  'last_used_ms', ARGV[4], 'ver', 0)
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return 1
+";
+
+/// `KEYS`: session, num, byn, ctr. `ARGV`: expected ver, sources, now_ms, ttl ms.
+/// Returns 1 (written), 0 (another writer came first: read again), -1 (no session).
+const UPDATE_SOURCES: &str = r"
+local cur = redis.call('HMGET', KEYS[1], 'ver', 'last_used_ms')
+if not cur[1] then return -1 end
+if cur[1] ~= ARGV[1] then return 0 end
+local last = tonumber(cur[2])
+if tonumber(ARGV[3]) > last then last = ARGV[3] end
+redis.call('HSET', KEYS[1], 'sources', ARGV[2], 'ver', tonumber(ARGV[1]) + 1, 'last_used_ms', last)
+for i = 1, 4 do redis.call('PEXPIRE', KEYS[i], ARGV[4]) end
+return 1
+";
+
+/// `KEYS`: session, num, byn, ctr. `ARGV`: now_ms, ttl ms.
+/// Returns the session's last use after the touch, or -1 (no session).
+const TOUCH: &str = r"
+local last = redis.call('HGET', KEYS[1], 'last_used_ms')
+if not last then return -1 end
+local now = tonumber(ARGV[1])
+if now > tonumber(last) then
+  redis.call('HSET', KEYS[1], 'last_used_ms', ARGV[1])
+else
+  now = tonumber(last)
+end
+for i = 1, 4 do redis.call('PEXPIRE', KEYS[i], ARGV[2]) end
+return now
+";
+
+/// `KEYS`: session, num, byn, ctr. Returns 1 (deleted with its table) or 0 (no session).
+const DELETE_SESSION: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+return 1
+";
+
+/// `KEYS`: stream. `ARGV`: owner, session_id, status, created_ms, server, epoch, ttl ms,
+/// has_session (1/0). Returns 1, or 0 when the id is taken.
+const CREATE_STREAM: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'status', ARGV[3], 'created_ms', ARGV[4],
+  'last', 0, 'server', ARGV[5], 'epoch', ARGV[6])
+if ARGV[8] == '1' then redis.call('HSET', KEYS[1], 'session_id', ARGV[2]) end
+redis.call('PEXPIRE', KEYS[1], ARGV[7])
+return 1
+";
+
+/// `KEYS`: stream, log, num, byn, ctr. `ARGV`: ttl ms, retry (1/0), then id, data pairs.
+/// Returns `{'ok'}`, `{'nf'}`, `{'closed', status}` or `{'order', last, got}`; nothing is
+/// written unless `ok`. A retry of a batch already in the log (its reply was lost) is `ok`.
+const APPEND: &str = r"
+local st = redis.call('HMGET', KEYS[1], 'status', 'last')
+if not st[1] then return {'nf'} end
+local last = tonumber(st[2])
+if ARGV[2] == '1' and #ARGV >= 4 then
+  local first = tonumber(ARGV[3])
+  local final = tonumber(ARGV[#ARGV - 1])
+  if first <= last and final <= last then return {'ok'} end
+end
+if st[1] ~= 'running' then return {'closed', st[1]} end
+local expect = last
+for i = 3, #ARGV, 2 do
+  local id = tonumber(ARGV[i])
+  if id ~= expect + 1 then return {'order', tostring(expect), ARGV[i]} end
+  expect = id
+end
+for i = 3, #ARGV, 2 do
+  redis.call('XADD', KEYS[2], ARGV[i] .. '-0', 'd', ARGV[i + 1])
+end
+redis.call('HSET', KEYS[1], 'last', expect)
+for i = 1, 5 do redis.call('PEXPIRE', KEYS[i], ARGV[1]) end
+return {'ok'}
+";
+
+/// `KEYS`: stream, log, num, byn, ctr. `ARGV`: status, ttl ms.
+/// Returns `{'ok', created_ms}` or `{'nf'}`. Leaving `running` adds the end mark `last-1` to
+/// the log, which wakes every `XREAD BLOCK` follower.
+const FINISH: &str = r"
+local st = redis.call('HMGET', KEYS[1], 'status', 'last', 'created_ms')
+if not st[1] then return {'nf'} end
+redis.call('HSET', KEYS[1], 'status', ARGV[1])
+if st[1] == 'running' and ARGV[1] ~= 'running' then
+  redis.call('XADD', KEYS[2], st[2] .. '-1', 'end', ARGV[1])
+end
+for i = 1, 5 do redis.call('PEXPIRE', KEYS[i], ARGV[2]) end
+return {'ok', st[3]}
+";
+
+/// `KEYS`: session, num, byn, ctr. `ARGV`: cutoff ms.
+/// Returns -1 (gone already), -2 (deleted now) or the last use (kept).
+const PURGE_SESSION: &str = r"
+local last = redis.call('HGET', KEYS[1], 'last_used_ms')
+if not last then return -1 end
+if tonumber(last) < tonumber(ARGV[1]) then
+  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+  return -2
+end
+return tonumber(last)
+";
+
+/// `KEYS`: stream, log, num, byn, ctr. `ARGV`: cutoff ms.
+/// Returns -1 (gone already), -2 (deleted now), -3 (running: kept) or its creation (kept).
+const PURGE_STREAM: &str = r"
+local st = redis.call('HMGET', KEYS[1], 'status', 'created_ms')
+if not st[1] then return -1 end
+if st[1] == 'running' then return -3 end
+if tonumber(st[2]) < tonumber(ARGV[1]) then
+  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+  return -2
+end
+return tonumber(st[2])
+";
+
+/// The scripts, hashed once (`EVALSHA`, loaded on `NOSCRIPT`).
+#[derive(Debug)]
+pub(crate) struct Scripts {
+    pub(crate) allocate: Script,
+    pub(crate) create_session: Script,
+    pub(crate) update_sources: Script,
+    pub(crate) touch: Script,
+    pub(crate) delete_session: Script,
+    pub(crate) create_stream: Script,
+    pub(crate) append: Script,
+    pub(crate) finish: Script,
+    pub(crate) purge_session: Script,
+    pub(crate) purge_stream: Script,
+}
+
+impl Scripts {
+    pub(crate) fn new() -> Self {
+        Scripts {
+            allocate: Script::new(ALLOCATE),
+            create_session: Script::new(CREATE_SESSION),
+            update_sources: Script::new(UPDATE_SOURCES),
+            touch: Script::new(TOUCH),
+            delete_session: Script::new(DELETE_SESSION),
+            create_stream: Script::new(CREATE_STREAM),
+            append: Script::new(APPEND),
+            finish: Script::new(FINISH),
+            purge_session: Script::new(PURGE_SESSION),
+            purge_stream: Script::new(PURGE_STREAM),
+        }
+    }
+}

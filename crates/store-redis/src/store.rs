@@ -1,0 +1,807 @@
+//! [`RedisStore`].
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use citeflow_core::{NumberEntry, Numbering, Source, Sources};
+use citeflow_store::{
+    Allocation, NumberScope, SessionRecord, Store, StoreError, StoredEvent, StreamRecord,
+    StreamSignals, StreamStatus,
+};
+use redis::{Cmd, RedisError, Value};
+
+use crate::conn::{store_error, Client, Conn};
+use crate::keys::Keys;
+use crate::scripts::Scripts;
+use crate::settings::RedisSettings;
+
+/// The most events one `events_after` call reads.
+const MAX_PAGE: usize = 4096;
+
+/// A [`Store`] in Redis (standalone, TLS or Cluster), shared by every server that points at
+/// the same Redis.
+///
+/// Create it with [`RedisStore::open`] (a URL) or [`RedisStore::new`] (a
+/// [`RedisSettings`]); it connects on first use, inside a Tokio runtime, and reconnects by
+/// itself after Redis comes back. A request made while Redis cannot be reached fails with
+/// [`StoreError::Unavailable`].
+///
+/// Each store holds a lease (`P:lease:NAME`, renewed by a heartbeat task) so that
+/// [`Store::running_streams`] can leave out the streams another live server is generating.
+pub struct RedisStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    settings: RedisSettings,
+    keys: Keys,
+    client: Client,
+    conn: tokio::sync::OnceCell<Conn>,
+    blocking: Mutex<Vec<Conn>>,
+    blocking_open: AtomicUsize,
+    scripts: Scripts,
+    signals: StreamSignals,
+    owned: Mutex<HashSet<String>>,
+    instance: String,
+    epoch: String,
+    heartbeat: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(h) = self
+            .heartbeat
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            h.abort();
+        }
+    }
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("url", &self.inner.settings.display_url())
+            .field("instance", &self.inner.instance)
+            .finish_non_exhaustive()
+    }
+}
+
+fn random_hex(bytes: usize) -> String {
+    let mut buf = vec![0u8; bytes];
+    if getrandom::fill(&mut buf).is_err() {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        buf.iter_mut()
+            .enumerate()
+            .for_each(|(i, b)| *b = (t >> (i % 16 * 8)) as u8 ^ (std::process::id() as u8));
+    }
+    buf.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn decode<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, StoreError> {
+    serde_json::from_str(s).map_err(|e| StoreError::Backend(format!("stored record: {e}")))
+}
+
+fn encode<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
+    serde_json::to_string(v).map_err(|e| StoreError::Backend(format!("record: {e}")))
+}
+
+fn not_found(what: &'static str, id: &str) -> StoreError {
+    StoreError::NotFound {
+        what,
+        id: id.to_owned(),
+    }
+}
+
+fn number<T: std::str::FromStr>(what: &str, s: Option<&str>) -> Result<T, StoreError> {
+    s.and_then(|s| s.parse().ok())
+        .ok_or_else(|| StoreError::Backend(format!("stored {what} {s:?} is not a number")))
+}
+
+fn status_of(name: &str) -> Result<StreamStatus, StoreError> {
+    StreamStatus::from_name(name)
+        .ok_or_else(|| StoreError::Backend(format!("unknown stream status {name:?}")))
+}
+
+/// The event id of a log entry id `n-0` (`None` for the end mark `n-1`).
+fn event_id(entry: &str) -> Option<u64> {
+    entry.strip_suffix("-0")?.parse().ok()
+}
+
+impl RedisStore {
+    /// A store for this URL (see [`RedisSettings::from_url`]). It connects on first use.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] naming the URL when it cannot be used.
+    pub fn open(url: &str) -> Result<Self, StoreError> {
+        let settings =
+            RedisSettings::from_url(url).map_err(|e| StoreError::Backend(e.to_string()))?;
+        RedisStore::new(settings)
+    }
+
+    /// A store with these settings. It connects on first use.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] when the driver rejects the settings.
+    pub fn new(settings: RedisSettings) -> Result<Self, StoreError> {
+        let client = Client::new(&settings)?;
+        let instance = settings.instance.clone().unwrap_or_else(|| random_hex(8));
+        Ok(RedisStore {
+            inner: Arc::new(Inner {
+                keys: Keys::new(&settings.prefix),
+                settings,
+                client,
+                conn: tokio::sync::OnceCell::new(),
+                blocking: Mutex::new(Vec::new()),
+                blocking_open: AtomicUsize::new(0),
+                scripts: Scripts::new(),
+                signals: StreamSignals::new(),
+                owned: Mutex::new(HashSet::new()),
+                instance,
+                epoch: random_hex(8),
+                heartbeat: Mutex::new(None),
+            }),
+        })
+    }
+
+    /// Connects now and checks Redis answers (`PING`).
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] when Redis cannot be reached.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        let mut c = self.conn().await?;
+        let _: String = redis::cmd("PING")
+            .query_async(&mut c)
+            .await
+            .map_err(|e| self.err(&e))?;
+        Ok(())
+    }
+
+    /// This server's name among those sharing the Redis (its lease key's suffix).
+    pub fn instance(&self) -> &str {
+        &self.inner.instance
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &RedisSettings {
+        &self.inner.settings
+    }
+
+    fn err(&self, e: &RedisError) -> StoreError {
+        store_error(self.inner.settings.display_url(), e)
+    }
+
+    fn ttl(&self) -> u64 {
+        self.inner.settings.idle_ttl_ms
+    }
+
+    /// The shared connection; the first call also takes the lease and starts the heartbeat.
+    async fn conn(&self) -> Result<Conn, StoreError> {
+        let inner = &self.inner;
+        let c = inner
+            .conn
+            .get_or_try_init(|| async {
+                let mut c = inner
+                    .client
+                    .shared(&inner.settings)
+                    .await
+                    .map_err(|e| self.err(&e))?;
+                renew_lease(inner, &mut c).await.map_err(|e| self.err(&e))?;
+                let weak = Arc::downgrade(&self.inner);
+                let handle = tokio::spawn(heartbeat(weak, c.clone()));
+                *inner.heartbeat.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
+                Ok::<_, StoreError>(c)
+            })
+            .await?;
+        Ok(c.clone())
+    }
+
+    async fn query<T: redis::FromRedisValue>(&self, cmd: &Cmd) -> Result<T, StoreError> {
+        let mut c = self.conn().await?;
+        cmd.query_async(&mut c).await.map_err(|e| self.err(&e))
+    }
+
+    /// Updates an index (a hint); a failure is logged, the TTL still expires the record.
+    async fn hint(&self, cmd: Cmd) {
+        if let Err(e) = self.query::<Value>(&cmd).await {
+            tracing::warn!(error = %e, "redis index update failed");
+        }
+    }
+
+    fn is_owned(&self, stream_id: &str) -> bool {
+        self.inner
+            .owned
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(stream_id)
+    }
+
+    fn set_owned(&self, stream_id: &str, owned: bool) {
+        let mut set = self.inner.owned.lock().unwrap_or_else(|e| e.into_inner());
+        if owned {
+            set.insert(stream_id.to_owned());
+        } else {
+            set.remove(stream_id);
+        }
+    }
+
+    /// Status and last event id of a stream.
+    async fn status_last(&self, id: &str) -> Result<(StreamStatus, u64), StoreError> {
+        let row: Vec<Option<String>> = self
+            .query(
+                redis::cmd("HMGET")
+                    .arg(self.inner.keys.stream(id))
+                    .arg("status")
+                    .arg("last"),
+            )
+            .await?;
+        match row.as_slice() {
+            [Some(status), last] => {
+                Ok((status_of(status)?, number("last event", last.as_deref())?))
+            }
+            _ => Err(not_found("stream", id)),
+        }
+    }
+
+    async fn read_session(&self, id: &str) -> Result<(SessionRecord, String), StoreError> {
+        let row: Vec<Option<String>> = self
+            .query(redis::cmd("HMGET").arg(self.inner.keys.session(id)).arg(&[
+                "owner",
+                "sources",
+                "created_ms",
+                "last_used_ms",
+                "ver",
+            ]))
+            .await?;
+        let [Some(owner), Some(sources), created, last, ver] = row.as_slice() else {
+            return Err(not_found("session", id));
+        };
+        let sources: Sources = decode(sources)?;
+        Ok((
+            SessionRecord {
+                id: id.to_owned(),
+                owner: owner.clone(),
+                sources,
+                created_ms: number("created_ms", created.as_deref())?,
+                last_used_ms: number("last_used_ms", last.as_deref())?,
+            },
+            ver.clone().unwrap_or_else(|| "0".to_owned()),
+        ))
+    }
+
+    fn session_keys(&self, id: &str) -> [String; 4] {
+        let t = self.inner.keys.table(&NumberScope::Session(id.to_owned()));
+        [self.inner.keys.session(id), t.num, t.byn, t.ctr]
+    }
+
+    fn stream_keys(&self, id: &str) -> [String; 5] {
+        let t = self.inner.keys.table(&NumberScope::Stream(id.to_owned()));
+        [
+            self.inner.keys.stream(id),
+            self.inner.keys.log(id),
+            t.num,
+            t.byn,
+            t.ctr,
+        ]
+    }
+
+    /// A connection for a blocking read, from the pool or new; `None` when the cap is reached.
+    async fn blocking_conn(&self) -> Result<Option<Conn>, StoreError> {
+        if let Some(c) = self
+            .inner
+            .blocking
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop()
+        {
+            return Ok(Some(c));
+        }
+        let open = &self.inner.blocking_open;
+        if open.fetch_add(1, Ordering::SeqCst) >= self.inner.settings.max_blocking_connections {
+            open.fetch_sub(1, Ordering::SeqCst);
+            return Ok(None);
+        }
+        match self.inner.client.dedicated(&self.inner.settings).await {
+            Ok(c) => Ok(Some(c)),
+            Err(e) => {
+                open.fetch_sub(1, Ordering::SeqCst);
+                Err(self.err(&e))
+            }
+        }
+    }
+}
+
+/// Writes this store's lease: its epoch, expiring after the lease time.
+async fn renew_lease(inner: &Inner, c: &mut Conn) -> Result<(), RedisError> {
+    redis::cmd("SET")
+        .arg(inner.keys.lease(&inner.instance))
+        .arg(&inner.epoch)
+        .arg("PX")
+        .arg(inner.settings.lease_ms)
+        .query_async::<Value>(c)
+        .await
+        .map(|_| ())
+}
+
+/// Renews the lease every third of its time until the store is dropped.
+async fn heartbeat(inner: Weak<Inner>, mut c: Conn) {
+    loop {
+        let every = match inner.upgrade() {
+            Some(i) => Duration::from_millis(i.settings.lease_ms / 3),
+            None => return,
+        };
+        tokio::time::sleep(every).await;
+        let Some(i) = inner.upgrade() else { return };
+        if let Err(e) = renew_lease(&i, &mut c).await {
+            tracing::warn!(error = %e, instance = %i.instance, "cannot renew the redis lease");
+        }
+    }
+}
+
+#[async_trait]
+impl Store for RedisStore {
+    async fn create_session(&self, session: SessionRecord) -> Result<(), StoreError> {
+        let mut c = self.conn().await?;
+        let ok: i64 = self
+            .inner
+            .scripts
+            .create_session
+            .key(self.inner.keys.session(&session.id))
+            .arg(&session.owner)
+            .arg(encode(&session.sources)?)
+            .arg(session.created_ms)
+            .arg(session.last_used_ms)
+            .arg(self.ttl())
+            .invoke_async(&mut c)
+            .await
+            .map_err(|e| self.err(&e))?;
+        if ok == 0 {
+            return Err(StoreError::Exists {
+                what: "session",
+                id: session.id,
+            });
+        }
+        let mut zadd = redis::cmd("ZADD");
+        zadd.arg(self.inner.keys.idle_sessions())
+            .arg(session.last_used_ms)
+            .arg(&session.id);
+        self.hint(zadd).await;
+        Ok(())
+    }
+
+    async fn session(&self, id: &str) -> Result<SessionRecord, StoreError> {
+        self.read_session(id).await.map(|(s, _)| s)
+    }
+
+    async fn append_round(
+        &self,
+        id: &str,
+        query: Option<String>,
+        sources: Vec<Source>,
+        now_ms: u64,
+    ) -> Result<SessionRecord, StoreError> {
+        let keys = self.session_keys(id);
+        // Optimistic: read, add the round, write only if no other writer came in between.
+        for _ in 0..32 {
+            let (mut s, ver) = self.read_session(id).await?;
+            s.sources.append_round(query.clone(), sources.clone())?;
+            s.last_used_ms = s.last_used_ms.max(now_ms);
+            let mut c = self.conn().await?;
+            let mut inv = self.inner.scripts.update_sources.prepare_invoke();
+            for k in &keys {
+                inv.key(k);
+            }
+            let r: i64 = inv
+                .arg(&ver)
+                .arg(encode(&s.sources)?)
+                .arg(now_ms)
+                .arg(self.ttl())
+                .invoke_async(&mut c)
+                .await
+                .map_err(|e| self.err(&e))?;
+            match r {
+                1 => {
+                    let mut zadd = redis::cmd("ZADD");
+                    zadd.arg(self.inner.keys.idle_sessions())
+                        .arg("GT")
+                        .arg(s.last_used_ms)
+                        .arg(id);
+                    self.hint(zadd).await;
+                    return Ok(s);
+                }
+                -1 => return Err(not_found("session", id)),
+                _ => tokio::task::yield_now().await,
+            }
+        }
+        Err(StoreError::Backend(format!(
+            "session {id}: too many concurrent rounds, try again"
+        )))
+    }
+
+    async fn touch_session(&self, id: &str, now_ms: u64) -> Result<(), StoreError> {
+        let mut c = self.conn().await?;
+        let mut inv = self.inner.scripts.touch.prepare_invoke();
+        for k in &self.session_keys(id) {
+            inv.key(k);
+        }
+        let last: i64 = inv
+            .arg(now_ms)
+            .arg(self.ttl())
+            .invoke_async(&mut c)
+            .await
+            .map_err(|e| self.err(&e))?;
+        if last < 0 {
+            return Err(not_found("session", id));
+        }
+        let mut zadd = redis::cmd("ZADD");
+        zadd.arg(self.inner.keys.idle_sessions())
+            .arg("GT")
+            .arg(last)
+            .arg(id);
+        self.hint(zadd).await;
+        Ok(())
+    }
+
+    async fn delete_session(&self, id: &str) -> Result<(), StoreError> {
+        let mut c = self.conn().await?;
+        let mut inv = self.inner.scripts.delete_session.prepare_invoke();
+        for k in &self.session_keys(id) {
+            inv.key(k);
+        }
+        let n: i64 = inv.invoke_async(&mut c).await.map_err(|e| self.err(&e))?;
+        if n == 0 {
+            return Err(not_found("session", id));
+        }
+        let mut zrem = redis::cmd("ZREM");
+        zrem.arg(self.inner.keys.idle_sessions()).arg(id);
+        self.hint(zrem).await;
+        Ok(())
+    }
+
+    async fn allocate(
+        &self,
+        scope: &NumberScope,
+        key: &str,
+        source_id: &str,
+    ) -> Result<Allocation, StoreError> {
+        let t = self.inner.keys.table(scope);
+        let mut c = self.conn().await?;
+        let (n, is_new): (u32, i64) = self
+            .inner
+            .scripts
+            .allocate
+            .key(&t.num)
+            .key(&t.byn)
+            .key(&t.ctr)
+            .key(&t.owner)
+            .arg(key)
+            .arg(encode(&(key, source_id))?)
+            .arg(self.ttl())
+            .invoke_async(&mut c)
+            .await
+            .map_err(|e| self.err(&e))?;
+        Ok(Allocation {
+            number: n,
+            is_new: is_new == 1,
+        })
+    }
+
+    async fn numbering(&self, scope: &NumberScope) -> Result<Numbering, StoreError> {
+        let t = self.inner.keys.table(scope);
+        let rows: Vec<(u32, String)> = self.query(redis::cmd("HGETALL").arg(&t.byn)).await?;
+        let mut entries = rows
+            .into_iter()
+            .map(|(number, rec)| {
+                let (key, source_id): (String, String) = decode(&rec)?;
+                Ok(NumberEntry {
+                    number,
+                    key,
+                    source_id,
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        entries.sort_by_key(|e| e.number);
+        Numbering::from_entries(entries)
+            .map_err(|e| StoreError::Backend(format!("stored numbering: {e}")))
+    }
+
+    async fn create_stream(&self, stream: StreamRecord) -> Result<(), StoreError> {
+        let running = stream.status == StreamStatus::Running;
+        if running {
+            // The index first: an entry without a stream is skipped on read, a running stream
+            // missing from it would never be recovered.
+            self.query::<Value>(
+                redis::cmd("ZADD")
+                    .arg(self.inner.keys.running())
+                    .arg(stream.created_ms)
+                    .arg(&stream.id),
+            )
+            .await?;
+        }
+        let mut c = self.conn().await?;
+        let ok: i64 = self
+            .inner
+            .scripts
+            .create_stream
+            .key(self.inner.keys.stream(&stream.id))
+            .arg(&stream.owner)
+            .arg(stream.session_id.as_deref().unwrap_or(""))
+            .arg(stream.status.as_str())
+            .arg(stream.created_ms)
+            .arg(&self.inner.instance)
+            .arg(&self.inner.epoch)
+            .arg(self.ttl())
+            .arg(if stream.session_id.is_some() {
+                "1"
+            } else {
+                "0"
+            })
+            .invoke_async(&mut c)
+            .await
+            .map_err(|e| self.err(&e))?;
+        if ok == 0 {
+            return Err(StoreError::Exists {
+                what: "stream",
+                id: stream.id,
+            });
+        }
+        if running {
+            self.set_owned(&stream.id, true);
+        } else {
+            let mut zadd = redis::cmd("ZADD");
+            zadd.arg(self.inner.keys.idle_streams())
+                .arg(stream.created_ms)
+                .arg(&stream.id);
+            self.hint(zadd).await;
+        }
+        Ok(())
+    }
+
+    async fn stream(&self, id: &str) -> Result<StreamRecord, StoreError> {
+        let row: Vec<Option<String>> = self
+            .query(redis::cmd("HMGET").arg(self.inner.keys.stream(id)).arg(&[
+                "owner",
+                "session_id",
+                "status",
+                "created_ms",
+            ]))
+            .await?;
+        let [Some(owner), session_id, Some(status), created] = row.as_slice() else {
+            return Err(not_found("stream", id));
+        };
+        Ok(StreamRecord {
+            id: id.to_owned(),
+            owner: owner.clone(),
+            session_id: session_id.clone(),
+            status: status_of(status)?,
+            created_ms: number("created_ms", created.as_deref())?,
+        })
+    }
+
+    async fn append_events(
+        &self,
+        stream_id: &str,
+        events: Vec<StoredEvent>,
+    ) -> Result<(), StoreError> {
+        let r = crate::append::append(self, stream_id, &events, false).await?;
+        crate::append::check(stream_id, r)?;
+        self.inner.signals.notify(stream_id);
+        Ok(())
+    }
+
+    async fn finish_stream(&self, stream_id: &str, status: StreamStatus) -> Result<(), StoreError> {
+        let mut c = self.conn().await?;
+        let mut inv = self.inner.scripts.finish.prepare_invoke();
+        for k in &self.stream_keys(stream_id) {
+            inv.key(k);
+        }
+        let r: Vec<String> = inv
+            .arg(status.as_str())
+            .arg(self.ttl())
+            .invoke_async(&mut c)
+            .await
+            .map_err(|e| self.err(&e))?;
+        let created = match r.as_slice() {
+            [ok, created] if ok == "ok" => created.clone(),
+            _ => return Err(not_found("stream", stream_id)),
+        };
+        if status.is_finished() {
+            let mut pipe = redis::pipe();
+            pipe.cmd("ZREM")
+                .arg(self.inner.keys.running())
+                .arg(stream_id)
+                .ignore()
+                .cmd("ZADD")
+                .arg(self.inner.keys.idle_streams())
+                .arg(created)
+                .arg(stream_id)
+                .ignore();
+            if let Err(e) = pipe.query_async::<Value>(&mut c).await {
+                tracing::warn!(error = %e, "redis index update failed");
+            }
+            self.set_owned(stream_id, false);
+            self.inner.signals.close(stream_id);
+        }
+        Ok(())
+    }
+
+    async fn events_after(
+        &self,
+        stream_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let limit = limit.min(MAX_PAGE);
+        if limit == 0 {
+            self.status_last(stream_id).await?;
+            return Ok(Vec::new());
+        }
+        let mut c = self.conn().await?;
+        // One round trip: the page (plus room for the end mark) and whether the stream exists.
+        let (entries, exists): (Vec<(String, Vec<String>)>, bool) = redis::pipe()
+            .cmd("XRANGE")
+            .arg(self.inner.keys.log(stream_id))
+            .arg(format!("({after}-0"))
+            .arg("+")
+            .arg("COUNT")
+            .arg(limit + 1)
+            .cmd("EXISTS")
+            .arg(self.inner.keys.stream(stream_id))
+            .query_async(&mut c)
+            .await
+            .map_err(|e| self.err(&e))?;
+        if !exists {
+            return Err(not_found("stream", stream_id));
+        }
+        let mut out = Vec::with_capacity(entries.len());
+        for (entry, fields) in entries {
+            let Some(id) = event_id(&entry) else { continue };
+            let data = match fields.as_slice() {
+                [name, data] if name == "d" => data.clone(),
+                _ => {
+                    return Err(StoreError::Backend(format!(
+                        "log entry {entry} of stream {stream_id} has no data"
+                    )))
+                }
+            };
+            out.push(StoredEvent { id, data });
+        }
+        out.truncate(limit);
+        Ok(out)
+    }
+
+    async fn wait_for_events(&self, stream_id: &str, after: u64) -> Result<(), StoreError> {
+        let block = Duration::from_millis(self.inner.settings.block_ms);
+        if self.is_owned(stream_id) {
+            // Written by this process: its appends wake the listener.
+            let listener = self.inner.signals.listen(stream_id);
+            let (status, last) = self.status_last(stream_id).await?;
+            if status.is_finished() || last > after {
+                return Ok(());
+            }
+            let _ = tokio::time::timeout(block, listener).await;
+            return Ok(());
+        }
+        let (status, last) = self.status_last(stream_id).await?;
+        if status.is_finished() || last > after {
+            return Ok(());
+        }
+        let Some(mut c) = self.blocking_conn().await? else {
+            // Too many blocked followers: poll.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            return Ok(());
+        };
+        // The next event is entry `after+1`-0; the end mark `last-1` also wakes us.
+        let r: Result<Value, RedisError> = redis::cmd("XREAD")
+            .arg("COUNT")
+            .arg(1)
+            .arg("BLOCK")
+            .arg(self.inner.settings.block_ms)
+            .arg("STREAMS")
+            .arg(self.inner.keys.log(stream_id))
+            .arg(format!("{after}-0"))
+            .query_async(&mut c)
+            .await;
+        match r {
+            Ok(_) => {
+                self.inner
+                    .blocking
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(c);
+                Ok(())
+            }
+            Err(e) => {
+                self.inner.blocking_open.fetch_sub(1, Ordering::SeqCst);
+                Err(self.err(&e))
+            }
+        }
+    }
+
+    async fn running_streams(&self) -> Result<Vec<String>, StoreError> {
+        crate::lease::running_streams(self).await
+    }
+
+    async fn purge_idle(&self, idle_before_ms: u64) -> Result<u64, StoreError> {
+        let mut deleted = 0;
+        for (index, is_session) in [
+            (self.inner.keys.idle_sessions(), true),
+            (self.inner.keys.idle_streams(), false),
+        ] {
+            let ids: Vec<String> = self
+                .query(
+                    redis::cmd("ZRANGEBYSCORE")
+                        .arg(&index)
+                        .arg("-inf")
+                        .arg(format!("({idle_before_ms}")),
+                )
+                .await?;
+            for id in ids {
+                let mut c = self.conn().await?;
+                let r: i64 = if is_session {
+                    let mut inv = self.inner.scripts.purge_session.prepare_invoke();
+                    for k in &self.session_keys(&id) {
+                        inv.key(k);
+                    }
+                    inv.arg(idle_before_ms).invoke_async(&mut c).await
+                } else {
+                    let mut inv = self.inner.scripts.purge_stream.prepare_invoke();
+                    for k in &self.stream_keys(&id) {
+                        inv.key(k);
+                    }
+                    inv.arg(idle_before_ms).invoke_async(&mut c).await
+                }
+                .map_err(|e| self.err(&e))?;
+                let fix = if r >= 0 {
+                    // Used since: keep, with its true score.
+                    redis::cmd("ZADD").arg(&index).arg(r).arg(&id).clone()
+                } else {
+                    if r == -2 {
+                        deleted += 1;
+                    }
+                    redis::cmd("ZREM").arg(&index).arg(&id).clone()
+                };
+                self.hint(fix).await;
+            }
+        }
+        Ok(deleted)
+    }
+}
+
+// Crate-internal access for the modules that implement parts of the trait.
+impl RedisStore {
+    pub(crate) async fn shared_conn(&self) -> Result<Conn, StoreError> {
+        self.conn().await
+    }
+
+    pub(crate) fn to_store_error(&self, e: &RedisError) -> StoreError {
+        self.err(e)
+    }
+
+    pub(crate) fn keys(&self) -> &Keys {
+        &self.inner.keys
+    }
+
+    pub(crate) fn scripts(&self) -> &Scripts {
+        &self.inner.scripts
+    }
+
+    pub(crate) fn stream_key_set(&self, id: &str) -> [String; 5] {
+        self.stream_keys(id)
+    }
+
+    pub(crate) fn idle_ttl_ms(&self) -> u64 {
+        self.ttl()
+    }
+
+    pub(crate) fn lease_identity(&self) -> (&str, &str) {
+        (&self.inner.instance, &self.inner.epoch)
+    }
+}
