@@ -355,7 +355,7 @@ impl Rewriter {
 
     /// Takes the pending output: small texts are copied so that the buffer keeps its capacity.
     fn take_text(&mut self) -> String {
-        let text = if self.st.text.len() > 4096 {
+        let text = if self.st.text.len() > 512 || self.st.text.capacity() > 1024 {
             std::mem::take(&mut self.st.text)
         } else {
             let t = self.st.text.as_str().to_owned();
