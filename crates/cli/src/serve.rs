@@ -16,8 +16,9 @@ pub(crate) struct ServeArgs {
     /// Address to listen on (port 0 picks a free port; the address is printed).
     #[arg(long, env = "CITEFLOW_LISTEN", default_value = "127.0.0.1:8080")]
     listen: String,
-    /// Where data is kept: sqlite:PATH or memory [default: sqlite:$CITEFLOW_DATA_DIR/citeflow.db,
-    /// else ~/.local/share/citeflow/citeflow.db].
+    /// Where data is kept: sqlite:PATH, memory, or a Redis shared by several servers
+    /// (redis://HOST:PORT[/DB], rediss://…, redis+cluster://H1:P1,H2:P2) [default:
+    /// sqlite:$CITEFLOW_DATA_DIR/citeflow.db, else ~/.local/share/citeflow/citeflow.db].
     #[arg(long, env = "CITEFLOW_STORE")]
     store: Option<String>,
     /// API keys clients must send as bearer tokens (repeat, or comma-separated in

@@ -148,6 +148,7 @@ pub fn open_store(location: &StoreLocation) -> Result<Arc<dyn Store>, StoreError
             }
             Arc::new(citeflow_store_sqlite::SqliteStore::open(path)?)
         }
+        StoreLocation::Redis(url) => Arc::new(citeflow_store_redis::RedisStore::open(url)?),
     })
 }
 

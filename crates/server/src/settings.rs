@@ -10,10 +10,14 @@ pub enum StoreLocation {
     Memory,
     /// An SQLite file (created if missing).
     Sqlite(PathBuf),
+    /// Redis, shared by several servers: a `redis://`, `rediss://` or `redis+cluster://` URL
+    /// (see `citeflow_store_redis::RedisSettings`).
+    Redis(String),
 }
 
 impl StoreLocation {
-    /// Parses `memory` or `sqlite:PATH`.
+    /// Parses `memory`, `sqlite:PATH` or a Redis URL (`redis://`, `rediss://`,
+    /// `redis+cluster://`, `rediss+cluster://`).
     ///
     /// # Errors
     /// A message naming the value for anything else.
@@ -21,10 +25,21 @@ impl StoreLocation {
         if s == "memory" {
             return Ok(StoreLocation::Memory);
         }
+        if [
+            "redis://",
+            "rediss://",
+            "redis+cluster://",
+            "rediss+cluster://",
+        ]
+        .iter()
+        .any(|p| s.starts_with(p))
+        {
+            return Ok(StoreLocation::Redis(s.to_owned()));
+        }
         match s.strip_prefix("sqlite:") {
             Some(p) if !p.is_empty() => Ok(StoreLocation::Sqlite(PathBuf::from(p))),
             _ => Err(format!(
-                "store {s:?} is not supported (expected memory or sqlite:PATH)"
+                "store {s:?} is not supported (expected memory, sqlite:PATH or redis://HOST:PORT)"
             )),
         }
     }
