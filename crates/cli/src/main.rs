@@ -4,6 +4,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod ask;
+mod cfi_cmd;
+mod epub_cmd;
+mod ingest;
 mod render;
 mod serve;
 
@@ -21,6 +25,16 @@ enum Command {
     Render(render::RenderArgs),
     /// Serve the OpenAI-compatible streaming proxy with sessions, resume and a SQLite store.
     Serve(serve::ServeArgs),
+    /// Cut EPUB books into passages (JSON lines that are also citeflow sources), optionally
+    /// into a local full-text index.
+    Ingest(ingest::IngestArgs),
+    /// Answer a question from a book: retrieve passages, stream the model's answer with
+    /// stable numbers, list the cited chapters and CFIs.
+    Ask(ask::AskArgs),
+    /// Inspect an EPUB: text nodes with their CFIs, chapters.
+    Epub(epub_cmd::EpubArgs),
+    /// Parse, compare and resolve EPUB CFIs.
+    Cfi(cfi_cmd::CfiArgs),
 }
 
 fn main() -> ExitCode {
@@ -28,6 +42,10 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Render(args) => render::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Ingest(args) => ingest::run(args),
+        Command::Ask(args) => ask::run(args),
+        Command::Epub(args) => epub_cmd::run(args),
+        Command::Cfi(args) => cfi_cmd::run(args),
     };
     match result {
         Ok(code) => code,

@@ -4,6 +4,12 @@ mod fixtures;
 mod render_cli;
 mod serve_crash;
 
+mod ask_cli;
+mod books_support;
+mod cfi_cli;
+mod epub_cli;
+mod ingest_cli;
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};

@@ -1,0 +1,266 @@
+//! `citeflow ask`: retrieve passages of a book, ask an OpenAI-compatible model, print the
+//! streamed answer with stable numbers and the cited chapters and CFIs.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use citeflow_core::sse::{chunk_text, SseDecoder};
+use citeflow_core::{
+    citation_instruction, context_block, render_list, Event, ListFormat, Numbering, PromptMarker,
+    Rewriter, Settings, Source, Sources, Style,
+};
+use citeflow_index::Index;
+use clap::Args;
+use serde_json::{json, Value};
+
+use crate::ingest::{ensure_indexed, open_book, ChunkArgs, Progress};
+
+/// Arguments of `citeflow ask`.
+#[derive(Debug, Args)]
+pub(crate) struct AskArgs {
+    /// The question.
+    question: String,
+    /// The .epub file to answer from.
+    #[arg(long)]
+    book: PathBuf,
+    /// Keep the book's passages in this index directory and re-use them next time (default:
+    /// an index in memory, built for this question).
+    #[arg(long)]
+    index: Option<PathBuf>,
+    /// Base URL of the OpenAI-compatible upstream, e.g. http://127.0.0.1:8089/v1 (the answer
+    /// is requested from {upstream}/chat/completions).
+    #[arg(long, env = "CITEFLOW_UPSTREAM")]
+    upstream: Option<String>,
+    /// Bearer key sent to the upstream.
+    #[arg(long, env = "CITEFLOW_UPSTREAM_API_KEY", hide_env_values = true)]
+    upstream_api_key: Option<String>,
+    /// Model name sent upstream.
+    #[arg(long, env = "CITEFLOW_MODEL", default_value = "default")]
+    model: String,
+    /// Marker the model is asked to write: double_bracket, cite_colon, cite_tag,
+    /// single_bracket, rank, rank_full_width (【n】, with 章/CFI notes in the context).
+    #[arg(long, default_value = "double_bracket")]
+    marker: String,
+    /// Number style: brackets, markdown, fullwidth, html, footnote, or template:TEXT with {n}.
+    #[arg(long, default_value = "brackets")]
+    style: String,
+    /// How many passages to retrieve and send.
+    #[arg(short = 'k', long = "top-k", default_value_t = 5)]
+    k: usize,
+    /// Characters of each passage given to the model.
+    #[arg(long, default_value_t = 1200)]
+    max_chars_per_source: usize,
+    /// Source list format: text, markdown, footnotes, html, json.
+    #[arg(long, default_value = "text")]
+    list_format: String,
+    /// Upstream connect and response time-out in ms.
+    #[arg(long, default_value_t = 120_000)]
+    timeout_ms: u64,
+    #[command(flatten)]
+    chunking: ChunkArgs,
+}
+
+/// The chat-completions URL for an upstream base URL: `{upstream}/chat/completions`; a bare
+/// host gets `/v1` first; a URL already ending in `/chat/completions` is used as it is.
+fn completions_url(upstream: &str) -> String {
+    let u = upstream.trim().trim_end_matches('/');
+    if u.ends_with("/chat/completions") {
+        return u.to_owned();
+    }
+    let path_start = u.find("://").map_or(0, |i| i + 3);
+    if u[path_start..].contains('/') {
+        format!("{u}/chat/completions")
+    } else {
+        format!("{u}/v1/chat/completions")
+    }
+}
+
+pub(crate) fn run(args: AskArgs) -> Result<ExitCode> {
+    let Some(upstream) = args.upstream.clone().filter(|u| !u.trim().is_empty()) else {
+        bail!(
+            "no model to ask: pass --upstream URL (or set CITEFLOW_UPSTREAM) with the base URL \
+             of an OpenAI-compatible server, e.g. http://127.0.0.1:8089/v1; a local model \
+             arrives with a later issue, so --upstream is needed for now"
+        );
+    };
+    if args.k == 0 {
+        bail!("-k must be at least 1");
+    }
+    let marker = PromptMarker::from_name(&args.marker)?;
+    let settings = marker
+        .settings(Settings::default())
+        .with_style(Style::from_name(&args.style)?)
+        .with_max_pending_bytes(256)?;
+    let list_format = ListFormat::from_name(&args.list_format)?;
+
+    let progress = Progress::new();
+    let opened = open_book(&args.book, &progress)?;
+    let mut index = match &args.index {
+        Some(dir) => Index::open_or_create(dir)?,
+        None => Index::in_memory()?,
+    };
+    let state = ensure_indexed(&mut index, &opened, &args.chunking.settings(), &progress)
+        .with_context(|| format!("cannot index {}", args.book.display()))?;
+    progress.finish();
+    let hits = index.search_book(&state.key, &args.question, args.k)?;
+    if hits.is_empty() {
+        bail!(
+            "no passage of {} matches the question; try other words",
+            args.book.display()
+        );
+    }
+    let sources: Vec<Source> = hits.iter().map(|h| h.passage.to_source()).collect();
+    let sources = Sources::from_vec(sources)?;
+    let system = format!(
+        "{}\n\nSources:\n{}",
+        citation_instruction(&sources, marker),
+        context_block(&sources, marker, args.max_chars_per_source)
+    );
+    let body = json!({
+        "model": args.model,
+        "stream": true,
+        "messages": [
+            {"role": "system", "content": system},
+            {"role": "user", "content": args.question},
+        ],
+    });
+    let rewriter = Rewriter::new(settings, sources, Numbering::new());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let url = completions_url(&upstream);
+    runtime.block_on(stream_answer(
+        &url,
+        args.upstream_api_key.as_deref(),
+        Duration::from_millis(args.timeout_ms),
+        &body,
+        rewriter,
+        list_format,
+    ))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints the rewriter's events: text at once, the source list at the end.
+fn drain(rw: &mut Rewriter, list_format: ListFormat, out: &mut impl Write) -> Result<()> {
+    while let Some(event) = rw.poll_event() {
+        match event {
+            Event::Text { text } => out.write_all(text.as_bytes())?,
+            Event::Done { sources, .. } => {
+                if sources.is_empty() {
+                    writeln!(out)?;
+                } else {
+                    write!(out, "\n\n{}", render_list(&sources, list_format, None))?;
+                }
+            }
+            _ => {}
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+async fn stream_answer(
+    url: &str,
+    api_key: Option<&str>,
+    timeout: Duration,
+    body: &Value,
+    mut rw: Rewriter,
+    list_format: ListFormat,
+) -> Result<()> {
+    let client = reqwest::Client::builder()
+        .connect_timeout(timeout)
+        .build()
+        .context("cannot build the HTTP client")?;
+    let mut req = client
+        .post(url)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .header(reqwest::header::ACCEPT, "text/event-stream")
+        .body(serde_json::to_vec(body)?);
+    if let Some(k) = api_key.filter(|k| !k.is_empty()) {
+        req = req.bearer_auth(k);
+    }
+    let mut resp = tokio::time::timeout(timeout, req.send())
+        .await
+        .with_context(|| format!("the upstream {url} did not answer within {timeout:?}"))?
+        .with_context(|| format!("cannot reach the upstream {url}"))?;
+    if !resp.status().is_success() {
+        let status = resp.status();
+        let text = resp.text().await.unwrap_or_default();
+        let message = serde_json::from_str::<Value>(&text)
+            .ok()
+            .and_then(|v| {
+                v.pointer("/error/message")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            })
+            .unwrap_or_else(|| text.chars().take(300).collect());
+        bail!("the upstream {url} answered {status}: {message}");
+    }
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut sse = SseDecoder::default();
+    let mut done = false;
+    loop {
+        let chunk = tokio::time::timeout(timeout, resp.chunk())
+            .await
+            .with_context(|| format!("the upstream stream went silent for {timeout:?}"))?
+            .context("the upstream stream broke off")?;
+        match &chunk {
+            Some(bytes) => sse.write(bytes)?,
+            None => sse.end()?,
+        }
+        while let Some(ev) = sse.poll_event() {
+            if ev.data == "[DONE]" {
+                done = true;
+                continue;
+            }
+            let value: Value = serde_json::from_str(&ev.data).with_context(|| {
+                format!(
+                    "upstream sse event ending at line {}: data is not JSON",
+                    sse.line()
+                )
+            })?;
+            if let Some(err) = value.get("error") {
+                bail!("the upstream reported an error: {err}");
+            }
+            if let Some(text) = chunk_text(&value) {
+                rw.write(text.as_bytes())?;
+                drain(&mut rw, list_format, &mut out)?;
+            }
+        }
+        if chunk.is_none() {
+            break;
+        }
+    }
+    if !done {
+        eprintln!("citeflow: warning: the upstream stream ended without data: [DONE]");
+    }
+    rw.end()?;
+    drain(&mut rw, list_format, &mut out)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::completions_url;
+
+    #[test]
+    fn upstream_urls_get_the_chat_completions_path() {
+        assert_eq!(
+            completions_url("http://127.0.0.1:8089/v1"),
+            "http://127.0.0.1:8089/v1/chat/completions"
+        );
+        assert_eq!(
+            completions_url("http://127.0.0.1:8089/"),
+            "http://127.0.0.1:8089/v1/chat/completions"
+        );
+        assert_eq!(
+            completions_url("https://h/api/v1/chat/completions"),
+            "https://h/api/v1/chat/completions"
+        );
+    }
+}
