@@ -83,9 +83,19 @@ impl Progress {
         Progress { bar }
     }
 
+    /// Shows which of several books is being read (`[2/7]`).
+    pub(crate) fn book(&self, number: usize, of: usize) {
+        if of > 1 {
+            self.bar.set_prefix(format!("[{number}/{of}] "));
+        }
+    }
+
     /// A spinner with a message.
     pub(crate) fn phase(&self, message: String) {
-        self.bar.set_style(ProgressStyle::default_spinner());
+        self.bar.set_style(
+            ProgressStyle::with_template("{spinner} {prefix}{msg} {elapsed}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
         self.bar.set_length(0);
         self.bar.set_message(message);
     }
@@ -93,7 +103,7 @@ impl Progress {
     /// A bar of `len` steps with a message.
     pub(crate) fn count(&self, len: u64, message: String) {
         self.bar.set_style(
-            ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len}")
+            ProgressStyle::with_template("{spinner} {prefix}{msg} [{bar:30}] {pos}/{len}")
                 .unwrap_or_else(|_| ProgressStyle::default_bar())
                 .progress_chars("=> "),
         );
@@ -217,7 +227,8 @@ pub(crate) fn run(args: IngestArgs) -> Result<ExitCode> {
         }
     }
     let mut failed = 0;
-    for path in &args.books {
+    for (i, path) in args.books.iter().enumerate() {
+        progress.book(i + 1, args.books.len());
         let started = Instant::now();
         let result = ingest_one(
             path,

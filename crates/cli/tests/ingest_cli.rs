@@ -358,3 +358,51 @@ fn bad_input_gives_clear_errors_and_no_panic() {
     assert!(!read_passages(&out).is_empty());
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a zip archive"));
 }
+
+/// `alice.epub` with one chapter's markup cut off mid-element.
+fn alice_with_broken_chapter() -> Vec<u8> {
+    let bytes = std::fs::read(book_path("alice.epub")).unwrap();
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes)).unwrap();
+    let mut entries: Vec<(String, Vec<u8>)> = Vec::new();
+    for i in 0..archive.len() {
+        let mut f = archive.by_index(i).unwrap();
+        let mut data = Vec::new();
+        std::io::Read::read_to_end(&mut f, &mut data).unwrap();
+        if f.name().ends_with("chapter_001.xhtml") {
+            let text = String::from_utf8(data).unwrap();
+            let cut = text.find("</p>").unwrap() + 2;
+            data = text[..cut].as_bytes().to_vec();
+        }
+        entries.push((f.name().to_owned(), data));
+    }
+    let refs: Vec<(&str, &[u8])> = entries
+        .iter()
+        .map(|(n, d)| (n.as_str(), d.as_slice()))
+        .collect();
+    zip_of(&refs)
+}
+
+#[test]
+fn ingest_warns_per_broken_file_and_keeps_what_it_can_read() {
+    let dir = temp_dir();
+    let path = dir.path().join("broken-alice.epub");
+    std::fs::write(&path, alice_with_broken_chapter()).unwrap();
+    let out = dir.path().join("p.jsonl");
+    let o = run(&[
+        "ingest",
+        path.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let warning = stderr
+        .lines()
+        .find(|l| l.starts_with("citeflow: warning: ") && l.contains("chapter_001.xhtml"))
+        .unwrap_or_else(|| panic!("no warning naming the broken file: {stderr}"));
+    assert!(warning.contains(path.to_str().unwrap()), "{warning}");
+    let passages = read_passages(&out);
+    assert!(passages
+        .iter()
+        .any(|p| p.href.ends_with("chapter_002.xhtml")));
+}
