@@ -371,7 +371,7 @@ fn alice_with_broken_chapter() -> Vec<u8> {
         if f.name().ends_with("chapter_001.xhtml") {
             let text = String::from_utf8(data).unwrap();
             let cut = text.find("</p>").unwrap() + 2;
-            data = text[..cut].as_bytes().to_vec();
+            data = text.as_bytes()[..cut].to_vec();
         }
         entries.push((f.name().to_owned(), data));
     }
