@@ -13,19 +13,22 @@ pub(crate) async fn append(
     events: &[StoredEvent],
     retry: bool,
 ) -> Result<Vec<String>, StoreError> {
-    let mut c = store.shared_conn().await?;
-    let mut inv = store.scripts().append.prepare_invoke();
-    for k in &store.stream_key_set(stream_id) {
-        inv.key(k);
-    }
-    inv.arg(store.idle_ttl_ms())
-        .arg(if retry { "1" } else { "0" });
-    for e in events {
-        inv.arg(e.id).arg(&e.data);
-    }
-    inv.invoke_async(&mut c)
+    let keys = store.stream_key_set(stream_id);
+    // A retry (first reply lost) accepts the batch if the first attempt wrote it.
+    store
+        .retrying(|mut c, again| {
+            let mut inv = store.scripts().append.prepare_invoke();
+            for k in &keys {
+                inv.key(k);
+            }
+            inv.arg(store.idle_ttl_ms())
+                .arg(if retry || again { "1" } else { "0" });
+            for e in events {
+                inv.arg(e.id).arg(&e.data);
+            }
+            async move { inv.invoke_async(&mut c).await }
+        })
         .await
-        .map_err(|e| store.to_store_error(&e))
 }
 
 /// The error of a script answer other than `ok`.

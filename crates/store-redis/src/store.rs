@@ -203,9 +203,27 @@ impl RedisStore {
         Ok(c.clone())
     }
 
+    /// Runs an idempotent request; when the connection turns out to be broken (Redis came
+    /// back, the connection did not), runs it once more on the new one, with `true`.
+    pub(crate) async fn retrying<T, F, Fut>(&self, mut f: F) -> Result<T, StoreError>
+    where
+        F: FnMut(Conn, bool) -> Fut,
+        Fut: std::future::Future<Output = Result<T, RedisError>>,
+    {
+        let c = self.conn().await?;
+        match f(c, false).await {
+            Err(e) if e.is_connection_dropped() || e.is_io_error() => {
+                tracing::debug!(error = %e, "redis connection dropped, retrying once");
+                let c = self.conn().await?;
+                f(c, true).await.map_err(|e| self.err(&e))
+            }
+            r => r.map_err(|e| self.err(&e)),
+        }
+    }
+
     async fn query<T: redis::FromRedisValue>(&self, cmd: &Cmd) -> Result<T, StoreError> {
-        let mut c = self.conn().await?;
-        cmd.query_async(&mut c).await.map_err(|e| self.err(&e))
+        self.retrying(|mut c, _| async move { cmd.query_async(&mut c).await })
+            .await
     }
 
     /// Updates an index (a hint); a failure is logged, the TTL still expires the record.
@@ -426,17 +444,17 @@ impl Store for RedisStore {
     }
 
     async fn touch_session(&self, id: &str, now_ms: u64) -> Result<(), StoreError> {
-        let mut c = self.conn().await?;
-        let mut inv = self.inner.scripts.touch.prepare_invoke();
-        for k in &self.session_keys(id) {
-            inv.key(k);
-        }
-        let last: i64 = inv
-            .arg(now_ms)
-            .arg(self.ttl())
-            .invoke_async(&mut c)
-            .await
-            .map_err(|e| self.err(&e))?;
+        let keys = self.session_keys(id);
+        let last: i64 = self
+            .retrying(|mut c, _| {
+                let mut inv = self.inner.scripts.touch.prepare_invoke();
+                for k in &keys {
+                    inv.key(k);
+                }
+                inv.arg(now_ms).arg(self.ttl());
+                async move { inv.invoke_async(&mut c).await }
+            })
+            .await?;
         if last < 0 {
             return Err(not_found("session", id));
         }
@@ -472,21 +490,21 @@ impl Store for RedisStore {
         source_id: &str,
     ) -> Result<Allocation, StoreError> {
         let t = self.inner.keys.table(scope);
-        let mut c = self.conn().await?;
+        let record = encode(&(key, source_id))?;
+        // A retry after a lost reply finds the key numbered: same number, `is_new` false.
         let (n, is_new): (u32, i64) = self
-            .inner
-            .scripts
-            .allocate
-            .key(&t.num)
-            .key(&t.byn)
-            .key(&t.ctr)
-            .key(&t.owner)
-            .arg(key)
-            .arg(encode(&(key, source_id))?)
-            .arg(self.ttl())
-            .invoke_async(&mut c)
-            .await
-            .map_err(|e| self.err(&e))?;
+            .retrying(|mut c, _| {
+                let mut inv = self.inner.scripts.allocate.prepare_invoke();
+                inv.key(&t.num)
+                    .key(&t.byn)
+                    .key(&t.ctr)
+                    .key(&t.owner)
+                    .arg(key)
+                    .arg(&record)
+                    .arg(self.ttl());
+                async move { inv.invoke_async(&mut c).await }
+            })
+            .await?;
         Ok(Allocation {
             number: n,
             is_new: is_new == 1,
@@ -597,17 +615,17 @@ impl Store for RedisStore {
     }
 
     async fn finish_stream(&self, stream_id: &str, status: StreamStatus) -> Result<(), StoreError> {
-        let mut c = self.conn().await?;
-        let mut inv = self.inner.scripts.finish.prepare_invoke();
-        for k in &self.stream_keys(stream_id) {
-            inv.key(k);
-        }
-        let r: Vec<String> = inv
-            .arg(status.as_str())
-            .arg(self.ttl())
-            .invoke_async(&mut c)
-            .await
-            .map_err(|e| self.err(&e))?;
+        let keys = self.stream_keys(stream_id);
+        let r: Vec<String> = self
+            .retrying(|mut c, _| {
+                let mut inv = self.inner.scripts.finish.prepare_invoke();
+                for k in &keys {
+                    inv.key(k);
+                }
+                inv.arg(status.as_str()).arg(self.ttl());
+                async move { inv.invoke_async(&mut c).await }
+            })
+            .await?;
         let created = match r.as_slice() {
             [ok, created] if ok == "ok" => created.clone(),
             _ => return Err(not_found("stream", stream_id)),
@@ -623,7 +641,11 @@ impl Store for RedisStore {
                 .arg(created)
                 .arg(stream_id)
                 .ignore();
-            if let Err(e) = pipe.query_async::<Value>(&mut c).await {
+            let pipe = &pipe;
+            let r = self
+                .retrying(|mut c, _| async move { pipe.query_async::<Value>(&mut c).await })
+                .await;
+            if let Err(e) = r {
                 tracing::warn!(error = %e, "redis index update failed");
             }
             self.set_owned(stream_id, false);
@@ -643,20 +665,20 @@ impl Store for RedisStore {
             self.status_last(stream_id).await?;
             return Ok(Vec::new());
         }
-        let mut c = self.conn().await?;
         // One round trip: the page (plus room for the end mark) and whether the stream exists.
-        let (entries, exists): (Vec<(String, Vec<String>)>, bool) = redis::pipe()
-            .cmd("XRANGE")
+        let mut pipe = redis::pipe();
+        pipe.cmd("XRANGE")
             .arg(self.inner.keys.log(stream_id))
             .arg(format!("({after}-0"))
             .arg("+")
             .arg("COUNT")
             .arg(limit + 1)
             .cmd("EXISTS")
-            .arg(self.inner.keys.stream(stream_id))
-            .query_async(&mut c)
-            .await
-            .map_err(|e| self.err(&e))?;
+            .arg(self.inner.keys.stream(stream_id));
+        let pipe = &pipe;
+        let (entries, exists): (Vec<(String, Vec<String>)>, bool) = self
+            .retrying(|mut c, _| async move { pipe.query_async(&mut c).await })
+            .await?;
         if !exists {
             return Err(not_found("stream", stream_id));
         }

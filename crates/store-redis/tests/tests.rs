@@ -2,4 +2,8 @@
 //! (scripts/test-redis.sh starts one); without it each test prints a notice and passes.
 
 mod conformance;
+mod fault;
+mod leases;
+mod servers;
+mod stress;
 mod support;
