@@ -232,7 +232,7 @@ async fn stream_answer(
                 drain(&mut rw, list_format, &mut out)?;
             }
         }
-        if chunk.is_none() {
+        if chunk.is_none() || done {
             break;
         }
     }
