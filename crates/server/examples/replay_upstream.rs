@@ -2,11 +2,12 @@
 //!
 //! `cargo run -p citeflow-server --features _replay --example replay_upstream -- DIR [PACE_MS]`
 //! serves every recorded stream of DIR (named by file, e.g. `"model": "smollm2-17.sse"`) on a
-//! free loopback port and prints `http://127.0.0.1:PORT/v1` on its first line.
+//! free loopback port and prints `http://127.0.0.1:PORT/v1` on its first line. With
+//! `CITEFLOW_REPLAY_STAMPS=1` every event carries its send time (for the benchmark).
 
 use std::io::Write;
 
-use citeflow_server::replay::Replay;
+use citeflow_server::replay::{Replay, Script, Step};
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
@@ -15,8 +16,25 @@ async fn main() -> std::io::Result<()> {
         .next()
         .unwrap_or_else(|| "../shared/fixtures/streams".into());
     let pace_ms: u64 = args.next().and_then(|p| p.parse().ok()).unwrap_or(0);
-    let replay = Replay::new();
+    let stamps = std::env::var_os("CITEFLOW_REPLAY_STAMPS").is_some();
+    let replay = if stamps {
+        Replay::new().with_stamps()
+    } else {
+        Replay::new()
+    };
     replay.load_dir(std::path::Path::new(&dir), pace_ms)?;
+    // A non-streaming answer for clients that do not stream.
+    let answer = serde_json::json!({
+        "id": "chatcmpl-replay", "object": "chat.completion", "created": 1_700_000_000,
+        "model": "json-answer",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant",
+            "content": "Paris is the capital [[source_7]], see also [[source_99]]."}}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+    });
+    replay.insert(
+        "json-answer",
+        Script::new(vec![Step::Bytes(answer.to_string().into_bytes())]),
+    );
     let url = replay.spawn().await?;
     println!("{url}");
     std::io::stdout().flush()?;

@@ -173,12 +173,20 @@ impl Script {
 pub struct Replay {
     scripts: Arc<Mutex<HashMap<String, Script>>>,
     requests: Arc<Mutex<Vec<Value>>>,
+    stamp: bool,
 }
 
 impl Replay {
     /// No scripts.
     pub fn new() -> Self {
         Replay::default()
+    }
+
+    /// Adds `"replay_sent_us"` (wall clock, microseconds) to every JSON event as it is sent,
+    /// so that a client can measure each chunk's latency (the benchmark does).
+    pub fn with_stamps(mut self) -> Self {
+        self.stamp = true;
+        self
     }
 
     /// Registers the answer to requests with `"model": model`.
@@ -291,23 +299,43 @@ async fn answer(State(replay): State<Replay>, body: axum::body::Bytes) -> Respon
             .collect();
         return (status, [("content-type", "application/json")], bytes).into_response();
     }
-    let stream = futures_util::stream::unfold(script.steps.into_iter(), |mut steps| async move {
-        loop {
-            match steps.next()? {
-                Step::Bytes(b) => return Some((Ok::<_, std::io::Error>(Bytes::from(b)), steps)),
-                Step::SleepMs(ms) => tokio::time::sleep(Duration::from_millis(ms)).await,
-                Step::Hang => std::future::pending::<()>().await,
-                Step::Cut => {
-                    return Some((
-                        Err(std::io::Error::new(std::io::ErrorKind::BrokenPipe, "cut")),
-                        steps,
-                    ))
+    let stamp = replay.stamp;
+    let stream =
+        futures_util::stream::unfold(script.steps.into_iter(), move |mut steps| async move {
+            loop {
+                match steps.next()? {
+                    Step::Bytes(b) if stamp => {
+                        return Some((Ok::<_, std::io::Error>(Bytes::from(stamped(b))), steps))
+                    }
+                    Step::Bytes(b) => {
+                        return Some((Ok::<_, std::io::Error>(Bytes::from(b)), steps))
+                    }
+                    Step::SleepMs(ms) => tokio::time::sleep(Duration::from_millis(ms)).await,
+                    Step::Hang => std::future::pending::<()>().await,
+                    Step::Cut => {
+                        return Some((
+                            Err(std::io::Error::new(std::io::ErrorKind::BrokenPipe, "cut")),
+                            steps,
+                        ))
+                    }
                 }
             }
-        }
-    });
+        });
     Response::builder()
         .header("content-type", "text/event-stream")
         .body(Body::from_stream(stream))
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+/// `data: {…}` events get `"replay_sent_us": <now>` as their first field.
+fn stamped(b: Vec<u8>) -> Vec<u8> {
+    let Some(rest) = b.strip_prefix(b"data: {") else {
+        return b;
+    };
+    let us = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros());
+    let mut out = format!("data: {{\"replay_sent_us\": {us}, ").into_bytes();
+    out.extend_from_slice(rest);
+    out
 }

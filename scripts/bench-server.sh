@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Load benchmark of citeflow serve (not a test): N concurrent streams straight from a replaying
+# upstream, then through citeflow (SQLite store), in one run. Prints a Markdown table:
+# throughput ratio, per-chunk latency p50/p99 of both paths and what citeflow adds, and
+# citeflow's resident memory per open stream.
+#
+#   scripts/bench-server.sh [STREAMS] [PACE_MS] [MODEL]
+#   defaults: 100,1000  20  smollm2-01.sse (200 chunks, about one token each)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+STREAMS="${1:-100,1000}"
+PACE_MS="${2:-20}"
+MODEL="${3:-smollm2-01.sse}"
+TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+SHARED="${CITEFLOW_SHARED_DIR:-$(cd "$ROOT/.." && pwd)/shared}"
+[ -d "$SHARED/fixtures/streams" ] || { echo "shared fixtures not found at $SHARED" >&2; exit 1; }
+
+cargo build --quiet --locked --release -p citeflow-cli
+cargo build --quiet --locked --release -p citeflow-server --features _replay --example replay_upstream --example bench
+
+WORK="$(mktemp -d)"
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT INT TERM
+first_line() {
+    for _ in $(seq 1 200); do
+        if [ -s "$1" ]; then head -n1 "$1"; return 0; fi
+        sleep 0.05
+    done
+    echo "server did not start: $1" >&2
+    return 1
+}
+
+CITEFLOW_REPLAY_STAMPS=1 "$TARGET_DIR/release/examples/replay_upstream" "$SHARED/fixtures/streams" "$PACE_MS" \
+    > "$WORK/upstream.out" &
+PIDS+=($!)
+UPSTREAM="$(first_line "$WORK/upstream.out")"
+CITEFLOW_LOG=warn "$TARGET_DIR/release/citeflow" serve --upstream "$UPSTREAM" --listen 127.0.0.1:0 \
+    --store "sqlite:$WORK/citeflow.db" > "$WORK/citeflow.out" &
+CITEFLOW_PID=$!
+PIDS+=("$CITEFLOW_PID")
+CITEFLOW="$(first_line "$WORK/citeflow.out" | sed 's/^citeflow listening on //')/v1"
+
+echo "machine: $(nproc) cores, $(uname -sr); $(rustc --version)"
+echo "model $MODEL, upstream pace ${PACE_MS} ms per chunk, store sqlite (WAL)"
+"$TARGET_DIR/release/examples/bench" "$UPSTREAM" "$CITEFLOW" "$CITEFLOW_PID" "$MODEL" "$STREAMS"

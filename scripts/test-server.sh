@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# citeflow serve with the official `openai` Python client: builds the `citeflow` binary and
+# the replaying upstream (crates/server/examples/replay_upstream.rs), starts both on free
+# loopback ports, and runs crates/server/tests/python with pytest (warnings are errors).
+#
+# Needs: python3 (3.9+) with the venv module, cargo. Installs `openai` and `pytest` into
+# target/venv-server. Idempotent: a second run reuses the venv and the cargo cache. Both
+# servers are stopped on exit, whatever happens.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PYTHON="${PYTHON:-python3}"
+VENV="$ROOT/target/venv-server"
+TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+SHARED="${CITEFLOW_SHARED_DIR:-$(cd "$ROOT/.." && pwd)/shared}"
+[ -d "$SHARED/fixtures/streams" ] || { echo "shared fixtures not found at $SHARED" >&2; exit 1; }
+
+if [ ! -x "$VENV/bin/python" ]; then
+    mkdir -p "$ROOT/target"
+    "$PYTHON" -m venv "$VENV"
+fi
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check 'openai>=1.40,<3' pytest
+
+cargo build --quiet --locked -p citeflow-cli
+cargo build --quiet --locked -p citeflow-server --features _replay --example replay_upstream
+
+WORK="$(mktemp -d)"
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT INT TERM
+
+# Waits for the first line of a server's stdout and prints it.
+first_line() {
+    local file="$1"
+    for _ in $(seq 1 200); do
+        if [ -s "$file" ]; then head -n1 "$file"; return 0; fi
+        sleep 0.05
+    done
+    echo "server did not start: $file" >&2
+    return 1
+}
+
+"$TARGET_DIR/debug/examples/replay_upstream" "$SHARED/fixtures/streams" > "$WORK/upstream.out" &
+PIDS+=($!)
+UPSTREAM="$(first_line "$WORK/upstream.out")"
+
+CITEFLOW_LOG=warn "$TARGET_DIR/debug/citeflow" serve --upstream "$UPSTREAM" \
+    --listen 127.0.0.1:0 --store "sqlite:$WORK/citeflow.db" --api-key test-key \
+    > "$WORK/citeflow.out" &
+PIDS+=($!)
+CITEFLOW_URL="$(first_line "$WORK/citeflow.out" | sed 's/^citeflow listening on //')"
+
+export CITEFLOW_URL CITEFLOW_API_KEY=test-key
+"$VENV/bin/python" -m pytest -W error -q -p no:cacheprovider crates/server/tests/python
