@@ -35,6 +35,9 @@ struct Options {
     rank: Option<String>,
     inject_prompt: Option<bool>,
     max_chars_per_source: Option<usize>,
+    /// `"client"`: pass the markers through unrewritten (the web page renders them with the
+    /// WASM core); `"server"` (the default) rewrites.
+    render: Option<String>,
 }
 
 /// A parsed request, ready to go upstream.
@@ -115,6 +118,17 @@ async fn plan(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Plan,
     let settings = marker
         .settings(base)
         .with_number_source(NumberSource::External);
+    let settings = match opts.render.as_deref() {
+        None | Some("server") => settings,
+        // No syntax and no ranks: the text passes through byte for byte.
+        Some("client") => settings.with_syntaxes(&[]).with_rank(RankMode::Off),
+        Some(other) => {
+            return Err(ApiError::invalid(
+                format!("citeflow.render {other:?} is not server or client"),
+                Some("citeflow.render"),
+            ))
+        }
+    };
     if opts.inject_prompt.unwrap_or(true) && !sources.is_empty() {
         let max_chars = opts.max_chars_per_source.unwrap_or(2_000);
         let system = format!(

@@ -36,6 +36,7 @@ mod sessions;
 mod settings;
 mod state;
 mod streams;
+mod web;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -74,7 +75,7 @@ pub const ROUTES: &[(&str, &str)] = &[
 /// The axum service over `state`.
 pub fn router(state: AppState) -> Router {
     Router::new()
-        .route("/", get(index))
+        .merge(web::router())
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .route("/openapi.json", get(openapi))
@@ -89,14 +90,6 @@ pub fn router(state: AppState) -> Router {
         .fallback(no_route)
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
-}
-
-/// The web page will be served here (issue 8); for now a short pointer to the API.
-async fn index() -> impl IntoResponse {
-    (
-        [(CONTENT_TYPE, "text/plain; charset=utf-8")],
-        "citeflow server: POST /v1/chat/completions; API described at /openapi.json\n",
-    )
 }
 
 async fn healthz() -> impl IntoResponse {

@@ -1,0 +1,129 @@
+//! The chat page: `GET /` and its assets under `/assets/`, compiled into the binary (no CDN, it
+//! works offline), and the WebAssembly build of `citeflow-wasm` under `/wasm/` for the page's
+//! client-side rendering mode.
+//!
+//! The page is plain JavaScript with no build step. In the default mode it only displays what
+//! the server sends: the rewritten text and the citation events of each chunk. In the
+//! client-side mode it asks with `citeflow.render = "client"` (raw markers pass through) and
+//! feeds the text to the WASM core. The WASM files are not embedded: they are read at request
+//! time from `CITEFLOW_WASM_DIR`, by default the `crates/wasm/pkg/web` directory of the source
+//! tree the binary was built from (`scripts/test-wasm.sh` builds it); when they are missing,
+//! `/wasm/*` answers 404 and the page disables the switch.
+
+use std::path::PathBuf;
+
+use axum::extract::Path;
+use axum::http::header::{CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE};
+use axum::http::{HeaderName, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+
+use crate::state::AppState;
+
+const INDEX_HTML: &str = include_str!("../web/index.html");
+const APP_JS: &str = include_str!("../web/app.js");
+const APP_CSS: &str = include_str!("../web/app.css");
+const ICON_SVG: &str = include_str!("../web/icon.svg");
+
+/// Scripts only from this origin (plus compiling WebAssembly), no inline script, requests
+/// only to this origin.
+const CSP: &str = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; \
+                   img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; \
+                   frame-ancestors 'none'; form-action 'self'";
+
+/// The files of the WASM web build that the page loads.
+const WASM_FILES: &[(&str, &str)] = &[
+    ("citeflow_wasm.js", "text/javascript; charset=utf-8"),
+    ("citeflow_wasm_bg.wasm", "application/wasm"),
+];
+
+/// The page's routes: `/`, `/assets/{file}`, `/wasm/{file}`.
+pub(crate) fn router() -> Router<AppState> {
+    Router::new()
+        .route("/", get(index))
+        .route("/assets/{file}", get(asset))
+        .route("/wasm/{file}", get(wasm))
+}
+
+fn page(content_type: &'static str, body: &'static str) -> Response {
+    (
+        [
+            (CONTENT_TYPE, HeaderValue::from_static(content_type)),
+            (CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+            (CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP)),
+            (
+                HeaderName::from_static("x-content-type-options"),
+                HeaderValue::from_static("nosniff"),
+            ),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+async fn index() -> Response {
+    page("text/html; charset=utf-8", INDEX_HTML)
+}
+
+async fn asset(Path(file): Path<String>) -> Response {
+    match file.as_str() {
+        "app.js" => page("text/javascript; charset=utf-8", APP_JS),
+        "app.css" => page("text/css; charset=utf-8", APP_CSS),
+        "icon.svg" => page("image/svg+xml", ICON_SVG),
+        _ => not_found(),
+    }
+}
+
+fn not_found() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        [(CONTENT_TYPE, "text/plain; charset=utf-8")],
+        "not found\n",
+    )
+        .into_response()
+}
+
+/// Where the WASM web build is read from.
+fn wasm_dir() -> PathBuf {
+    std::env::var_os("CITEFLOW_WASM_DIR").map_or_else(
+        || PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../wasm/pkg/web")),
+        PathBuf::from,
+    )
+}
+
+async fn wasm(Path(file): Path<String>) -> Response {
+    let Some(&(name, content_type)) = WASM_FILES.iter().find(|(n, _)| *n == file) else {
+        return not_found();
+    };
+    let path = wasm_dir().join(name);
+    match tokio::task::spawn_blocking(move || std::fs::read(path)).await {
+        Ok(Ok(bytes)) => (
+            [
+                (CONTENT_TYPE, HeaderValue::from_static(content_type)),
+                (CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+                (
+                    HeaderName::from_static("x-content-type-options"),
+                    HeaderValue::from_static("nosniff"),
+                ),
+            ],
+            bytes,
+        )
+            .into_response(),
+        _ => not_found(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_page_links_only_embedded_assets() {
+        for asset in ["/assets/app.js", "/assets/app.css", "/assets/icon.svg"] {
+            assert!(INDEX_HTML.contains(asset), "{asset}");
+        }
+        assert!(!INDEX_HTML.contains("http://") && !INDEX_HTML.contains("https://"));
+        assert!(!APP_JS.contains("import(\"http") && !APP_CSS.contains("@import"));
+    }
+}

@@ -1,0 +1,463 @@
+// The chat page in headless Chromium against `citeflow serve` and a replaying upstream.
+// Assertions are made on intermediate DOM states while the answer streams (a MutationObserver
+// log kept in the page, and polling), not only on the end state.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, writeFileSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { servers, script, launch, screenshots, citeflowBin } from "./harness.mjs";
+import { sharedDir } from "./upstream.mjs";
+
+let env;
+let browser;
+
+before(async () => {
+  env = await servers();
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  await env?.stop();
+});
+
+const SOURCES = [
+  {
+    id: "source_3",
+    title: "Paris — Wikipedia",
+    url: "https://en.wikipedia.org/wiki/Paris",
+    snippet: "Paris is the capital and largest city of France.",
+  },
+  {
+    id: "source_7",
+    title: "Seine — Wikipedia",
+    url: "https://en.wikipedia.org/wiki/Seine",
+    snippet: "The Seine flows through the heart of Paris.",
+  },
+  {
+    id: "source_12",
+    title: "Eiffel Tower — Wikipedia",
+    url: "https://en.wikipedia.org/wiki/Eiffel_Tower",
+    text: "The Eiffel Tower was completed in 1889 for the World's Fair.",
+  },
+];
+// Markers cut across chunks, a repeated source, an unknown id.
+const PIECES = [
+  "Paris is the capital of France ",
+  "[[sou",
+  "rce_3]]. The Seine ",
+  "flows through it [[source_7",
+  "]]",
+  " and past the tower [[source_12]]",
+  ", built in 1889 [[source_3]]. ",
+  "Some say [[source_99]]",
+  " is a source too.",
+];
+const EXPECTED_TEXT =
+  "Paris is the capital of France [1]. The Seine flows through it [2] and past the tower [3], " +
+  "built in 1889 [1]. Some say [?] is a source too.";
+
+/** Records, in the page, every list entry and every number as it is added to the DOM. */
+function recordMutations() {
+  window.__log = [];
+  // The callback runs after a batch: an added subtree may already hold nodes added later.
+  const seen = new WeakSet();
+  new MutationObserver((records) => {
+    for (const r of records) {
+      for (const n of r.addedNodes) {
+        if (n.nodeType !== 1) continue;
+        const busy = n.closest?.(".answer")?.getAttribute("aria-busy") === "true";
+        const all = (sel) =>
+          (n.matches(sel) ? [n] : [...n.querySelectorAll(sel)]).filter((e) => !seen.has(e) && seen.add(e));
+        for (const li of all("li.src")) window.__log.push({ kind: "source", n: Number(li.dataset.n), busy });
+        for (const a of all(".cite a")) window.__log.push({ kind: "cite", n: Number(a.dataset.n), busy });
+      }
+    }
+  }).observe(document, { childList: true, subtree: true });
+}
+
+async function openPage({ width = 1200, height = 800 } = {}) {
+  const ctx = await browser.newContext({ viewport: { width, height }, deviceScaleFactor: 1 });
+  await ctx.addInitScript(recordMutations);
+  const page = await ctx.newPage();
+  const errors = [];
+  const requests = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  page.on("request", (r) => requests.push({ url: r.url(), method: r.method(), headers: r.headers() }));
+  await page.goto(`${env.base}/`);
+  await page.waitForFunction(() => document.documentElement.dataset.ready === "1");
+  return { ctx, page, errors, requests };
+}
+
+/** Sets a form field the way a user would end up with it (some sit in a closed <details>). */
+async function setField(page, selector, value) {
+  await page.evaluate(
+    ([sel, v]) => {
+      const e = document.querySelector(sel);
+      e.value = v;
+      e.dispatchEvent(new Event("change", { bubbles: true }));
+    },
+    [selector, value],
+  );
+}
+
+/** Types the question and presses Enter; resolves to the new answer's id. */
+async function ask(page, question, { model, sources, marker = "double_bracket" } = {}) {
+  if (model) await setField(page, "#model", model);
+  await setField(page, "#marker", marker);
+  if (sources) await setField(page, "#sources-json", JSON.stringify(sources));
+  const before = await page.locator(".answer").count();
+  await page.locator("#question").fill(question);
+  await page.locator("#question").press("Enter");
+  await page.waitForFunction((n) => document.querySelectorAll(".answer").length > n, before);
+  return page.locator(".answer").nth(before).getAttribute("id");
+}
+
+async function finished(page, id, timeout = 30000) {
+  await page.waitForFunction((i) => document.getElementById(i)?.dataset.state, id, { timeout });
+  return page.evaluate((i) => document.getElementById(i).dataset.state, id);
+}
+
+/** What an answer shows: its text, the numbers in text order, the list (number, id, group). */
+function view(page, id) {
+  return page.evaluate((i) => {
+    const card = document.getElementById(i);
+    return {
+      text: card.querySelector(".text").textContent,
+      numbers: [...card.querySelectorAll(".text .cite a")].map((a) => Number(a.dataset.n)),
+      unresolved: [...card.querySelectorAll(".text .unresolved")].map((u) => u.dataset.reason),
+      list: [...card.querySelectorAll(".src")].map((li) => [
+        Number(li.dataset.n),
+        li.dataset.sourceId,
+        li.closest(".group").dataset.key,
+      ]),
+      report: card.querySelector(".report").textContent,
+    };
+  }, id);
+}
+
+async function shot(page, locator, name) {
+  await locator.screenshot({ path: join(screenshots, name), animations: "disabled" });
+}
+
+test("the page and its assets come from the binary and load nothing from elsewhere", async () => {
+  const resp = await fetch(`${env.base}/`);
+  assert.equal(resp.status, 200);
+  assert.match(resp.headers.get("content-type"), /text\/html/);
+  assert.match(resp.headers.get("content-security-policy"), /default-src 'self'/);
+  for (const a of ["app.js", "app.css", "icon.svg"]) {
+    assert.equal((await fetch(`${env.base}/assets/${a}`)).status, 200, a);
+  }
+  assert.equal((await fetch(`${env.base}/assets/nope.js`)).status, 404);
+  const { ctx, page, errors, requests } = await openPage();
+  const origin = new URL(env.base).origin;
+  const foreign = requests.filter((r) => !r.url.startsWith(origin));
+  assert.deepEqual(foreign, [], "requests to other origins");
+  assert.deepEqual(errors, []);
+  assert.equal(await page.locator("#mode-book").isDisabled(), true, "no books endpoint yet");
+  assert.match(await page.locator("#book-note").textContent(), /no books endpoint/);
+  await ctx.close();
+});
+
+test("numbers appear while the answer streams and the list fills before the text shows each number", async () => {
+  await script(env.upstream, "paris", PIECES, { paceMs: 250 });
+  const { ctx, page, errors } = await openPage();
+  const id = await ask(page, "What is Paris known for?", { model: "paris", sources: SOURCES });
+  const card = page.locator(`#${id}`);
+
+  // Mid-stream: some numbers are shown, the answer is still streaming.
+  await page.waitForFunction(
+    (i) => document.querySelectorAll(`#${i} .text .cite a`).length >= 2,
+    id,
+  );
+  const mid = await page.evaluate((i) => {
+    const c = document.getElementById(i);
+    const first = c.querySelector(".text .cite a");
+    return {
+      busy: c.getAttribute("aria-busy"),
+      cites: c.querySelectorAll(".text .cite a").length,
+      listed: c.querySelectorAll(".src").length,
+      firstTop: first.getBoundingClientRect().top,
+      questionTop: c.querySelector(".question").getBoundingClientRect().top,
+      live: c.querySelector(".badge.live")?.textContent,
+    };
+  }, id);
+  assert.equal(mid.busy, "true", "still streaming");
+  assert.equal(mid.live, "streaming");
+  assert.ok(mid.cites < 4, `only part of the numbers so far (${mid.cites})`);
+  assert.ok(mid.listed >= 2);
+  await shot(page, page.locator(".layout"), "streaming-midway.png");
+
+  assert.equal(await finished(page, id), "done");
+  const v = await view(page, id);
+  assert.equal(v.text, EXPECTED_TEXT);
+  assert.deepEqual(v.numbers, [1, 2, 3, 1]);
+  assert.deepEqual(v.unresolved, ["unknown_id"]);
+  assert.deepEqual(
+    v.list.map(([n, sid]) => [n, sid]),
+    [
+      [1, "source_3"],
+      [2, "source_7"],
+      [3, "source_12"],
+    ],
+  );
+  assert.match(v.report, /3 sources · 4 citations · 1 unresolved · list verified/);
+
+  // The log: every entry joined the list before the text showed its number, in the order of
+  // first appearance, and all of it happened while the answer was streaming.
+  const log = await page.evaluate(() => window.__log);
+  const firstCite = (n) => log.findIndex((e) => e.kind === "cite" && e.n === n);
+  const sourceAt = (n) => log.findIndex((e) => e.kind === "source" && e.n === n);
+  for (const n of [1, 2, 3]) {
+    assert.ok(sourceAt(n) >= 0 && sourceAt(n) < firstCite(n), `source ${n} listed before its number: ${JSON.stringify(log)}`);
+  }
+  assert.deepEqual(
+    log.filter((e) => e.kind === "source").map((e) => e.n),
+    [1, 2, 3],
+  );
+  assert.ok(log.every((e) => e.busy), "every number and entry arrived during streaming");
+  assert.equal(log.filter((e) => e.kind === "source").length, 3, "no entry twice");
+
+  // No layout jump: what was on screen mid-stream has not moved.
+  const end = await page.evaluate((i) => {
+    const c = document.getElementById(i);
+    return {
+      firstTop: c.querySelector(".text .cite a").getBoundingClientRect().top,
+      questionTop: c.querySelector(".question").getBoundingClientRect().top,
+    };
+  }, id);
+  assert.equal(end.firstTop, mid.firstTop);
+  assert.equal(end.questionTop, mid.questionTop);
+
+  // Hover shows the cited passage; an unresolved marker shows why.
+  await card.locator(".text .cite a").nth(2).hover();
+  await page.waitForSelector("#tip:not([hidden])");
+  assert.match(await page.locator("#tip").textContent(), /Eiffel Tower — Wikipedia.*completed in 1889/);
+  await card.locator(".text .unresolved").hover();
+  assert.match(await page.locator("#tip").textContent(), /Unresolved: \[\[source_99\]\].*unknown_id: source_99/);
+  await page.mouse.move(0, 0);
+  await page.waitForSelector("#tip", { state: "hidden" });
+
+  // Keyboard: Tab reaches a number, focus shows its passage, Enter jumps to the list entry.
+  await card.locator(".text .cite a").first().focus();
+  await page.keyboard.press("Tab");
+  const focused = await page.evaluate(() => document.activeElement.dataset.n);
+  assert.equal(focused, "2");
+  assert.match(await page.locator("#tip").textContent(), /Seine — Wikipedia.*heart of Paris/);
+  await page.keyboard.press("Enter");
+  assert.equal(await page.evaluate(() => document.activeElement.id), `${id}-src-2`);
+  await page.keyboard.press("Escape");
+
+  // Each list entry has its title and link.
+  const entry = card.locator(`#${id}-src-1`);
+  assert.equal(await entry.locator("a.title").getAttribute("href"), "https://en.wikipedia.org/wiki/Paris");
+  await shot(page, page.locator(".layout"), "finished-with-list.png");
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});
+
+test("the style switch shows [1], 【1】 and footnotes, and the server renders the chosen style", async () => {
+  await script(env.upstream, "paris-fast", PIECES, { paceMs: 5 });
+  const { ctx, page } = await openPage();
+  await page.locator("#style").selectOption("full_width");
+  const id = await ask(page, "Paris?", { model: "paris-fast", sources: SOURCES });
+  assert.equal(await finished(page, id), "done");
+  let v = await view(page, id);
+  assert.equal(v.text, EXPECTED_TEXT.replaceAll("[1]", "【1】").replace("[2]", "【2】").replace("[3]", "【3】").replace("[?]", "【?】"));
+  assert.equal(await page.locator("[data-mismatch]").count(), 0, "the server rendered 【n】 as asked");
+  await page.locator("#style").selectOption("footnote");
+  v = await view(page, id);
+  assert.ok(v.text.startsWith("Paris is the capital of France 1. The Seine flows through it 2 "), v.text);
+  await page.locator("#style").selectOption("brackets");
+  assert.equal((await view(page, id)).text, EXPECTED_TEXT);
+  await ctx.close();
+});
+
+test("a dropped connection resumes with Last-Event-ID: same text, same numbers, nothing twice", async () => {
+  const pieces = [];
+  for (let i = 0; i < 6; i++) {
+    pieces.push(`Sentence ${i} about Paris `, `[[source_${[3, 7, 12][i % 3]}]]`, ". ");
+  }
+  await script(env.upstream, "long", pieces, { paceMs: 120 });
+  const { ctx, page, errors, requests } = await openPage();
+  const plain = await ask(page, "uninterrupted", { model: "long", sources: SOURCES });
+  assert.equal(await finished(page, plain), "done");
+  const want = await view(page, plain);
+
+  const id = await ask(page, "interrupted", { model: "long" });
+  await page.waitForFunction((i) => document.querySelectorAll(`#${i} .text .cite a`).length >= 2, id);
+  const before = await view(page, id);
+  assert.equal(await page.evaluate(() => window.citeflow.dropConnection()), true);
+  assert.equal(await finished(page, id), "done");
+  const got = await view(page, id);
+  assert.equal(got.text, want.text);
+  assert.deepEqual(got.numbers, want.numbers);
+  assert.deepEqual(got.list, want.list);
+  assert.deepEqual(got.numbers.slice(0, before.numbers.length), before.numbers, "no renumbering");
+  const resumed = await page.locator(`#${id} .badge.resumed`).textContent();
+  assert.match(resumed, /resumed after event \d+/);
+  const resume = requests.find((r) => r.url.includes("/v1/streams/"));
+  assert.ok(resume, "the page reconnected to /v1/streams/{id}");
+  assert.match(resume.headers["last-event-id"], /^\d+$/);
+  assert.equal(resume.headers["last-event-id"], resumed.match(/\d+/)[0]);
+  const log = await page.evaluate((i) => window.__log.filter((e) => e.kind === "source").length, id);
+  assert.ok(log >= 6, "two answers of three sources each");
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});
+
+test("agent mode groups the list by round with each round's query and keeps numbers across answers", async () => {
+  await script(env.upstream, "agent-1", ["The Seine [[source_2]] flows through Paris, ", "the capital [[source_1]]."], { paceMs: 80 });
+  await script(env.upstream, "agent-2", ["Again [[source_1]], and the region [[source_4]]."], { paceMs: 80 });
+  const { ctx, page, errors } = await openPage();
+  await page.locator('input[name="mode"][value="agent"]').check();
+  const rounds = [
+    {
+      query: "capital of France",
+      sources: [
+        { id: "source_1", title: "France", snippet: "Its capital is Paris." },
+        { id: "source_4", title: "Île-de-France", snippet: "The region around Paris." },
+      ],
+    },
+    { query: "river through Paris", sources: [{ id: "source_2", title: "Seine", snippet: "The Seine flows through Paris." }] },
+  ];
+  for (const [i, r] of rounds.entries()) {
+    await page.locator(".round-query").nth(i).fill(r.query);
+    await page.locator(".round-sources").nth(i).fill(JSON.stringify(r.sources));
+  }
+  const a1 = await ask(page, "Which river and which capital?", { model: "agent-1" });
+  assert.equal(await finished(page, a1), "done");
+  const v1 = await view(page, a1);
+  assert.deepEqual(v1.numbers, [1, 2]);
+  assert.deepEqual(v1.list, [
+    [2, "source_1", "r1"],
+    [1, "source_2", "r2"],
+  ]);
+  const heads = await page.locator(`#${a1} .group h4`).allTextContents();
+  assert.deepEqual(heads, ["Round 1: capital of France", "Round 2: river through Paris"]);
+
+  const a2 = await ask(page, "And again?", { model: "agent-2" });
+  assert.equal(await finished(page, a2), "done");
+  const v2 = await view(page, a2);
+  assert.deepEqual(v2.numbers, [2, 3], "source_1 keeps its number in the session");
+  assert.match(await page.locator(`#${a2}-src-2`).textContent(), /numbered in an earlier answer/);
+  assert.ok(await page.evaluate(() => window.citeflow.sessionId));
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});
+
+test("Japanese and Chinese answers render, full-width 【1】 included", async () => {
+  // A recorded SmolLM2 stream (Japanese, rank markers [1]..[4], one token a chunk).
+  const manifest = readFileSync(join(sharedDir, "fixtures/streams/smollm2-manifest.jsonl"), "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l))
+    .find((m) => m.file === "smollm2-17.sse");
+  const system = manifest.request.messages[0].content;
+  const sources = manifest.source_ids.map((n) => ({
+    id: `doc_${n}`,
+    title: `資料${n}`,
+    text: system.split("\n").find((l) => l.startsWith(`[${n}] `)).slice(n.length + 3),
+  }));
+  const { ctx, page, errors } = await openPage();
+  await page.locator("#style").selectOption("full_width");
+  const ja = await ask(page, "夏目漱石について簡単に説明してください。", {
+    model: "file:smollm2-17.sse",
+    sources,
+    marker: "rank",
+  });
+  assert.equal(await finished(page, ja), "done");
+  const v = await view(page, ja);
+  assert.deepEqual(v.numbers, [1, 2, 3, 4]);
+  assert.ok(v.text.startsWith("夏目漱石について"), v.text);
+  assert.ok(v.text.includes("【1】 2018年"), v.text);
+  assert.ok(!v.text.includes("\uFFFD"), "no broken characters");
+  assert.deepEqual(v.list.map((l) => l[1]), ["doc_1", "doc_2", "doc_3", "doc_4"]);
+
+  // Chinese, every SSE event cut into 4-byte writes (inside characters and markers).
+  await script(env.upstream, "zh", ["巴黎是法国的首都[[source_3]]。", "塞纳河流经巴黎[[source_7]]，", "埃菲尔铁塔[[source_12]]建于1889年。"], {
+    paceMs: 30,
+    splitBytes: 4,
+  });
+  const zh = await ask(page, "巴黎有什么？", { model: "zh", sources: SOURCES, marker: "double_bracket" });
+  assert.equal(await finished(page, zh), "done");
+  const z = await view(page, zh);
+  assert.equal(z.text, "巴黎是法国的首都【1】。塞纳河流经巴黎【2】，埃菲尔铁塔【3】建于1889年。");
+  await page.locator(`#${zh} .text .cite a`).first().hover();
+  assert.match(await page.locator("#tip").textContent(), /capital and largest city/);
+  await page.mouse.move(0, 0);
+  await shot(page, page.locator(".answers"), "cjk-answers.png");
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});
+
+test("a book source shows its chapter and CFI (passages of `citeflow ingest`, uploaded as a file)", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "citeflow-web-"));
+  const out = join(dir, "alice.json");
+  execFileSync(citeflowBin, ["ingest", join(sharedDir, "fixtures/epub/alice.epub"), "--format", "json", "--out", out], {
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  const passages = JSON.parse(readFileSync(out, "utf8")).filter((p) => p.locator?.chapter_title && p.locator?.cfi);
+  assert.ok(passages.length >= 10, "passages with chapter and CFI");
+  const chapters = [...new Map(passages.map((p) => [p.locator.chapter_title, p])).values()];
+  const [a, b] = [chapters[1] ?? passages[1], chapters[2] ?? passages[2]];
+  writeFileSync(join(dir, "two.json"), JSON.stringify([a, b]));
+  await script(env.upstream, "book", [`Alice follows the Rabbit [[${a.id}]]`, ` and the story goes on [[${b.id}]].`], { paceMs: 60 });
+  const { ctx, page, errors } = await openPage();
+  await page.locator("#sources-file").setInputFiles(join(dir, "two.json"));
+  await page.waitForFunction(() => document.querySelector("#sources-json").value.includes("locator"));
+  const id = await ask(page, "What happens to Alice?", { model: "book" });
+  assert.equal(await finished(page, id), "done");
+  const entry = page.locator(`#${id}-src-1`);
+  assert.equal(await entry.locator(".chapter").textContent(), `Chapter: ${a.locator.chapter_title}`);
+  assert.equal(await entry.locator(".cfi").textContent(), a.locator.cfi);
+  await page.locator(`#${id} .text .cite a`).first().hover();
+  const tip = await page.locator("#tip").textContent();
+  assert.ok(tip.includes(a.locator.cfi) && tip.includes(a.locator.chapter_title), tip);
+  assert.ok(tip.includes((a.snippet || a.text).slice(0, 40)), tip);
+  await shot(page, page.locator(".layout"), "book-source.png");
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});
+
+test("client-side rendering with the WASM core shows the same numbers as the server", async () => {
+  const wasm = await fetch(`${env.base}/wasm/citeflow_wasm.js`, { method: "HEAD" });
+  assert.equal(wasm.status, 200, "the WASM web build is served at /wasm/ (scripts/test-web.sh builds it)");
+  await script(env.upstream, "paris-wasm", PIECES, { paceMs: 40, splitBytes: 7 });
+  const { ctx, page, errors, requests } = await openPage();
+  const server = await ask(page, "server-side", { model: "paris-wasm", sources: SOURCES });
+  assert.equal(await finished(page, server), "done");
+  await page.locator("#render").selectOption("client");
+  const client = await ask(page, "client-side", { model: "paris-wasm" });
+  assert.equal(await finished(page, client), "done");
+  const [s, c] = [await view(page, server), await view(page, client)];
+  assert.equal(c.text, EXPECTED_TEXT);
+  assert.equal(c.text, s.text);
+  assert.deepEqual(c.numbers, s.numbers);
+  assert.deepEqual(c.list, s.list);
+  assert.deepEqual(c.unresolved, s.unresolved);
+  assert.match(c.report, /rendered in the browser \(WASM\)/);
+  const posts = requests.filter((r) => r.url.endsWith("/v1/chat/completions"));
+  assert.equal(posts.length, 2);
+  assert.ok(requests.some((r) => r.url.endsWith("/wasm/citeflow_wasm_bg.wasm")));
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});
+
+test("phone width: readable, nothing wider than the screen", async () => {
+  await script(env.upstream, "paris-phone", PIECES, { paceMs: 5 });
+  const { ctx, page } = await openPage({ width: 390, height: 844 });
+  const id = await ask(page, "Paris?", { model: "paris-phone", sources: SOURCES });
+  assert.equal(await finished(page, id), "done");
+  const m = await page.evaluate(() => ({
+    scroll: document.documentElement.scrollWidth,
+    width: window.innerWidth,
+    font: parseFloat(getComputedStyle(document.querySelector(".text")).fontSize),
+  }));
+  assert.ok(m.scroll <= m.width, `page ${m.scroll}px wide on a ${m.width}px screen`);
+  assert.ok(m.font >= 14);
+  await ctx.close();
+});

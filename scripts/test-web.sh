@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Browser tests of the chat page that `citeflow serve` serves at `GET /`: real headless
+# Chromium (Debian's `chromium`, driven by npm `playwright-core`) against `citeflow serve` and a
+# replaying OpenAI-style upstream (crates/server/tests/browser/upstream.mjs), both on free
+# loopback ports, started here and stopped by a trap. The tests save screenshots into
+# docs/screenshots/.
+#
+# Installs what is missing: Debian's chromium and a CJK font (fonts-wqy-microhei, so Japanese
+# and Chinese render in the screenshots) with apt-get, the test project's npm packages
+# (npm ci in crates/server/tests/browser), and — when crates/wasm/pkg/web is missing — the WASM
+# web build (cargo build for wasm32-unknown-unknown, then wasm-bindgen-cli of the version in
+# Cargo.lock). Builds `citeflow` (cargo build -p citeflow-cli --locked). Safe to run twice.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+tests="crates/server/tests/browser"
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+export CITEFLOW_SHARED_DIR="${CITEFLOW_SHARED_DIR:-$(cd "$root/.." && pwd)/shared}"
+
+step() { printf '\n== %s\n' "$*"; }
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+step "tools"
+missing=()
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+fc-list :lang=ja 2>/dev/null | grep -q . || missing+=(fonts-wqy-microhei)
+if [ "${#missing[@]}" -gt 0 ]; then
+  as_root apt-get update
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+fi
+echo "node $(node --version), $(/usr/bin/chromium --version 2>/dev/null | head -n1)"
+
+step "npm ci ($tests)"
+(cd "$tests" && npm ci --no-audit --no-fund)
+
+target_dir="$(cargo metadata --format-version 1 --no-deps \
+  | node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => console.log(JSON.parse(s).target_directory))')"
+
+step "WASM web build (crates/wasm/pkg/web), for the client-side rendering switch"
+pkg_web="crates/wasm/pkg/web"
+if [ -f "$pkg_web/citeflow_wasm.js" ] && [ -f "$pkg_web/citeflow_wasm_bg.wasm" ]; then
+  echo "present (scripts/test-wasm.sh rebuilds it)"
+else
+  if command -v rustup >/dev/null && ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+    rustup target add wasm32-unknown-unknown
+  fi
+  want="$(awk '$0 == "name = \"wasm-bindgen\"" { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)"
+  have="$(wasm-bindgen --version 2>/dev/null | awk '{ print $2 }' || true)"
+  if [ "$have" != "$want" ]; then
+    # Not --locked: the registry index lacks one of its pinned dependencies.
+    cargo install wasm-bindgen-cli --version "$want" --force
+  fi
+  cargo build -p citeflow-wasm --target wasm32-unknown-unknown --profile wasm-release --locked
+  wasm-bindgen --target web --out-dir "$pkg_web" --remove-name-section --remove-producers-section \
+    "$target_dir/wasm32-unknown-unknown/wasm-release/citeflow_wasm.wasm"
+fi
+export CITEFLOW_WASM_DIR="$root/$pkg_web"
+
+step "build citeflow"
+cargo build -p citeflow-cli --locked
+export CITEFLOW_BIN="$target_dir/debug/citeflow"
+
+step "start the replaying upstream and citeflow serve on free loopback ports"
+work="$(mktemp -d)"
+upstream_pid=""
+serve_pid=""
+cleanup() {
+  [ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null || true
+  [ -n "$upstream_pid" ] && kill "$upstream_pid" 2>/dev/null && wait "$upstream_pid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+wait_for_line() { # file pattern: prints the first match, waits up to 20 s
+  for _ in $(seq 200); do
+    if grep -Eo -m1 "$2" "$1" 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  echo "timed out waiting for '$2' in $1" >&2
+  cat "$1" >&2 || true
+  return 1
+}
+
+node "$tests/upstream.mjs" >"$work/upstream.out" 2>&1 &
+upstream_pid=$!
+upstream="$(wait_for_line "$work/upstream.out" 'http://127\.0\.0\.1:[0-9]+/v1')"
+CITEFLOW_LOG=warn "$CITEFLOW_BIN" serve --listen 127.0.0.1:0 --upstream "$upstream" --store memory \
+  >"$work/serve.out" 2>"$work/serve.err" &
+serve_pid=$!
+base="$(wait_for_line "$work/serve.out" 'http://127\.0\.0\.1:[0-9]+')"
+echo "upstream $upstream, citeflow $base"
+
+step "browser tests (headless Chromium)"
+status=0
+(cd "$tests" && CITEFLOW_WEB_BASE="$base" CITEFLOW_WEB_UPSTREAM="$upstream" \
+  node --test --test-concurrency=1 --test-reporter=spec web.test.mjs) || status=$?
+if [ "$status" -ne 0 ]; then
+  echo "--- citeflow serve stderr" >&2
+  tail -n 50 "$work/serve.err" >&2 || true
+  exit "$status"
+fi
+ls -l docs/screenshots/*.png
