@@ -116,7 +116,47 @@ async fn wasm(Path(file): Path<String>) -> Response {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use axum::body::Body;
+    use axum::http::Request;
+    use tower::ServiceExt;
+
     use super::*;
+    use crate::ServerSettings;
+
+    async fn get(path: &str) -> Response {
+        let state = AppState::new(
+            ServerSettings::new("http://127.0.0.1:9/v1"),
+            Arc::new(citeflow_store::MemoryStore::new()),
+        );
+        crate::router(state)
+            .oneshot(Request::get(path).body(Body::empty()).expect("request"))
+            .await
+            .expect("response")
+    }
+
+    #[tokio::test]
+    async fn the_page_and_its_assets_are_served_with_a_strict_policy() {
+        let r = get("/").await;
+        assert_eq!(r.status(), StatusCode::OK);
+        assert_eq!(r.headers()[CONTENT_TYPE], "text/html; charset=utf-8");
+        assert_eq!(r.headers()[CONTENT_SECURITY_POLICY], CSP);
+        let r = get("/assets/app.js").await;
+        assert_eq!(r.headers()[CONTENT_TYPE], "text/javascript; charset=utf-8");
+        assert_eq!(get("/assets/missing.js").await.status(), StatusCode::NOT_FOUND);
+    }
+
+    #[tokio::test]
+    async fn only_the_two_files_of_the_wasm_build_are_read() {
+        for path in [
+            "/wasm/citeflow_wasm.d.ts",
+            "/wasm/..%2F..%2FCargo.toml",
+            "/wasm/package.json",
+        ] {
+            assert_eq!(get(path).await.status(), StatusCode::NOT_FOUND, "{path}");
+        }
+    }
 
     #[test]
     fn the_page_links_only_embedded_assets() {
