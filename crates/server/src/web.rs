@@ -144,7 +144,10 @@ mod tests {
         assert_eq!(r.headers()[CONTENT_SECURITY_POLICY], CSP);
         let r = get("/assets/app.js").await;
         assert_eq!(r.headers()[CONTENT_TYPE], "text/javascript; charset=utf-8");
-        assert_eq!(get("/assets/missing.js").await.status(), StatusCode::NOT_FOUND);
+        assert_eq!(
+            get("/assets/missing.js").await.status(),
+            StatusCode::NOT_FOUND
+        );
     }
 
     #[tokio::test]
