@@ -77,6 +77,7 @@ export async function script(upstream, model, pieces, { paceMs = 60, splitBytes 
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ model, pieces, paceMs, splitBytes }),
   });
+  await r.arrayBuffer();
   if (!r.ok) throw new Error(`cannot register script ${model}: ${r.status}`);
 }
 

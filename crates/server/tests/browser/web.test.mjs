@@ -144,14 +144,21 @@ async function shot(page, locator, name) {
 }
 
 test("the page and its assets come from the binary and load nothing from elsewhere", async () => {
+  // Every body is read: an unread one keeps its connection (and this process) alive.
   const resp = await fetch(`${env.base}/`);
   assert.equal(resp.status, 200);
+  assert.match(await resp.text(), /<script type="module" src="\/assets\/app.js">/);
   assert.match(resp.headers.get("content-type"), /text\/html/);
   assert.match(resp.headers.get("content-security-policy"), /default-src 'self'/);
+  const status = async (url) => {
+    const r = await fetch(url);
+    await r.arrayBuffer();
+    return r.status;
+  };
   for (const a of ["app.js", "app.css", "icon.svg"]) {
-    assert.equal((await fetch(`${env.base}/assets/${a}`)).status, 200, a);
+    assert.equal(await status(`${env.base}/assets/${a}`), 200, a);
   }
-  assert.equal((await fetch(`${env.base}/assets/nope.js`)).status, 404);
+  assert.equal(await status(`${env.base}/assets/nope.js`), 404);
   const { ctx, page, errors, requests } = await openPage();
   const origin = new URL(env.base).origin;
   const foreign = requests.filter((r) => !r.url.startsWith(origin));
@@ -425,6 +432,7 @@ test("a book source shows its chapter and CFI (passages of `citeflow ingest`, up
 
 test("client-side rendering with the WASM core shows the same numbers as the server", async () => {
   const wasm = await fetch(`${env.base}/wasm/citeflow_wasm.js`, { method: "HEAD" });
+  await wasm.arrayBuffer();
   assert.equal(wasm.status, 200, "the WASM web build is served at /wasm/ (scripts/test-web.sh builds it)");
   await script(env.upstream, "paris-wasm", PIECES, { paceMs: 40, splitBytes: 7 });
   const { ctx, page, errors, requests } = await openPage();
