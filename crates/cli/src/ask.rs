@@ -37,7 +37,8 @@ pub(crate) struct AskArgs {
     /// Bearer key sent to the upstream.
     #[arg(long, env = "CITEFLOW_UPSTREAM_API_KEY", hide_env_values = true)]
     upstream_api_key: Option<String>,
-    /// Model name sent upstream.
+    /// Model name sent upstream; without --upstream, a path ending in .gguf is the local
+    /// model to run.
     #[arg(long, env = "CITEFLOW_MODEL", default_value = "default")]
     model: String,
     /// Marker the model is asked to write: double_bracket, cite_colon, cite_tag,
@@ -79,13 +80,8 @@ fn completions_url(upstream: &str) -> String {
 }
 
 pub(crate) fn run(args: AskArgs) -> Result<ExitCode> {
-    let Some(upstream) = args.upstream.clone().filter(|u| !u.trim().is_empty()) else {
-        bail!(
-            "no model to ask: pass --upstream URL (or set CITEFLOW_UPSTREAM) with the base URL \
-             of an OpenAI-compatible server, e.g. http://127.0.0.1:8089/v1; a local model \
-             arrives with a later issue, so --upstream is needed for now"
-        );
-    };
+    // No --upstream: the local model (a --model ending in .gguf picks the file).
+    let upstream = args.upstream.clone().filter(|u| !u.trim().is_empty());
     if args.k == 0 {
         bail!("-k must be at least 1");
     }
@@ -132,6 +128,21 @@ pub(crate) fn run(args: AskArgs) -> Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    let local = match &upstream {
+        Some(_) => None,
+        None => {
+            let gguf = std::path::Path::new(&args.model);
+            let gguf = gguf
+                .extension()
+                .is_some_and(|e| e == "gguf")
+                .then(|| gguf.to_owned());
+            Some(runtime.block_on(crate::local_model::start(gguf))?)
+        }
+    };
+    let upstream = match &local {
+        Some(l) => l.base_url().to_owned(),
+        None => upstream.unwrap_or_default(),
+    };
     let url = completions_url(&upstream);
     runtime.block_on(stream_answer(
         &url,

