@@ -512,13 +512,19 @@ impl Store for SqliteStore {
                 None => false,
             };
             if covered {
-                return Ok(tail
+                let events: Vec<StoredEvent> = tail
                     .events
                     .iter()
                     .filter(|e| e.id > after)
                     .take(limit)
                     .cloned()
-                    .collect());
+                    .collect();
+                // An empty answer falls through to the database: an append commits there
+                // before it reaches the tail, and a follower that saw the commit (through
+                // `wait_for_events`) must not spin on a tail that lags behind it.
+                if !events.is_empty() {
+                    return Ok(events);
+                }
             }
         }
         self.read(|c| {
@@ -546,6 +552,16 @@ impl Store for SqliteStore {
 
     async fn wait_for_events(&self, stream_id: &str, after: u64) -> Result<(), StoreError> {
         let listener = self.signals.listen(stream_id);
+        // While the stream runs, its tail is what `events_after` reads, and it is updated (then
+        // followers are notified) only after the commit: compare against it, not the file, so
+        // that a follower never sees "new events" that `events_after` cannot give it yet.
+        if let Some(tail) = self.tails().get(stream_id) {
+            if tail.events.back().is_some_and(|e| e.id > after) {
+                return Ok(());
+            }
+            drop(listener.await);
+            return Ok(());
+        }
         let (s, last) = self.read(|c| read_stream(c, stream_id))?;
         if s.status.is_finished() || last > after {
             return Ok(());
