@@ -271,3 +271,30 @@ async fn parallel_streams_of_one_session_never_give_a_number_twice() {
     assert_eq!(numbers.len(), 12);
     assert_eq!(numbers, (1..=12).collect());
 }
+
+/// Many live followers on the SQLite store must never starve the generations they follow
+/// (a follower once spun on "new events" the live tail did not hold yet).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_concurrent_streams_on_sqlite_all_finish() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = citeflow_store_sqlite::SqliteStore::open(dir.path().join("c.db")).expect("open");
+    let h = Harness::with(|s| s, std::sync::Arc::new(store)).await;
+    let raw = std::fs::read(shared_dir().join("fixtures/streams/smollm2-29.sse")).expect("read");
+    h.replay.insert("many", Script::from_sse(&raw).paced(1));
+    let tasks: Vec<_> = (0..64)
+        .map(|_| {
+            let req = h.post("/v1/chat/completions").json(&request("many"));
+            tokio::spawn(async move { read_sse(req.send().await.expect("send"), usize::MAX).await })
+        })
+        .collect();
+    let all = tokio::time::timeout(
+        Duration::from_secs(60),
+        futures_util::future::join_all(tasks),
+    )
+    .await
+    .expect("every stream finishes");
+    for events in all {
+        let events = events.expect("task");
+        assert_eq!(events.last().map(|e| e.data.as_str()), Some("[DONE]"));
+    }
+}

@@ -555,12 +555,17 @@ impl Store for SqliteStore {
         // While the stream runs, its tail is what `events_after` reads, and it is updated (then
         // followers are notified) only after the commit: compare against it, not the file, so
         // that a follower never sees "new events" that `events_after` cannot give it yet.
-        if let Some(tail) = self.tails().get(stream_id) {
-            if tail.events.back().is_some_and(|e| e.id > after) {
+        let in_tail = self
+            .tails()
+            .get(stream_id)
+            .map(|tail| tail.events.back().is_some_and(|e| e.id > after));
+        match in_tail {
+            Some(true) => return Ok(()),
+            Some(false) => {
+                listener.await;
                 return Ok(());
             }
-            drop(listener.await);
-            return Ok(());
+            None => {}
         }
         let (s, last) = self.read(|c| read_stream(c, stream_id))?;
         if s.status.is_finished() || last > after {

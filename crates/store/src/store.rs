@@ -199,6 +199,25 @@ pub fn follow(store: Arc<dyn Store>, stream_id: String, after: u64) -> EventFeed
                 st.done = true;
                 return Some((Err(e), st));
             }
+            // A store may wake a follower early; yield so that a follower can never keep its
+            // executor thread from the task that writes the events it waits for.
+            YieldNow(false).await;
         }
     }))
+}
+
+/// Returns `Pending` once (after asking to be polled again), then `Ready`.
+struct YieldNow(bool);
+
+impl std::future::Future for YieldNow {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        if self.0 {
+            return std::task::Poll::Ready(());
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    }
 }
