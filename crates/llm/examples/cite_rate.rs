@@ -29,6 +29,20 @@ const QUESTIONS: [(&str, &str); 12] = [
         "alice.epub",
         "What did the White Rabbit take out of its waistcoat-pocket?",
     ),
+    ("alice.epub", "Who was having tea with the March Hare?"),
+    (
+        "kusamakura-japanese-vertical-writing.epub",
+        "山路を登りながら、こう考えた。智に働けばどうなるか？",
+    ),
+    (
+        "alice.epub",
+        "What was left when the Cheshire Cat vanished?",
+    ),
+    ("alice.epub", "What was the Caterpillar smoking?"),
+    (
+        "kusamakura-japanese-vertical-writing.epub",
+        "住みにくい世から逃れるには何が必要か？",
+    ),
     (
         "alice.epub",
         "What was written on the little bottle that Alice found?",
@@ -37,22 +51,8 @@ const QUESTIONS: [(&str, &str); 12] = [
         "alice.epub",
         "What happened to Alice after she ate the cake?",
     ),
-    ("alice.epub", "Who was having tea with the March Hare?"),
-    (
-        "alice.epub",
-        "What was left when the Cheshire Cat vanished?",
-    ),
     ("alice.epub", "What game did the Queen play with flamingos?"),
-    ("alice.epub", "What was the Caterpillar smoking?"),
     ("alice.epub", "Who stole the tarts?"),
-    (
-        "kusamakura-japanese-vertical-writing.epub",
-        "山路を登りながら、こう考えた。智に働けばどうなるか？",
-    ),
-    (
-        "kusamakura-japanese-vertical-writing.epub",
-        "住みにくい世から逃れるには何が必要か？",
-    ),
     (
         "kusamakura-japanese-vertical-writing.epub",
         "What does the painter say about poetry and pictures?",
@@ -105,6 +105,7 @@ fn args() -> Args {
             "--max-chars" => a.max_chars = value().parse().expect("--max-chars N"),
             "--questions" => a.questions = value().parse().expect("--questions N"),
             "-v" | "--verbose" => a.verbose = true,
+            "--all-variants" => {}
             other => panic!("unknown argument {other}"),
         }
     }
@@ -187,17 +188,24 @@ async fn main() {
             .expect("index book");
         keys.insert(b, key);
     }
-    let variants: Vec<(&str, bool, Option<GrammarMode>)> = vec![
+    let all = std::env::args().any(|a| a == "--all-variants");
+    let mut variants: Vec<(&str, bool, Option<GrammarMode>)> = vec![
         ("zero-shot (proxy prompt)", false, None),
-        (
-            "zero-shot (proxy prompt)",
-            false,
-            Some(GrammarMode::WellFormed),
-        ),
         ("few-shot", true, None),
-        ("few-shot", true, Some(GrammarMode::WellFormed)),
         ("few-shot", true, Some(GrammarMode::RequireCitation)),
+        ("few-shot", true, Some(GrammarMode::CitePerSentence)),
     ];
+    if all {
+        variants.insert(
+            1,
+            (
+                "zero-shot (proxy prompt)",
+                false,
+                Some(GrammarMode::WellFormed),
+            ),
+        );
+        variants.insert(3, ("few-shot", true, Some(GrammarMode::WellFormed)));
+    }
     let mut table = vec![vec![Cell::default(); variants.len()]; MARKERS.len()];
     let mut ttfts = Vec::new();
     let mut speeds = Vec::new();

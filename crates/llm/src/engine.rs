@@ -245,6 +245,7 @@ impl Engine<'_> {
         }
         if s.frequency_penalty != 0.0 || s.presence_penalty != 0.0 {
             chain.push(LlamaSampler::penalties(
+                self.model.n_vocab(),
                 64,
                 1.0,
                 s.frequency_penalty,

@@ -11,6 +11,10 @@ pub enum GrammarMode {
     WellFormed,
     /// As `WellFormed`, and the answer must cite at least once before it may end.
     RequireCitation,
+    /// Every sentence is at most 160 characters of text and ends with one or more markers
+    /// before its full stop (`…text [2].`); plain text may then hold no `.`, `!`, `?`, `。`
+    /// or line break.
+    CitePerSentence,
 }
 
 impl GrammarMode {
@@ -19,6 +23,7 @@ impl GrammarMode {
         match self {
             GrammarMode::WellFormed => "well_formed",
             GrammarMode::RequireCitation => "require_citation",
+            GrammarMode::CitePerSentence => "cite_per_sentence",
         }
     }
 }
@@ -58,11 +63,17 @@ pub fn citation_grammar(marker: PromptMarker, ids: &[&str], mode: GrammarMode) -
         return format!("root ::= text*\ntext ::= {opener}\n");
     }
     let markers = markers.join(" | ");
-    let root = match mode {
-        GrammarMode::WellFormed => "root ::= (text | marker)*",
-        GrammarMode::RequireCitation => "root ::= text* marker (text | marker)*",
+    let (root, text) = match mode {
+        GrammarMode::WellFormed => ("root ::= (text | marker)*", opener.to_owned()),
+        GrammarMode::RequireCitation => {
+            ("root ::= text* marker (text | marker)*", opener.to_owned())
+        }
+        GrammarMode::CitePerSentence => (
+            "root ::= sentence (\" \" sentence)*\nsentence ::= text{1,160} \" \"? marker+ [.!?。]",
+            format!("{}.!?。\\n]", &opener[..opener.len() - 1]),
+        ),
     };
-    format!("{root}\ntext ::= {opener}\nmarker ::= {markers}\n")
+    format!("{root}\ntext ::= {text}\nmarker ::= {markers}\n")
 }
 
 #[cfg(test)]
@@ -87,5 +98,10 @@ mod tests {
         );
         assert!(g.contains("marker ::= \"【1】\" | \"【2】\""), "{g}");
         assert!(g.contains("text ::= [^【]"), "{g}");
+        let g = citation_grammar(PromptMarker::Rank, &["x"], GrammarMode::CitePerSentence);
+        assert_eq!(
+            g,
+            "root ::= sentence (\" \" sentence)*\nsentence ::= text{1,160} \" \"? marker+ [.!?。]\ntext ::= [^\\[.!?。\\n]\nmarker ::= \"[1]\"\n"
+        );
     }
 }

@@ -132,7 +132,8 @@ fn request(question: &str, grammar: bool) -> Value {
     });
     if grammar {
         let ids: Vec<&str> = ["alice#p3", "alice#p9", "alice#p41"].to_vec();
-        body["grammar"] = Value::String(citation_grammar(MARKER, &ids, GrammarMode::WellFormed));
+        body["grammar"] =
+            Value::String(citation_grammar(MARKER, &ids, GrammarMode::RequireCitation));
     }
     body
 }
@@ -315,8 +316,12 @@ async fn real_model_answer_through_the_proxy_survives_a_drop_and_cites() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn real_model_with_a_grammar_writes_only_known_markers() {
+async fn real_model_with_a_grammar_cites_known_sources_only() {
     let (raw, rendered) = ask_drop_resume(true).await;
     eprintln!("raw: {raw:?}\nrendered: {rendered:?}");
     assert!(!rendered.contains("[?]"), "{rendered:?}");
+    assert!(
+        !numbers_in(&rendered).is_empty(),
+        "the grammar requires a citation: {raw:?}"
+    );
 }

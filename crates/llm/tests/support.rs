@@ -77,6 +77,10 @@ pub(crate) async fn serve(generator: Arc<dyn Generate>) -> LocalServer {
 /// One SSE event: its id (if any) and data.
 #[derive(Debug, Clone)]
 pub(crate) struct Received {
+    #[cfg_attr(
+        not(feature = "local-model"),
+        expect(dead_code, reason = "read only by the real-model tests")
+    )]
     pub(crate) id: Option<u64>,
     pub(crate) data: String,
 }
