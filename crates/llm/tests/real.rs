@@ -133,7 +133,7 @@ fn request(question: &str, grammar: bool) -> Value {
     if grammar {
         let ids: Vec<&str> = ["alice#p3", "alice#p9", "alice#p41"].to_vec();
         body["grammar"] =
-            Value::String(citation_grammar(MARKER, &ids, GrammarMode::RequireCitation));
+            Value::String(citation_grammar(MARKER, &ids, GrammarMode::CitePerSentence));
     }
     body
 }
