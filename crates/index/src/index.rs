@@ -1,18 +1,22 @@
 //! [`Index`]: the tantivy index of book passages.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use tantivy::collector::TopDocs;
 use tantivy::directory::MmapDirectory;
+use tantivy::index::SegmentId;
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, INDEXED, STORED,
     STRING,
 };
-use tantivy::{IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+use tantivy::{IndexReader, IndexWriter, Opstamp, ReloadPolicy, TantivyDocument, Term};
 
+use crate::catalog::{Catalog, RecordHead};
 use crate::tokenizer::{analyzer, tokens, TOKENIZER_NAME};
-use crate::{BookPassage, IndexError};
+use crate::{BookInfo, BookPassage, IndexError};
 
 /// Memory budget of the index writer (one thread).
 const WRITER_BYTES: usize = 32 * 1024 * 1024;
@@ -32,7 +36,12 @@ pub struct Index {
     reader: IndexReader,
     fields: Fields,
     path: Option<PathBuf>,
+    /// The last [`Index::books`] answer and the segments (with their delete opstamps) it
+    /// was read from.
+    catalog: Mutex<Option<(Segments, Vec<BookInfo>)>>,
 }
+
+type Segments = BTreeMap<SegmentId, Option<Opstamp>>;
 
 impl std::fmt::Debug for Index {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -129,6 +138,7 @@ impl Index {
             reader,
             fields,
             path,
+            catalog: Mutex::new(None),
         })
     }
 
@@ -218,6 +228,67 @@ impl Index {
             .get_first(self.fields.fingerprint)
             .and_then(|v| v.as_str())
             .map(str::to_owned))
+    }
+
+    /// Picks up what other writers (another process with the same directory) committed
+    /// since this index was opened or last reloaded. [`Index::add_book`] reloads by itself.
+    ///
+    /// # Errors
+    ///
+    /// [`IndexError::Search`] when the index cannot be read.
+    pub fn reload(&self) -> Result<(), IndexError> {
+        self.reader.reload().map_err(search_err)
+    }
+
+    /// The books in the index, ordered by title: key, title, identifier, url, fingerprint,
+    /// passage count and the chapters that have passages (index, title, passage count).
+    ///
+    /// The first call reads every stored passage; the answer is kept until the index
+    /// changes (a book added or replaced, or picked up by [`Index::reload`]).
+    ///
+    /// # Errors
+    ///
+    /// [`IndexError::Search`] when the index cannot be read, [`IndexError::Corrupt`] when a
+    /// stored passage cannot be decoded.
+    pub fn books(&self) -> Result<Vec<BookInfo>, IndexError> {
+        let searcher = self.reader.searcher();
+        let segments = searcher.generation().segments().clone();
+        let mut cache = self.catalog.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((seen, books)) = cache.as_ref() {
+            if *seen == segments {
+                return Ok(books.clone());
+            }
+        }
+        let f = self.fields;
+        let mut catalog = Catalog::default();
+        for segment in searcher.segment_readers() {
+            let store = segment
+                .get_store_reader(4)
+                .map_err(|e| IndexError::Search {
+                    reason: e.to_string(),
+                })?;
+            for doc in store.iter::<TantivyDocument>(segment.alive_bitset()) {
+                let doc = doc.map_err(search_err)?;
+                let json = doc
+                    .get_first(f.record)
+                    .and_then(|v| v.as_str())
+                    .ok_or_else(|| IndexError::Corrupt {
+                        reason: "a document has no stored passage".to_owned(),
+                    })?;
+                let head: RecordHead =
+                    serde_json::from_str(json).map_err(|e| IndexError::Corrupt {
+                        reason: format!("stored passage is not valid: {e}"),
+                    })?;
+                let fingerprint = doc
+                    .get_first(f.fingerprint)
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default();
+                catalog.add(head, fingerprint);
+            }
+        }
+        let books = catalog.finish();
+        *cache = Some((segments, books.clone()));
+        Ok(books)
     }
 
     /// The `k` passages that best match `query`, best first, from every book.

@@ -6,7 +6,8 @@
 //! JSON is what `citeflow ingest` writes, one line a passage, and each line also reads as a
 //! [`citeflow_core::Source`]. [`Index`] stores the passages in a tantivy index (a directory,
 //! or memory) and finds them again by free-text query; [`Hit::passage`] and
-//! [`BookPassage::to_source`] give the sources to show the model. The text is tokenized by
+//! [`BookPassage::to_source`] give the sources to show the model; [`Index::books`] lists what
+//! it holds ([`BookInfo`]: key, title, passage count, chapters). The text is tokenized by
 //! [`CjkBigramTokenizer`]: overlapping character bigrams for Chinese, Japanese and Korean
 //! (which have no spaces between words), words for everything else.
 //!
@@ -38,12 +39,14 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod catalog;
 mod index;
 mod record;
 mod tokenizer;
 
 use std::path::PathBuf;
 
+pub use catalog::{BookInfo, ChapterInfo};
 pub use index::{Hit, Index};
 pub use record::{book_key, fingerprint, BookPassage};
 pub use tokenizer::{analyzer, tokens, CjkBigramTokenStream, CjkBigramTokenizer, TOKENIZER_NAME};

@@ -105,3 +105,51 @@ fn empty_query_gives_no_hits_and_bad_dir_is_an_error() {
     let err = Index::open_or_create(file.path()).unwrap_err();
     assert!(matches!(err, IndexError::Open { .. }), "{err}");
 }
+
+#[test]
+fn books_lists_each_book_with_its_passages_and_chapters() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut index = Index::open_or_create(dir.path()).unwrap();
+    assert!(index.books().unwrap().is_empty());
+    let alice = passages("alice.epub");
+    let kusa = passages(KUSAMAKURA);
+    index.add_book(&alice, "fa").unwrap();
+    index.add_book(&kusa, "fk").unwrap();
+    // Replacing a book keeps one entry with the new passage count.
+    index.add_book(&alice, "fa2").unwrap();
+    let books = index.books().unwrap();
+    assert_eq!(books.len(), 2, "{books:?}");
+    for (ps, fp) in [(&alice, "fa2"), (&kusa, "fk")] {
+        let b = books
+            .iter()
+            .find(|b| b.key == ps[0].book_key)
+            .expect("listed");
+        assert_eq!(b.title, ps[0].book_title);
+        assert_eq!(b.url, ps[0].url);
+        assert_eq!(b.fingerprint, fp);
+        assert_eq!(b.passages, ps.len());
+        let mut chapters: Vec<(usize, Option<String>)> = ps
+            .iter()
+            .map(|p| (p.chapter_index, p.chapter_title.clone()))
+            .collect();
+        chapters.dedup();
+        let listed: Vec<(usize, Option<String>)> = b
+            .chapters
+            .iter()
+            .map(|c| (c.index, c.title.clone()))
+            .collect();
+        assert_eq!(listed, chapters);
+        let counted: usize = b.chapters.iter().map(|c| c.passages).sum();
+        assert_eq!(counted, ps.len());
+    }
+    // Ordered by title: "Alice's…" before "草枕".
+    assert!(books[0].title.starts_with("Alice"), "{}", books[0].title);
+
+    // Another handle on the same directory sees a book added there after reload().
+    let other = Index::open_or_create(dir.path()).unwrap();
+    assert_eq!(other.books().unwrap().len(), 2);
+    index.add_book(&passages("wasteland.epub"), "fw").unwrap();
+    assert_eq!(other.books().unwrap().len(), 2);
+    other.reload().unwrap();
+    assert_eq!(other.books().unwrap().len(), 3);
+}
