@@ -16,6 +16,7 @@ use serde_json::{json, Map, Value};
 
 use crate::auth::{owner, Owner};
 use crate::body::{read_json, sources};
+use crate::books::{self, last_user_text};
 use crate::error::ApiError;
 use crate::generate::{self, Generation};
 use crate::sessions::owned_session;
@@ -38,7 +39,15 @@ struct Options {
     /// `"client"`: pass the markers through unrewritten (the web page renders them with the
     /// WASM core); `"server"` (the default) rewrites.
     render: Option<String>,
+    /// A book key of `GET /v1/books`: passages retrieved for the last user message join the
+    /// sources.
+    book: Option<String>,
+    /// How many passages to retrieve from `book`.
+    top_k: Option<usize>,
 }
+
+/// Passages retrieved from a book when `citeflow.top_k` is not given.
+const DEFAULT_TOP_K: usize = 6;
 
 /// A parsed request, ready to go upstream.
 pub(crate) struct Plan {
@@ -65,12 +74,55 @@ async fn plan(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Plan,
         Some(v) => serde_json::from_value(v)
             .map_err(|e| ApiError::invalid(format!("citeflow: {e}"), Some("citeflow")))?,
     };
-    let given = sources(body.remove("sources"), limits)?;
+    let mut given = sources(body.remove("sources"), limits)?;
     if !matches!(body.get("messages"), Some(Value::Array(_))) {
         return Err(ApiError::invalid(
             "messages must be an array",
             Some("messages"),
         ));
+    }
+    // A book: its passages for the question join the given sources (before any streaming,
+    // so an unknown key is a plain error response).
+    let mut question = None;
+    match (&opts.book, opts.top_k) {
+        (None, None) => {}
+        (None, Some(_)) => {
+            return Err(ApiError::invalid(
+                "citeflow.top_k needs citeflow.book",
+                Some("citeflow.top_k"),
+            ))
+        }
+        (Some(key), top_k) => {
+            let k = top_k.unwrap_or(DEFAULT_TOP_K);
+            if k == 0 || k > limits.max_top_k {
+                return Err(ApiError::invalid(
+                    format!(
+                        "citeflow.top_k {k} is out of range (1 to {})",
+                        limits.max_top_k
+                    ),
+                    Some("citeflow.top_k"),
+                ));
+            }
+            let q = last_user_text(&body["messages"]).ok_or_else(|| {
+                ApiError::invalid(
+                    "citeflow.book needs a user message with text to search the book for",
+                    Some("messages"),
+                )
+            })?;
+            let passages = books::retrieve(state, key, &q, k).await?;
+            for p in passages {
+                if !given.iter().any(|s| s.id == p.id) {
+                    given.push(p);
+                }
+            }
+            if given.len() > limits.max_sources {
+                return Err(ApiError::TooManySources {
+                    count: given.len(),
+                    max: limits.max_sources,
+                });
+            }
+            question = Some(q);
+        }
     }
     let session_scope = match opts.scope.as_deref() {
         None | Some("answer") => false,
@@ -89,10 +141,9 @@ async fn plan(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Plan,
                 state.store.touch_session(id, now_ms()).await?;
                 s
             } else {
-                state
-                    .store
-                    .append_round(id, opts.round_query.clone(), given, now_ms())
-                    .await?
+                // A book's retrieval is a round whose query is the question.
+                let query = opts.round_query.clone().or(question);
+                state.store.append_round(id, query, given, now_ms()).await?
             };
             (s.sources, Some(id.clone()))
         }

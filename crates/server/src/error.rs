@@ -21,6 +21,18 @@ pub enum ApiError {
         /// The id asked for.
         id: String,
     },
+    /// No book with this key in the book index (or no book index at all).
+    #[error("book {key:?} not found: GET /v1/books lists the books of this server")]
+    BookNotFound {
+        /// The key asked for.
+        key: String,
+    },
+    /// `POST /v1/books` on a server without a book index.
+    #[error("this server keeps no book index (start it with --index DIR)")]
+    NoBookIndex,
+    /// An uploaded book that cannot be read.
+    #[error("not a readable EPUB: {0}")]
+    InvalidEpub(String),
     /// No such route.
     #[error("no route for {method} {path}")]
     NoRoute {
@@ -100,13 +112,17 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
-            ApiError::NotFound { .. } | ApiError::NoRoute { .. } => StatusCode::NOT_FOUND,
+            ApiError::NotFound { .. }
+            | ApiError::NoRoute { .. }
+            | ApiError::BookNotFound { .. } => StatusCode::NOT_FOUND,
+            ApiError::NoBookIndex => StatusCode::CONFLICT,
             ApiError::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::InvalidRequest { .. }
             | ApiError::TooManySources { .. }
             | ApiError::SourceTooLarge { .. }
             | ApiError::InvalidSources(_)
-            | ApiError::InvalidSetting(_) => StatusCode::BAD_REQUEST,
+            | ApiError::InvalidSetting(_)
+            | ApiError::InvalidEpub(_) => StatusCode::BAD_REQUEST,
             ApiError::UpstreamUnreachable | ApiError::UpstreamMalformed(_) => {
                 StatusCode::BAD_GATEWAY
             }
@@ -126,6 +142,9 @@ impl ApiError {
             ApiError::Unauthorized => "invalid_api_key",
             ApiError::NotFound { .. } => "not_found",
             ApiError::NoRoute { .. } => "unknown_route",
+            ApiError::BookNotFound { .. } => "book_not_found",
+            ApiError::NoBookIndex => "no_book_index",
+            ApiError::InvalidEpub(_) => "invalid_epub",
             ApiError::BodyTooLarge { .. } => "body_too_large",
             ApiError::InvalidRequest { .. } => "invalid_request",
             ApiError::TooManySources { .. } => "too_many_sources",
@@ -159,6 +178,7 @@ impl ApiError {
             ApiError::TooManySources { .. } | ApiError::SourceTooLarge { .. } => {
                 Some("sources".to_owned())
             }
+            ApiError::BookNotFound { .. } => Some("citeflow.book".to_owned()),
             _ => None,
         };
         envelope(self.code(), &self.to_string(), self.kind(), param)
@@ -202,6 +222,12 @@ impl From<StoreError> for ApiError {
             }
             other => ApiError::Internal(other.to_string()),
         }
+    }
+}
+
+impl From<citeflow_index::IndexError> for ApiError {
+    fn from(e: citeflow_index::IndexError) -> Self {
+        ApiError::Internal(format!("book index: {e}"))
     }
 }
 

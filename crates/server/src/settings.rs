@@ -90,6 +90,18 @@ pub struct Limits {
     /// ### Default
     /// 7 days.
     pub session_idle_ttl_ms: u64,
+    /// Most passages `citeflow.top_k` may ask for from a book (`invalid_request`).
+    ///
+    /// ### Default
+    /// 32.
+    pub max_top_k: usize,
+    /// Largest EPUB accepted by `POST /v1/books` (`body_too_large`); 0 refuses every upload.
+    /// The EPUB reader's own limits (entries, uncompressed size, compression ratio) apply
+    /// on top.
+    ///
+    /// ### Default
+    /// 64 MiB.
+    pub max_book_bytes: usize,
 }
 
 impl Default for Limits {
@@ -103,6 +115,8 @@ impl Default for Limits {
             upstream_response_timeout_ms: 120_000,
             upstream_idle_timeout_ms: 60_000,
             session_idle_ttl_ms: 7 * 24 * 3600 * 1000,
+            max_top_k: 32,
+            max_book_bytes: 64 << 20,
         }
     }
 }
@@ -115,6 +129,7 @@ pub struct ServerSettings {
     pub(crate) api_keys: Vec<String>,
     pub(crate) store: StoreLocation,
     pub(crate) limits: Limits,
+    pub(crate) index: Option<PathBuf>,
 }
 
 impl ServerSettings {
@@ -127,6 +142,7 @@ impl ServerSettings {
             api_keys: Vec::new(),
             store: StoreLocation::Memory,
             limits: Limits::default(),
+            index: None,
         }
     }
 
@@ -158,6 +174,17 @@ impl ServerSettings {
         self
     }
 
+    /// The directory of a book index (`citeflow-index`, as `citeflow ingest --index DIR`
+    /// writes it; created if missing): `GET /v1/books` lists its books, `POST /v1/books` adds
+    /// one, and `citeflow.book` in a chat request takes the answer's sources from a book.
+    ///
+    /// ### Default
+    /// None: no books (`GET /v1/books` lists none).
+    pub fn with_index(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.index = Some(dir.into());
+        self
+    }
+
     /// The limits.
     ///
     /// ### Default
@@ -180,5 +207,10 @@ impl ServerSettings {
     /// The store location.
     pub fn store(&self) -> &StoreLocation {
         &self.store
+    }
+
+    /// The book index directory, if one is set.
+    pub fn index(&self) -> Option<&std::path::Path> {
+        self.index.as_deref()
     }
 }

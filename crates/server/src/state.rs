@@ -3,17 +3,21 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use citeflow_index::IndexError;
 use citeflow_store::Store;
 use tokio::sync::watch;
 
+use crate::books::Library;
 use crate::metrics::Metrics;
 use crate::settings::ServerSettings;
 
-/// The shared state of the router: settings, store, upstream client, metrics.
+/// The shared state of the router: settings, store, book index, upstream client, metrics.
 #[derive(Clone)]
 pub struct AppState {
     pub(crate) settings: Arc<ServerSettings>,
     pub(crate) store: Arc<dyn Store>,
+    /// The book index of [`ServerSettings::with_index`], if one is set.
+    pub(crate) books: Option<Arc<Library>>,
     pub(crate) http: reqwest::Client,
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) shutdown: watch::Receiver<bool>,
@@ -29,11 +33,31 @@ impl std::fmt::Debug for AppState {
 }
 
 impl AppState {
-    /// State over this store.
+    /// State over this store, with the book index of the settings opened (see
+    /// [`AppState::try_new`]).
+    ///
+    /// # Panics
+    /// If the TLS backend of the upstream client cannot be initialised, or the settings name
+    /// a book index that cannot be opened.
+    pub fn new(settings: ServerSettings, store: Arc<dyn Store>) -> Self {
+        match AppState::try_new(settings, store) {
+            Ok(state) => state,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// State over this store; opens (or creates) the book index the settings name.
+    ///
+    /// # Errors
+    /// [`IndexError`] when the index directory cannot be created or opened.
     ///
     /// # Panics
     /// If the TLS backend of the upstream client cannot be initialised.
-    pub fn new(settings: ServerSettings, store: Arc<dyn Store>) -> Self {
+    pub fn try_new(settings: ServerSettings, store: Arc<dyn Store>) -> Result<Self, IndexError> {
+        let books = match &settings.index {
+            Some(dir) => Some(Arc::new(Library::open(dir)?)),
+            None => None,
+        };
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_millis(
                 settings.limits.upstream_connect_timeout_ms,
@@ -42,14 +66,15 @@ impl AppState {
             .build()
             .expect("the upstream http client can be built");
         let (tx, rx) = watch::channel(false);
-        AppState {
+        Ok(AppState {
             settings: Arc::new(settings),
             store,
+            books,
             http,
             metrics: Arc::new(Metrics::default()),
             shutdown: rx,
             shutdown_tx: Arc::new(tx),
-        }
+        })
     }
 
     /// The metrics.

@@ -385,12 +385,24 @@ fn the_openapi_document_lists_exactly_the_routes() {
         "upstream_cut",
         "stream_interrupted",
         "body_too_large",
+        "book_not_found",
+        "no_book_index",
+        "invalid_epub",
     ] {
         assert!(
             codes.as_array().expect("array").contains(&json!(code)),
             "{code}"
         );
     }
+    assert!(doc
+        .pointer("/paths/~1/get/responses/200/content/text~1html")
+        .is_some());
+    let options = doc
+        .pointer("/components/schemas/CiteflowOptions/properties")
+        .expect("citeflow options");
+    assert_eq!(options["render"]["enum"], json!(["server", "client"]));
+    assert_eq!(options["book"]["type"], "string");
+    assert_eq!(options["top_k"]["type"], "integer");
 }
 
 #[tokio::test]

@@ -2,6 +2,7 @@
 //! replaying upstream on another.
 
 mod api;
+mod books;
 mod failures;
 mod recorded;
 mod resume;

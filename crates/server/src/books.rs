@@ -1,0 +1,239 @@
+//! Books: the optional book index (`citeflow-index`), `GET /v1/books`, `POST /v1/books`, and
+//! the passages of a book as the sources of a chat (`citeflow.book`).
+//!
+//! Every index call (reading, searching, cutting an uploaded book into passages) runs in
+//! `spawn_blocking`. Searches share a read lock; adding a book takes the write lock only for
+//! the index write, after the book was read and cut.
+
+use std::path::Path;
+use std::sync::{Arc, RwLock, RwLockReadGuard};
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use citeflow_core::Source;
+use citeflow_epub::{Book, ChunkSettings};
+use citeflow_index::{book_key, fingerprint, BookInfo, BookPassage, Index, IndexError};
+use serde_json::{json, Value};
+
+use crate::auth::owner;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The book index a server answers from.
+pub(crate) struct Library {
+    index: RwLock<Index>,
+}
+
+impl Library {
+    /// Opens (or creates) the index in `dir`.
+    pub(crate) fn open(dir: &Path) -> Result<Library, IndexError> {
+        Ok(Library {
+            index: RwLock::new(Index::open_or_create(dir)?),
+        })
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Index> {
+        self.index.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The passages of book `key` that best match `query`, as sources.
+    fn retrieve(&self, key: &str, query: &str, k: usize) -> Result<Vec<Source>, ApiError> {
+        let index = self.read();
+        if index.fingerprint(key)?.is_none() {
+            // Another process may have added it since: look again.
+            index.reload()?;
+            if index.fingerprint(key)?.is_none() {
+                return Err(ApiError::BookNotFound {
+                    key: key.to_owned(),
+                });
+            }
+        }
+        Ok(index
+            .search_book(key, query, k)?
+            .iter()
+            .map(|h| h.passage.to_source())
+            .collect())
+    }
+
+    fn books(&self) -> Result<Vec<BookInfo>, ApiError> {
+        let index = self.read();
+        index.reload()?;
+        Ok(index.books()?)
+    }
+
+    /// Reads an EPUB and adds it, unless the index holds it already as it is. Returns the
+    /// book, whether it was added, and the reader's warnings.
+    fn add(&self, bytes: &[u8]) -> Result<(BookInfo, bool, Vec<String>), ApiError> {
+        let book = Book::open(bytes, &citeflow_epub::Limits::default())
+            .map_err(|e| ApiError::InvalidEpub(e.to_string()))?;
+        let warnings: Vec<String> = book.warnings().iter().map(ToString::to_string).collect();
+        let meta = book.metadata();
+        let key = book_key(
+            meta.identifier.as_deref().unwrap_or(""),
+            meta.title.as_deref().unwrap_or(""),
+        );
+        let settings = ChunkSettings::default();
+        let print = fingerprint(bytes, &settings);
+        let current = self.read().fingerprint(&key)?;
+        let added = current.as_deref() != Some(print.as_str());
+        if added {
+            let passages = BookPassage::from_book(&book, &settings);
+            if passages.is_empty() {
+                return Err(ApiError::InvalidEpub(
+                    "the book has no text to index".to_owned(),
+                ));
+            }
+            self.index
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .add_book(&passages, &print)?;
+        }
+        let info = self
+            .read()
+            .books()?
+            .into_iter()
+            .find(|b| b.key == key)
+            .ok_or_else(|| ApiError::Internal(format!("book {key} missing after indexing")))?;
+        Ok((info, added, warnings))
+    }
+}
+
+/// Runs blocking index work off the async threads.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ApiError::Internal(format!("book index task: {e}")))?
+}
+
+/// A book as the API shows it.
+fn view(b: &BookInfo) -> Value {
+    json!({
+        "object": "citeflow.book",
+        "key": b.key,
+        "title": b.title,
+        "book_id": b.book_id,
+        "url": b.url,
+        "passages": b.passages,
+        "chapters": b.chapters.iter().map(|c| json!({
+            "index": c.index,
+            "title": c.title,
+            "passages": c.passages,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// `GET /v1/books`: the books of the index; an empty list when the server has none.
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
+    owner(&state, &headers)?;
+    let books = match &state.books {
+        Some(lib) => {
+            let lib = Arc::clone(lib);
+            blocking(move || lib.books()).await?
+        }
+        None => Vec::new(),
+    };
+    Ok(Json(json!({
+        "object": "list",
+        "data": books.iter().map(view).collect::<Vec<_>>(),
+    })))
+}
+
+/// `POST /v1/books`: the body is an EPUB file; it is cut into passages and indexed (201), or
+/// found already indexed as it is (200).
+pub(crate) async fn upload(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    owner(&state, &headers)?;
+    let lib = state.books.clone().ok_or(ApiError::NoBookIndex)?;
+    let max_bytes = state.settings.limits.max_book_bytes;
+    let bytes = axum::body::to_bytes(body, max_bytes)
+        .await
+        .map_err(|_| ApiError::BodyTooLarge { max_bytes })?;
+    if bytes.is_empty() {
+        return Err(ApiError::invalid(
+            "the body is empty: send the bytes of an .epub file",
+            None,
+        ));
+    }
+    let (info, added, warnings) = blocking(move || lib.add(&bytes)).await?;
+    if added {
+        tracing::info!(book = %info.key, passages = info.passages, "book added");
+    }
+    let mut v = view(&info);
+    v["added"] = json!(added);
+    v["warnings"] = json!(warnings);
+    let status = if added {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(v)).into_response())
+}
+
+/// The passages of book `key` that best match `query` (at most `k`), as sources. A key the
+/// index does not hold, or a server without an index, gives `book_not_found`.
+pub(crate) async fn retrieve(
+    state: &AppState,
+    key: &str,
+    query: &str,
+    k: usize,
+) -> Result<Vec<Source>, ApiError> {
+    let Some(lib) = state.books.clone() else {
+        return Err(ApiError::BookNotFound {
+            key: key.to_owned(),
+        });
+    };
+    let (key, query) = (key.to_owned(), query.to_owned());
+    blocking(move || lib.retrieve(&key, &query, k)).await
+}
+
+/// The text of the last user message (a string, or the `text` parts of a content array).
+pub(crate) fn last_user_text(messages: &Value) -> Option<String> {
+    let m = messages
+        .as_array()?
+        .iter()
+        .rev()
+        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))?;
+    let text = match m.get("content")? {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => return None,
+    };
+    Some(text).filter(|t| !t.trim().is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::last_user_text;
+    use serde_json::json;
+
+    #[test]
+    fn the_question_is_the_last_user_message() {
+        let m = json!([
+            {"role": "user", "content": "first"},
+            {"role": "assistant", "content": "answer"},
+            {"role": "user", "content": [{"type": "text", "text": "second"}, {"type": "image_url"}]},
+            {"role": "system", "content": "be brief"},
+        ]);
+        assert_eq!(last_user_text(&m).as_deref(), Some("second"));
+        assert_eq!(
+            last_user_text(&json!([{"role": "user", "content": "  "}])),
+            None
+        );
+        assert_eq!(last_user_text(&json!([])), None);
+    }
+}

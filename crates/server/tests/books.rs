@@ -1,0 +1,457 @@
+//! Books: a real tantivy index of fixture EPUBs, `GET /v1/books`, `POST /v1/books`, and chats
+//! whose sources are passages retrieved from a book (`citeflow.book`).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use citeflow_epub::{Book, ChunkSettings, Limits};
+use citeflow_index::{fingerprint, BookPassage, Index};
+use citeflow_server::replay::Script;
+use citeflow_store::MemoryStore;
+use serde_json::{json, Value};
+
+use crate::support::{citeflow_events, limits, read_sse, shared_dir, text_of, Harness};
+
+const ALICE: &str = "alice.epub";
+const KUSAMAKURA: &str = "kusamakura-japanese-vertical-writing.epub";
+
+fn epub(name: &str) -> Vec<u8> {
+    let p = shared_dir().join("fixtures/epub").join(name);
+    std::fs::read(&p).unwrap_or_else(|e| panic!("cannot read {}: {e}", p.display()))
+}
+
+/// Indexes fixture books into `dir` as `citeflow ingest --index` does; returns their passages.
+fn build_index(dir: &Path, names: &[&str]) -> Vec<Vec<BookPassage>> {
+    let mut index = Index::open_or_create(dir).expect("index");
+    let settings = ChunkSettings::default();
+    names
+        .iter()
+        .map(|name| {
+            let bytes = epub(name);
+            let book = Book::open(&bytes, &Limits::default()).expect("fixture opens");
+            let passages = BookPassage::from_book(&book, &settings);
+            index
+                .add_book(&passages, &fingerprint(&bytes, &settings))
+                .expect("indexed");
+            passages
+        })
+        .collect()
+}
+
+/// The passages the server will retrieve (the same index, the same query).
+fn expected_hits(dir: &Path, key: &str, question: &str, k: usize) -> Vec<BookPassage> {
+    let index = Index::open_or_create(dir).expect("index");
+    let hits = index.search_book(key, question, k).expect("search");
+    assert!(!hits.is_empty(), "no passage of {key} matches {question:?}");
+    hits.into_iter().map(|h| h.passage).collect()
+}
+
+async fn books_of(h: &Harness) -> Vec<Value> {
+    let r = h.get("/v1/books").send().await.expect("send");
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.expect("json");
+    assert_eq!(v["object"], "list");
+    v["data"].as_array().expect("data").clone()
+}
+
+/// The system prompt of the last request the upstream received.
+fn system_prompt(h: &Harness) -> String {
+    let sent = h
+        .replay
+        .requests()
+        .pop()
+        .expect("a request reached the upstream");
+    assert_eq!(sent["messages"][0]["role"], "system", "{sent}");
+    assert!(sent.get("citeflow").is_none() && sent.get("sources").is_none());
+    sent["messages"][0]["content"]
+        .as_str()
+        .expect("text")
+        .to_owned()
+}
+
+/// The line of the context block that shows a passage: marker, chapter and CFI, title.
+fn context_line(p: &BookPassage) -> String {
+    format!(
+        "[[{}]] (chapter: {}, CFI: {}) {}: ",
+        p.id,
+        p.chapter_title.as_deref().expect("chapter title"),
+        p.cfi,
+        p.title
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn books_are_listed_with_their_passages_and_chapters() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let books = build_index(dir.path(), &[ALICE, KUSAMAKURA]);
+    let h = Harness::with(|s| s.with_index(dir.path()), Arc::new(MemoryStore::new())).await;
+    let listed = books_of(&h).await;
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    for passages in &books {
+        let first = &passages[0];
+        let b = listed
+            .iter()
+            .find(|b| b["key"] == first.book_key.as_str())
+            .unwrap_or_else(|| panic!("{} not listed in {listed:?}", first.book_key));
+        assert_eq!(b["object"], "citeflow.book");
+        assert_eq!(b["title"], first.book_title.as_str());
+        assert_eq!(b["url"], first.url.as_str());
+        assert_eq!(b["passages"], passages.len());
+        let chapters = b["chapters"].as_array().expect("chapters");
+        let last = passages.last().expect("passages");
+        assert_eq!(
+            chapters.last().expect("a chapter")["title"],
+            json!(last.chapter_title)
+        );
+        let counted: u64 = chapters
+            .iter()
+            .map(|c| c["passages"].as_u64().expect("count"))
+            .sum();
+        assert_eq!(counted, passages.len() as u64);
+    }
+    assert!(listed[0]["title"]
+        .as_str()
+        .expect("title")
+        .starts_with("Alice"));
+    assert!(listed[1]["title"].as_str().expect("title").contains("草枕"));
+
+    // Without an index the list is empty, not an error (the page probes it).
+    let bare = Harness::start().await;
+    assert!(books_of(&bare).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_with_a_book_cites_its_passages_with_chapter_and_cfi() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let books = build_index(dir.path(), &[ALICE, KUSAMAKURA]);
+    let key = books[0][0].book_key.clone();
+    let question = "What did the Rabbit take out of its waistcoat-pocket?";
+    let hits = expected_hits(dir.path(), &key, question, 4);
+    assert!(hits.len() >= 2);
+    let h = Harness::with(|s| s.with_index(dir.path()), Arc::new(MemoryStore::new())).await;
+    // The model cites the second passage first, with the marker cut across chunks.
+    let (a, b) = (&hits[1], &hits[0]);
+    let cut = a.id.len() / 2;
+    h.replay.insert(
+        "book",
+        Script::chat(&[
+            "It took out a watch [[",
+            &a.id[..cut],
+            &format!("{}]] and ran on [[{}]].", &a.id[cut..], b.id),
+        ]),
+    );
+    let resp = h
+        .post("/v1/chat/completions")
+        .json(&json!({
+            "model": "book", "stream": true,
+            "messages": [{"role": "user", "content": question}],
+            "citeflow": {"book": key, "top_k": 4},
+        }))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status(), 200);
+    let events = read_sse(resp, usize::MAX).await;
+    assert_eq!(text_of(&events), "It took out a watch [1] and ran on [2].");
+
+    // The prompt shows exactly the retrieved passages of that book, each with its chapter
+    // title and CFI, in retrieval order; nothing of the other book.
+    let system = system_prompt(&h);
+    let mut at = 0;
+    for p in &hits {
+        let line = context_line(p);
+        let found = system[at..]
+            .find(&line)
+            .unwrap_or_else(|| panic!("{line} missing (in order) from\n{system}"));
+        at += found + line.len();
+    }
+    let context_lines = system.lines().filter(|l| l.starts_with("[[")).count();
+    assert_eq!(context_lines, hits.len(), "{system}");
+    assert!(!system.contains(&books[1][0].book_key));
+
+    // The source list carries chapter and CFI of the cited passages, in citation order.
+    let done = citeflow_events(&events)
+        .into_iter()
+        .find(|e| e["type"] == "done")
+        .expect("done event");
+    let list = done["sources"].as_array().expect("sources");
+    assert_eq!(list.len(), 2);
+    for (entry, p) in list.iter().zip([a, b]) {
+        let s = &entry["source"];
+        assert_eq!(s["id"], p.id.as_str());
+        assert_eq!(s["title"], p.title.as_str());
+        assert_eq!(s["url"], p.url.as_str());
+        assert_eq!(s["locator"]["chapter_title"], json!(p.chapter_title));
+        assert_eq!(s["locator"]["cfi"], p.cfi.as_str());
+        assert!(s["locator"]["cfi"]
+            .as_str()
+            .expect("cfi")
+            .starts_with("epubcfi(/6/"));
+    }
+    assert_eq!(done["report"]["verified"], true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_japanese_book_with_given_sources_and_full_width_ranks() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let books = build_index(dir.path(), &[ALICE, KUSAMAKURA]);
+    let key = books[1][0].book_key.clone();
+    let question = "智に働けば角が立つ";
+    let hits = expected_hits(dir.path(), &key, question, 2);
+    assert!(hits[0].text.contains(question), "{}", hits[0].text);
+    let h = Harness::with(|s| s.with_index(dir.path()), Arc::new(MemoryStore::new())).await;
+    // Ranks: 1 is the given source, 2 and 3 the passages.
+    h.replay
+        .insert("kusa", Script::chat(&["冒頭です【2】。", "別の話【1】。"]));
+    let resp = h
+        .post("/v1/chat/completions")
+        .json(&json!({
+            "model": "kusa", "stream": true,
+            "messages": [{"role": "user", "content": question}],
+            "sources": [{"id": "note_1", "title": "A note", "text": "草枕は1906年の小説。"}],
+            "citeflow": {"book": key, "top_k": 2, "marker": "rank_full_width", "style": "full_width"},
+        }))
+        .send()
+        .await
+        .expect("send");
+    let events = read_sse(resp, usize::MAX).await;
+    assert_eq!(text_of(&events), "冒頭です【1】。別の話【2】。");
+    let system = system_prompt(&h);
+    let given = system.find("【1】 A note: ").expect("given source first");
+    let first = format!(
+        "【2】 (章:{}, CFI:{}) ",
+        hits[0].chapter_title.as_deref().expect("chapter"),
+        hits[0].cfi
+    );
+    let passage = system
+        .find(&first)
+        .unwrap_or_else(|| panic!("{first} missing from\n{system}"));
+    assert!(given < passage);
+    let done = citeflow_events(&events)
+        .into_iter()
+        .find(|e| e["type"] == "done")
+        .expect("done");
+    let list = done["sources"].as_array().expect("list");
+    assert_eq!(list[0]["source"]["id"], hits[0].id.as_str());
+    assert_eq!(list[0]["source"]["locator"]["cfi"], hits[0].cfi.as_str());
+    assert_eq!(list[1]["source"]["id"], "note_1");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_a_session_the_retrieval_is_a_round_with_the_question_as_query() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let books = build_index(dir.path(), &[ALICE]);
+    let key = books[0][0].book_key.clone();
+    let h = Harness::with(|s| s.with_index(dir.path()), Arc::new(MemoryStore::new())).await;
+    let s: Value = h
+        .post("/v1/sessions")
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    let sid = s["id"].as_str().expect("id").to_owned();
+    h.replay.insert("s", Script::chat(&["ok"]));
+    for (i, q) in [
+        "Who is the Queen of Hearts?",
+        "What did the Cheshire Cat say?",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let r = h
+            .post("/v1/chat/completions")
+            .json(&json!({
+                "model": "s", "stream": true,
+                "messages": [{"role": "user", "content": q}],
+                "citeflow": {"session": sid, "scope": "session", "book": key, "top_k": 3},
+            }))
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(r.status(), 200);
+        read_sse(r, usize::MAX).await;
+        let view: Value = h
+            .get(&format!("/v1/sessions/{sid}"))
+            .send()
+            .await
+            .expect("send")
+            .json()
+            .await
+            .expect("json");
+        let rounds = view["rounds"].as_array().expect("rounds");
+        assert_eq!(rounds.len(), i + 1);
+        let round = &rounds[i];
+        assert_eq!(round["query"], *q);
+        let expected = expected_hits(dir.path(), &key, q, 3);
+        let ids: Vec<&str> = round["sources"]
+            .as_array()
+            .expect("sources")
+            .iter()
+            .map(|s| s["id"].as_str().expect("id"))
+            .collect();
+        let want: Vec<&str> = expected.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(ids, want);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_books_and_bad_options_are_errors_before_streaming() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let books = build_index(dir.path(), &[ALICE]);
+    let key = books[0][0].book_key.clone();
+    let h = Harness::with(
+        |s| {
+            s.with_index(dir.path())
+                .with_limits(limits(|l| l.max_sources = 4))
+        },
+        Arc::new(MemoryStore::new()),
+    )
+    .await;
+    let bare = Harness::start().await;
+    let ask = |citeflow: Value| {
+        json!({"model": "m", "stream": true,
+               "messages": [{"role": "user", "content": "the rabbit"}], "citeflow": citeflow})
+    };
+    for (harness, body, status, code, param) in [
+        (
+            &h,
+            ask(json!({"book": "no-such-book-123456"})),
+            404,
+            "book_not_found",
+            Some("citeflow.book"),
+        ),
+        (
+            &bare,
+            ask(json!({"book": key})),
+            404,
+            "book_not_found",
+            Some("citeflow.book"),
+        ),
+        (
+            &h,
+            ask(json!({"book": key, "top_k": 0})),
+            400,
+            "invalid_request",
+            Some("citeflow.top_k"),
+        ),
+        (
+            &h,
+            ask(json!({"book": key, "top_k": 33})),
+            400,
+            "invalid_request",
+            Some("citeflow.top_k"),
+        ),
+        (
+            &h,
+            ask(json!({"top_k": 3})),
+            400,
+            "invalid_request",
+            Some("citeflow.top_k"),
+        ),
+        (
+            &h,
+            ask(json!({"book": key, "top_k": 5})),
+            400,
+            "too_many_sources",
+            Some("sources"),
+        ),
+        (
+            &h,
+            json!({"model": "m", "messages": [{"role": "system", "content": "x"}], "citeflow": {"book": key}}),
+            400,
+            "invalid_request",
+            Some("messages"),
+        ),
+    ] {
+        let r = harness
+            .post("/v1/chat/completions")
+            .json(&body)
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(r.status().as_u16(), status, "{body}");
+        assert!(r.headers()["content-type"]
+            .to_str()
+            .expect("ascii")
+            .starts_with("application/json"));
+        let v: Value = r.json().await.expect("json");
+        assert_eq!(v["error"]["code"], code, "{v}");
+        assert_eq!(v["error"]["param"].as_str(), param, "{v}");
+    }
+    assert!(h.replay.requests().is_empty() && bare.replay.requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_uploaded_epub_is_indexed_once_and_bad_uploads_say_why() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    build_index(dir.path(), &[ALICE]);
+    let h = Harness::with(
+        |s| {
+            s.with_index(dir.path())
+                .with_limits(limits(|l| l.max_book_bytes = 300_000))
+        },
+        Arc::new(MemoryStore::new()),
+    )
+    .await;
+    let upload = |bytes: Vec<u8>| {
+        h.post("/v1/books")
+            .header("content-type", "application/epub+zip")
+            .body(bytes)
+            .send()
+    };
+    let r = upload(epub(KUSAMAKURA)).await.expect("send");
+    assert_eq!(r.status(), 201);
+    let added: Value = r.json().await.expect("json");
+    assert_eq!(added["added"], true);
+    assert!(added["title"].as_str().expect("title").contains("草枕"));
+    assert!(added["passages"].as_u64().expect("count") > 10);
+    let r = upload(epub(KUSAMAKURA)).await.expect("send");
+    assert_eq!(r.status(), 200);
+    let again: Value = r.json().await.expect("json");
+    assert_eq!(
+        (again["added"].clone(), &again["key"]),
+        (json!(false), &added["key"])
+    );
+    assert_eq!(books_of(&h).await.len(), 2);
+
+    // The uploaded book answers at once.
+    let key = added["key"].as_str().expect("key");
+    h.replay.insert("k", Script::chat(&["ok"]));
+    let r = h
+        .post("/v1/chat/completions")
+        .json(&json!({"model": "k", "stream": true,
+                      "messages": [{"role": "user", "content": "智に働けば角が立つ"}],
+                      "citeflow": {"book": key, "top_k": 1}}))
+        .send()
+        .await
+        .expect("send");
+    read_sse(r, usize::MAX).await;
+    assert!(system_prompt(&h).contains(&format!("[[{key}#p")));
+
+    for (bytes, status, code) in [
+        (b"PK\x03\x04 not really a zip".to_vec(), 400, "invalid_epub"),
+        (b"hello".to_vec(), 400, "invalid_epub"),
+        (Vec::new(), 400, "invalid_request"),
+        (epub(ALICE), 413, "body_too_large"),
+    ] {
+        let r = upload(bytes).await.expect("send");
+        assert_eq!(r.status().as_u16(), status);
+        let v: Value = r.json().await.expect("json");
+        assert_eq!(v["error"]["code"], code, "{v}");
+        assert!(!v["error"]["message"].as_str().expect("message").is_empty());
+    }
+
+    let bare = Harness::start().await;
+    let r = bare
+        .post("/v1/books")
+        .body(epub(KUSAMAKURA))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 409);
+    let v: Value = r.json().await.expect("json");
+    assert_eq!(v["error"]["code"], "no_book_index");
+}
