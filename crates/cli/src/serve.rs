@@ -1,11 +1,16 @@
 //! `citeflow serve`: the OpenAI-compatible streaming proxy.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Instant;
 
 use anyhow::Context;
+use citeflow_epub::ChunkSettings;
+use citeflow_index::Index;
 use citeflow_server::{launch, Limits, ServerSettings, StoreLocation};
+
+use crate::ingest::{ensure_indexed, open_book, Progress};
 
 /// Arguments of `citeflow serve`.
 #[derive(Debug, clap::Args)]
@@ -62,21 +67,36 @@ pub(crate) struct ServeArgs {
     /// How long an unused session is kept, in ms [default: 7 days].
     #[arg(long)]
     session_ttl_ms: Option<u64>,
+    /// Book index directory (as written by `citeflow ingest --index`): GET /v1/books lists its
+    /// books, POST /v1/books adds one, citeflow.book asks against one [default:
+    /// $CITEFLOW_DATA_DIR/index, else ~/.local/share/citeflow/index].
+    #[arg(long, env = "CITEFLOW_INDEX")]
+    index: Option<PathBuf>,
+    /// An .epub to add to the index before listening (repeat for several); a book the index
+    /// already holds as it is (same fingerprint) is skipped.
+    #[arg(long = "book", value_name = "PATH.epub")]
+    books: Vec<PathBuf>,
+    /// Most passages citeflow.top_k may ask for [default: 32].
+    #[arg(long)]
+    max_top_k: Option<usize>,
+    /// Largest EPUB accepted by POST /v1/books, in bytes; 0 refuses uploads [default:
+    /// 67108864].
+    #[arg(long)]
+    max_book_bytes: Option<usize>,
 }
 
-fn default_store() -> anyhow::Result<PathBuf> {
-    let dir = match std::env::var_os("CITEFLOW_DATA_DIR") {
+/// `$CITEFLOW_DATA_DIR`, else `$XDG_DATA_HOME/citeflow`, else `~/.local/share/citeflow`.
+fn data_dir() -> anyhow::Result<PathBuf> {
+    Ok(match std::env::var_os("CITEFLOW_DATA_DIR") {
         Some(d) => PathBuf::from(d),
         None => match std::env::var_os("XDG_DATA_HOME") {
             Some(d) => PathBuf::from(d).join("citeflow"),
-            None => PathBuf::from(
-                std::env::var_os("HOME")
-                    .context("no data directory: set CITEFLOW_DATA_DIR or HOME, or pass --store")?,
-            )
+            None => PathBuf::from(std::env::var_os("HOME").context(
+                "no data directory: set CITEFLOW_DATA_DIR or HOME, or pass --store and --index",
+            )?)
             .join(".local/share/citeflow"),
         },
-    };
-    Ok(dir.join("citeflow.db"))
+    })
 }
 
 fn limits(a: &ServeArgs) -> Limits {
@@ -94,6 +114,12 @@ fn limits(a: &ServeArgs) -> Limits {
     }
     if let Some(v) = a.max_source_text_bytes {
         l.max_source_text_bytes = v;
+    }
+    if let Some(v) = a.max_top_k {
+        l.max_top_k = v;
+    }
+    if let Some(v) = a.max_book_bytes {
+        l.max_book_bytes = v;
     }
     set(&mut l.max_stream_duration_ms, a.max_stream_duration_ms);
     set(
@@ -127,6 +153,39 @@ async fn shutdown_signal() {
     }
 }
 
+/// Adds `books` to the index in `dir` (skipping those it holds as they are), with progress on
+/// stderr.
+fn ingest_books(dir: &Path, books: &[PathBuf]) -> anyhow::Result<()> {
+    let mut index = Index::open_or_create(dir)
+        .with_context(|| format!("cannot open the book index {}", dir.display()))?;
+    let settings = ChunkSettings::default();
+    let progress = Progress::new();
+    for (i, path) in books.iter().enumerate() {
+        progress.book(i + 1, books.len());
+        let started = Instant::now();
+        let opened = open_book(path, &progress)?;
+        let state = ensure_indexed(&mut index, &opened, &settings, &progress)
+            .with_context(|| format!("cannot index {}", path.display()))?;
+        let chapters = opened.book.chapters().len();
+        progress.println(if state.is_current {
+            format!(
+                "citeflow: {}: book {} is in the index already",
+                path.display(),
+                state.key
+            )
+        } else {
+            format!(
+                "citeflow: {}: book {} indexed ({chapters} chapters) in {:.2} s",
+                path.display(),
+                state.key,
+                started.elapsed().as_secs_f64()
+            )
+        });
+    }
+    progress.finish();
+    Ok(())
+}
+
 pub(crate) fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -137,8 +196,16 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .init();
     let store = match &args.store {
         Some(s) => StoreLocation::parse(s).map_err(anyhow::Error::msg)?,
-        None => StoreLocation::Sqlite(default_store()?),
+        None => StoreLocation::Sqlite(data_dir()?.join("citeflow.db")),
     };
+    let index = match &args.index {
+        Some(dir) => dir.clone(),
+        None => data_dir()?.join("index"),
+    };
+    // The books go in before the server listens, so the first request sees them.
+    if !args.books.is_empty() {
+        ingest_books(&index, &args.books)?;
+    }
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     // No --upstream: the local model, on a loopback port, is the upstream (kept until exit).
     let local = match &args.upstream {
@@ -153,6 +220,7 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .with_store(store)
         .with_api_keys(args.api_keys.clone())
         .with_upstream_api_key(args.upstream_api_key.clone())
+        .with_index(index)
         .with_limits(limits(&args));
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(&args.listen)

@@ -28,6 +28,8 @@ fn serve(upstream: &str, db: &Path) -> Server {
         .args(["serve", "--upstream", upstream, "--listen", "127.0.0.1:0"])
         .arg("--store")
         .arg(format!("sqlite:{}", db.display()))
+        .arg("--index")
+        .arg(db.with_extension("index"))
         .env("CITEFLOW_LOG", "warn")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())

@@ -2,6 +2,7 @@
 
 mod fixtures;
 mod render_cli;
+mod serve_books;
 mod serve_crash;
 
 mod ask_cli;

@@ -1,0 +1,143 @@
+//! `citeflow serve --index DIR --book PATH.epub`: books are ingested before the server listens
+//! (and skipped when the index holds them already), listed at `GET /v1/books`, and a chat with
+//! `citeflow.book` answers from one.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use citeflow_server::replay::{Replay, Script};
+use serde_json::{json, Value};
+
+use crate::books_support::book_path;
+
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `citeflow serve` with these book arguments; stderr goes to `stderr_file`.
+fn serve(upstream: &str, index: &Path, books: &[&str], stderr_file: &Path) -> Server {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_citeflow"));
+    cmd.args(["serve", "--upstream", upstream, "--listen", "127.0.0.1:0"])
+        .args(["--store", "memory", "--index"])
+        .arg(index);
+    for b in books {
+        cmd.arg("--book").arg(book_path(b));
+    }
+    let mut child = cmd
+        .env("CITEFLOW_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(stderr_file).expect("stderr file"))
+        .spawn()
+        .expect("spawn citeflow serve");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("first line");
+    let base = line
+        .trim()
+        .strip_prefix("citeflow listening on ")
+        .unwrap_or_else(|| {
+            panic!(
+                "unexpected first line {line:?}; stderr: {}",
+                std::fs::read_to_string(stderr_file).unwrap_or_default()
+            )
+        })
+        .to_owned();
+    Server { child, base }
+}
+
+#[test]
+fn serve_ingests_books_at_start_once_and_answers_from_them() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let replay = Replay::new();
+        replay.insert("m", Script::chat(&["ok"]));
+        let upstream = replay.spawn().await.expect("upstream");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let index = dir.path().join("index");
+        let log = dir.path().join("stderr.txt");
+        let http = reqwest::Client::new();
+        let kusa = "kusamakura-japanese-vertical-writing.epub";
+
+        let server = serve(&upstream, &index, &["alice.epub", kusa], &log);
+        let stderr = std::fs::read_to_string(&log).expect("stderr");
+        assert_eq!(stderr.matches(" indexed (").count(), 2, "{stderr}");
+        assert!(stderr.contains("alice.epub: book alice-s-adve"), "{stderr}");
+        let books: Value = http
+            .get(format!("{}/v1/books", server.base))
+            .send()
+            .await
+            .expect("send")
+            .json()
+            .await
+            .expect("json");
+        let books = books["data"].as_array().expect("data").clone();
+        assert_eq!(books.len(), 2, "{books:?}");
+        let kusa_key = books[1]["key"].as_str().expect("key").to_owned();
+        assert!(books[1]["title"].as_str().expect("title").contains("草枕"));
+        assert!(books[1]["chapters"].as_array().expect("chapters").len() > 3);
+        drop(server);
+
+        // Again on the same index: the books are there already, nothing is re-ingested.
+        let server = serve(&upstream, &index, &[kusa], &log);
+        let stderr = std::fs::read_to_string(&log).expect("stderr");
+        assert!(stderr.contains("is in the index already"), "{stderr}");
+        assert!(!stderr.contains(" indexed ("), "{stderr}");
+        let r = http
+            .post(format!("{}/v1/chat/completions", server.base))
+            .json(&json!({"model": "m", "stream": true,
+                          "messages": [{"role": "user", "content": "智に働けば角が立つ"}],
+                          "citeflow": {"book": kusa_key, "top_k": 2}}))
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(r.status(), 200);
+        let _ = r.text().await.expect("body");
+        let sent = replay.requests().pop().expect("request");
+        let system = sent["messages"][0]["content"].as_str().expect("system");
+        assert!(system.contains("智に働けば角が立つ"), "{system}");
+        assert_eq!(
+            system
+                .lines()
+                .filter(|l| l.starts_with(&format!("[[{kusa_key}#p")))
+                .count(),
+            2,
+            "{system}"
+        );
+        assert!(system.contains("(chapter: "), "{system}");
+        drop(server);
+
+        // A book that cannot be read stops the server before it listens.
+        let bad = dir.path().join("bad.epub");
+        std::fs::write(&bad, b"not a zip").expect("write");
+        let out = Command::new(env!("CARGO_BIN_EXE_citeflow"))
+            .args([
+                "serve",
+                "--upstream",
+                &upstream,
+                "--listen",
+                "127.0.0.1:0",
+                "--store",
+                "memory",
+                "--index",
+            ])
+            .arg(&index)
+            .arg("--book")
+            .arg(&bad)
+            .output()
+            .expect("run");
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("bad.epub") && err.contains("zip"), "{err}");
+        assert!(out.stdout.is_empty());
+    });
+}
