@@ -2,7 +2,8 @@
 # Browser tests of the chat page that `citeflow serve` serves at `GET /`: real headless
 # Chromium (Debian's `chromium`, driven by npm `playwright-core`) against `citeflow serve` and a
 # replaying OpenAI-style upstream (crates/server/tests/browser/upstream.mjs), both on free
-# loopback ports, started here and stopped by a trap. The tests save screenshots into
+# loopback ports, started here and stopped by a trap; citeflow serve gets a fresh book index
+# with a fixture EPUB ingested at start-up (--index, --book). The tests save screenshots into
 # docs/screenshots/.
 #
 # Installs what is missing: Debian's chromium and a CJK font (fonts-wqy-microhei, so Japanese
@@ -87,10 +88,13 @@ wait_for_line() { # file pattern: prints the first match, waits up to 20 s
 node "$tests/upstream.mjs" >"$work/upstream.out" 2>&1 &
 upstream_pid=$!
 upstream="$(wait_for_line "$work/upstream.out" 'http://127\.0\.0\.1:[0-9]+/v1')"
+# A fresh book index with alice.epub ingested at start-up, for the book picker's test.
 CITEFLOW_LOG=warn "$CITEFLOW_BIN" serve --listen 127.0.0.1:0 --upstream "$upstream" --store memory \
+  --index "$work/index" --book "$CITEFLOW_SHARED_DIR/fixtures/epub/alice.epub" \
   >"$work/serve.out" 2>"$work/serve.err" &
 serve_pid=$!
 base="$(wait_for_line "$work/serve.out" 'http://127\.0\.0\.1:[0-9]+')"
+grep '^citeflow:' "$work/serve.err" || true
 echo "upstream $upstream, citeflow $base"
 
 step "browser tests (headless Chromium)"

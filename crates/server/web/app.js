@@ -368,7 +368,7 @@ class Answer {
           ? h("a", { class: "title", href, target: "_blank", rel: "noopener noreferrer" }, title)
           : h("span", { class: "title" }, title),
         whereEl,
-        href ? h("span", { class: "url" }, hostOf(href)) : null,
+        href ? h("span", { class: "url" }, hostOf(href)) : source.url ? h("span", { class: "url" }, source.url) : null,
         isNew === false ? h("span", { class: "earlier" }, "numbered in an earlier answer") : null,
       ),
     );
@@ -655,7 +655,8 @@ async function registerRounds() {
 
 async function ask(question) {
   const mode = currentMode();
-  const render = app.render;
+  // A book's passages are chosen by the server, so only the server can number them.
+  const render = mode === "book" ? "server" : app.render;
   const style = app.style;
   const marker = $("#marker").value;
   const body = {
@@ -673,6 +674,12 @@ async function ask(question) {
     body.citeflow.scope = "session";
     rounds = session.rounds;
     for (const r of session.rounds) roundQueries.set(r.number, r.query);
+  } else if (mode === "book") {
+    const key = $("#book").value;
+    if (!key) throw new Error("choose a book first, or upload an .epub");
+    const k = Number($("#top-k").value);
+    body.citeflow.book = key;
+    if (Number.isInteger(k) && k > 0) body.citeflow.top_k = k;
   } else {
     sources = parseSources($("#sources-json").value);
     body.sources = sources;
@@ -696,7 +703,11 @@ async function ask(question) {
     }
     answer.rewriter = new cf.Rewriter(src, opts);
   }
-  status("Streaming…");
+  status(
+    mode === "book" && app.render === "client"
+      ? "Streaming… (answers from a book are numbered by the server: it picks the passages)"
+      : "Streaming…",
+  );
   await runStream(answer, (signal) =>
     fetch("/v1/chat/completions", {
       method: "POST",
@@ -825,17 +836,59 @@ async function probeWasm() {
   }
 }
 
-async function probeBooks() {
-  // No books endpoint exists yet; when one does, this enables the option.
+/** The books of the server (`GET /v1/books`), as listed last. */
+const books = new Map();
+
+function describeBook(b) {
+  if (!b) return "";
+  const titled = b.chapters.filter((c) => c.title);
+  const names = titled.slice(0, 4).map((c) => c.title).join(", ");
+  const more = titled.length > 4 ? ` and ${titled.length - 4} more` : "";
+  return `${b.passages} passages in ${b.chapters.length} chapter${b.chapters.length === 1 ? "" : "s"}${names ? `: ${names}${more}` : ""}.`;
+}
+
+function showBook() {
+  $("#book-info").textContent = describeBook(books.get($("#book").value));
+}
+
+/** Lists the server's books in the picker; selects `select` (a key) when given. */
+async function loadBooks(select) {
+  let list;
   try {
-    const r = await fetch("/v1/books", { headers: headers() });
-    if (r.ok) {
-      $("#mode-book").disabled = false;
-      $("#book-note").textContent = "Books are listed by the server.";
-    }
-  } catch {
-    /* offline or not there */
+    const r = await fetch("/v1/books", { headers: headers(), cache: "no-store" });
+    if (!r.ok) throw await apiError(r);
+    list = (await r.json()).data ?? [];
+  } catch (e) {
+    $("#book-info").textContent = `Books cannot be listed: ${e.message}`;
+    return;
   }
+  $("#mode-book").disabled = false;
+  const sel = $("#book");
+  const keep = select ?? sel.value;
+  books.clear();
+  sel.replaceChildren();
+  for (const b of list) {
+    books.set(b.key, b);
+    sel.append(h("option", { value: b.key }, b.title ? `${b.title} (${b.key})` : b.key));
+  }
+  if (!list.length) sel.append(h("option", { value: "" }, "(no books yet: upload one)"));
+  sel.disabled = !list.length;
+  if (books.has(keep)) sel.value = keep;
+  showBook();
+}
+
+async function uploadBook(file) {
+  status(`Adding ${file.name}…`);
+  const r = await fetch("/v1/books", {
+    method: "POST",
+    headers: headers({ "content-type": "application/epub+zip" }),
+    body: file,
+  });
+  if (!r.ok) throw await apiError(r);
+  const b = await r.json();
+  await loadBooks(b.key);
+  const what = b.added ? `Added ${b.title || b.key}: ${b.passages} passages.` : `${b.title || b.key} is in the index already.`;
+  status(b.warnings?.length ? `${what} ${b.warnings.length} warning(s): ${b.warnings[0]}` : what);
 }
 
 function init() {
@@ -917,7 +970,19 @@ function init() {
     app.active.stopped = true;
     app.active.ctl?.abort();
   });
-  const ready = Promise.all([probeWasm(), probeBooks()]).then(() => {
+  $("#book").addEventListener("change", showBook);
+  $("#book-file").addEventListener("change", async (e) => {
+    const f = e.target.files?.[0];
+    if (!f) return;
+    try {
+      await uploadBook(f);
+    } catch (err) {
+      status(`${f.name}: ${err.message}`);
+    } finally {
+      e.target.value = "";
+    }
+  });
+  const ready = Promise.all([probeWasm(), loadBooks()]).then(() => {
     document.documentElement.dataset.ready = "1";
   });
   // For tests and for trying out resume by hand: cut the live connection as a network drop

@@ -4,15 +4,17 @@
 // scripts/test-web.sh starts both servers itself and passes them as CITEFLOW_WEB_BASE (the
 // citeflow server) and CITEFLOW_WEB_UPSTREAM (the replaying upstream, `…/v1`). Without them the
 // tests start their own: the upstream in this process and `citeflow serve` from
-// CITEFLOW_BIN (default: target/debug/citeflow of the workspace).
+// CITEFLOW_BIN (default: target/debug/citeflow of the workspace). Either way citeflow serve
+// has a fresh book index with alice.epub ingested at start-up (`--index DIR --book …`).
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createInterface } from "node:readline";
 
 import { chromium } from "playwright-core";
-import { startUpstream } from "./upstream.mjs";
+import { startUpstream, sharedDir } from "./upstream.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const root = resolve(here, "../../../..");
@@ -21,12 +23,17 @@ export const executablePath = process.env.CITEFLOW_CHROMIUM ?? "/usr/bin/chromiu
 export const citeflowBin =
   process.env.CITEFLOW_BIN ?? join(process.env.CARGO_TARGET_DIR ?? join(root, "target"), "debug/citeflow");
 
-/** Starts `citeflow serve` on a free port against `upstream`; resolves to {base, stop}. */
+/** The book `citeflow serve` ingests at start-up for the tests (`--book`). */
+export const BOOK = join(sharedDir, "fixtures/epub/alice.epub");
+
+/** Starts `citeflow serve` on a free port against `upstream`, with a fresh book index holding
+ * BOOK; resolves to {base, stop}. */
 export async function startCiteflow(upstream) {
   if (!existsSync(citeflowBin)) throw new Error(`no citeflow binary at ${citeflowBin} (set CITEFLOW_BIN)`);
+  const index = mkdtempSync(join(tmpdir(), "citeflow-web-index-"));
   const child = spawn(
     citeflowBin,
-    ["serve", "--listen", "127.0.0.1:0", "--upstream", upstream, "--store", "memory"],
+    ["serve", "--listen", "127.0.0.1:0", "--upstream", upstream, "--store", "memory", "--index", index, "--book", BOOK],
     { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, CITEFLOW_LOG: process.env.CITEFLOW_LOG ?? "warn" } },
   );
   const lines = createInterface({ input: child.stdout });
@@ -45,8 +52,12 @@ export async function startCiteflow(upstream) {
     base,
     stop: () =>
       new Promise((ok) => {
-        if (child.exitCode !== null) return ok();
-        child.once("exit", () => ok());
+        const done = () => {
+          rmSync(index, { recursive: true, force: true });
+          ok();
+        };
+        if (child.exitCode !== null) return done();
+        child.once("exit", done);
         child.kill("SIGTERM");
       }),
   };

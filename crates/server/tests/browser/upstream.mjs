@@ -7,6 +7,9 @@
 // - `"model": "file:NAME"` replays a recorded stream of `$CITEFLOW_SHARED_DIR/fixtures/streams`
 //   (`.sse` as recorded, `.chunks.txt` framed as SSE), one event per `paceMs` (`?pace=` of the
 //   script registered under that model, else 60 ms).
+// - `{{cite:N}}` in a piece becomes the marker of the N-th source of the request's context
+//   block (the lines of the system message that start with `[[id]]`), so an answer can cite
+//   passages the server retrieved from a book without knowing them in advance.
 // - `GET /_requests` lists the request bodies received.
 //
 // Run alone (`node upstream.mjs`), it prints `http://127.0.0.1:PORT/v1` and serves until
@@ -38,6 +41,18 @@ export function chatEvents(pieces) {
   out.push(JSON.stringify(chatChunk({}, "stop")));
   out.push("[DONE]");
   return out.map((d) => `data: ${d}\n\n`);
+}
+
+/** The source ids of a request's context block, in order: lines starting with `[[id]]`. */
+export function contextIds(request) {
+  const system = (request.messages ?? []).find((m) => m.role === "system")?.content ?? "";
+  return [...String(system).matchAll(/^\[\[([^\]]+)\]\]/gm)].map((m) => m[1]);
+}
+
+/** Replaces `{{cite:N}}` with the marker of the N-th context source (1-based). */
+function citeFromContext(pieces, request) {
+  const ids = contextIds(request);
+  return pieces.map((p) => p.replace(/\{\{cite:(\d+)\}\}/g, (_, n) => `[[${ids[Number(n) - 1] ?? `missing_${n}`}]]`));
 }
 
 async function recordedEvents(name) {
@@ -75,7 +90,7 @@ export async function startUpstream({ port = 0 } = {}) {
         const script = scripts.get(r.model);
         let events;
         if (r.model?.startsWith("file:")) events = await recordedEvents(r.model.slice(5));
-        else if (script) events = chatEvents(script.pieces);
+        else if (script) events = chatEvents(citeFromContext(script.pieces, r));
         else {
           res.writeHead(404, { "content-type": "application/json" });
           res.end(JSON.stringify({ error: { message: `no script for model ${r.model}` } }));

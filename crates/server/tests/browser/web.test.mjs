@@ -86,7 +86,9 @@ async function openPage({ width = 1200, height = 800 } = {}) {
   const errors = [];
   const requests = [];
   page.on("pageerror", (e) => errors.push(String(e)));
-  page.on("request", (r) => requests.push({ url: r.url(), method: r.method(), headers: r.headers() }));
+  page.on("request", (r) =>
+    requests.push({ url: r.url(), method: r.method(), headers: r.headers(), body: r.postData() }),
+  );
   await page.goto(`${env.base}/`);
   await page.waitForFunction(() => document.documentElement.dataset.ready === "1");
   return { ctx, page, errors, requests };
@@ -164,8 +166,9 @@ test("the page and its assets come from the binary and load nothing from elsewhe
   const foreign = requests.filter((r) => !r.url.startsWith(origin));
   assert.deepEqual(foreign, [], "requests to other origins");
   assert.deepEqual(errors, []);
-  assert.equal(await page.locator("#mode-book").isDisabled(), true, "no books endpoint yet");
-  assert.match(await page.locator("#book-note").textContent(), /no books endpoint/);
+  // The server lists its books (citeflow serve --book alice.epub), so the picker is on.
+  assert.equal(await page.locator("#mode-book").isDisabled(), false, "GET /v1/books enables the book picker");
+  assert.ok(requests.some((r) => r.url === `${origin}/v1/books`));
   await ctx.close();
 });
 
@@ -425,7 +428,89 @@ test("a book source shows its chapter and CFI (passages of `citeflow ingest`, up
   const tip = await page.locator("#tip").textContent();
   assert.ok(tip.includes(a.locator.cfi) && tip.includes(a.locator.chapter_title), tip);
   assert.ok(tip.includes((a.snippet || a.text).slice(0, 40)), tip);
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});
+
+test("asking against a book picked in the list: the server retrieves its passages, the list shows chapter and CFI", async () => {
+  // The model cites the second and the first passage the server put in its context.
+  await script(env.upstream, "book-pick", [
+    "The White Rabbit took a watch out of its waistcoat-pocket ",
+    "{{cite:2}}, and Alice ran across the field after it {{cite:1}}. ",
+    "It popped down a large rabbit-hole {{cite:2}}.",
+  ], { paceMs: 120 });
+  const { ctx, page, errors, requests } = await openPage();
+  const listed = await (await fetch(`${env.base}/v1/books`)).json();
+  const alice = listed.data.find((b) => b.title.startsWith("Alice"));
+  assert.ok(alice, `alice.epub is listed: ${JSON.stringify(listed)}`);
+  assert.ok(alice.passages > 10 && alice.chapters.length > 5);
+  // The picker lists it; choose the book mode with the keyboard-reachable radio.
+  await page.locator("#mode-book").check();
+  assert.equal(await page.locator('.mode-panel[data-mode="book"]').isVisible(), true);
+  const options = await page.locator("#book option").evaluateAll((os) => os.map((o) => [o.value, o.textContent]));
+  assert.ok(options.some(([v, t]) => v === alice.key && t.includes("Alice")), JSON.stringify(options));
+  await page.locator("#book").selectOption(alice.key);
+  assert.match(await page.locator("#book-info").textContent(), new RegExp(`${alice.passages} passages in ${alice.chapters.length} chapters`));
+  await page.locator("#top-k").fill("4");
+  const id = await ask(page, "What did the White Rabbit take out of its waistcoat-pocket?", { model: "book-pick" });
+  assert.equal(await finished(page, id), "done");
+
+  // The page asked with citeflow.book and no sources of its own.
+  const post = requests.filter((r) => r.url.endsWith("/v1/chat/completions")).pop();
+  const sent = JSON.parse(post.body);
+  assert.equal(sent.citeflow.book, alice.key);
+  assert.equal(sent.citeflow.top_k, 4);
+  assert.equal(sent.sources, undefined);
+
+  // What reached the model: four passages of that book, each labelled with chapter and CFI.
+  const upstream = await (await fetch(`${env.upstream.replace(/\/v1$/, "")}/_requests`)).json();
+  const prompt = upstream.filter((r) => r.model === "book-pick").pop().messages[0].content;
+  const context = [...prompt.matchAll(/^\[\[([^\]]+)\]\] \(chapter: (.+?), CFI: (epubcfi\(.+?\))\) /gm)].map((m) => ({
+    id: m[1],
+    chapter: m[2],
+    cfi: m[3],
+  }));
+  assert.equal(context.length, 4, prompt);
+  assert.ok(context.every((c) => c.id.startsWith(`${alice.key}#p`)), prompt);
+
+  // The list: the cited passages in first-citation order, each with chapter title and CFI.
+  const v = await view(page, id);
+  assert.deepEqual(v.numbers, [1, 2, 1]);
+  assert.deepEqual(v.list.map(([n, sid]) => [n, sid]), [[1, context[1].id], [2, context[0].id]]);
+  for (const [n, c] of [[1, context[1]], [2, context[0]]]) {
+    const entry = page.locator(`#${id}-src-${n}`);
+    assert.equal(await entry.locator(".chapter").textContent(), `Chapter: ${c.chapter}`);
+    assert.equal(await entry.locator(".cfi").textContent(), c.cfi);
+    assert.match(await entry.locator(".title").textContent(), /^Alice.* — /);
+  }
+  assert.match(v.report, /2 sources · 3 citations · list verified/);
+  await page.locator(`#${id} .text .cite a`).first().hover();
+  const tip = await page.locator("#tip").textContent();
+  assert.ok(tip.includes(context[1].cfi) && tip.includes(context[1].chapter), tip);
+  await page.mouse.move(1, 1);
+  await page.waitForFunction(() => document.querySelector("#tip").hidden);
   await shot(page, page.locator(".layout"), "book-source.png");
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});
+
+test("an .epub uploaded in the page joins the book list and can be asked at once", async () => {
+  await script(env.upstream, "book-upload", ["April is the cruellest month {{cite:1}}."], { paceMs: 20 });
+  const { ctx, page, errors } = await openPage();
+  await page.locator("#mode-book").check();
+  await page.locator("#book-file").setInputFiles(join(sharedDir, "fixtures/epub/wasteland.epub"));
+  await page.waitForFunction(() => /Waste Land/.test(document.querySelector("#book").selectedOptions[0]?.textContent ?? ""));
+  assert.match(await page.locator("#status").textContent(), /(Added .*Waste Land.*passages|in the index already)/);
+  const id = await ask(page, "Which month is the cruellest?", { model: "book-upload" });
+  assert.equal(await finished(page, id), "done");
+  const entry = page.locator(`#${id}-src-1`);
+  assert.match(await entry.locator(".title").textContent(), /Waste Land/);
+  assert.match(await entry.locator(".cfi").textContent(), /^epubcfi\(\/6\//);
+  // Not an EPUB: the server says why.
+  const dir = mkdtempSync(join(tmpdir(), "citeflow-web-"));
+  writeFileSync(join(dir, "fake.epub"), "not a zip at all");
+  await page.locator("#book-file").setInputFiles(join(dir, "fake.epub"));
+  await page.waitForFunction(() => /fake\.epub: not a readable EPUB/.test(document.querySelector("#status").textContent));
   assert.deepEqual(errors, []);
   await ctx.close();
 });
