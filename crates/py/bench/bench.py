@@ -3,7 +3,8 @@
 Both rewrite the same deterministic LLM-like token stream (markers split across tokens, several
 ids in one marker, unknown ids, multi-byte text) token by token, each returning events per
 token, and must produce the same rendered text. Printed: tokens/s of each, the ratio, and the
-same at 1x, 10x and 100x the text to show that the cost per token stays flat (linear time).
+same at 1x, 10x and 100x the text to show that the cost per token stays flat (linear time), and
+the cost of the loop itself around a `feed` that does no work (the floor no processor can beat).
 Times are CPU time of this process (``time.process_time``), best of ``--repeat`` runs taken
 alternately, so that other processes on a shared machine disturb the figures less.
 
@@ -165,6 +166,20 @@ def run_python(tokens: list[str]) -> str:
     return "".join(out)
 
 
+def run_floor(tokens: list[str]) -> str:
+    """The benchmark loop alone: the same loop as `run_citeflow` around a `feed` that does no
+    work (one C-level dict lookup that returns a prepared one-event list). No processor can be
+    faster than this in this loop, so `python time / floor time` bounds the reachable ratio."""
+    events = [citeflow.TextEvent("x")]
+    feed = {t: events for t in set(tokens)}.__getitem__
+    out = []
+    for t in tokens:
+        for e in feed(t):
+            if e.type == "text":
+                out.append(e.text)
+    return "".join(out)
+
+
 def best_time(fn: Callable[[list[str]], str], tokens: list[str], repeat: int) -> float:
     best = float("inf")
     for _ in range(repeat):
@@ -196,14 +211,17 @@ def main() -> int:
     print(f"{'scale':>6} {'tokens':>9} {'citeflow tok/s':>15} {'python tok/s':>13} {'ratio':>7} {'citeflow ns/tok':>16} {'python ns/tok':>14}")
     ratios = []
     per_tok = []
+    floors = []
     for scale in (1, 10, 100):
         tokens = base * scale
         n = len(tokens)
         # Alternate the two so that load from other processes hits both alike; keep the best.
-        tc = tp = float("inf")
+        tc = tp = tf = float("inf")
         for _ in range(args.repeat if scale < 100 else max(1, args.repeat - 1)):
             tc = min(tc, best_time(run_citeflow, tokens, 1))
             tp = min(tp, best_time(run_python, tokens, 1))
+            tf = min(tf, best_time(run_floor, tokens, 1))
+        floors.append((tf / n * 1e9, tp / tf))
         ratios.append(tp / tc)
         per_tok.append((tc / n * 1e9, tp / n * 1e9))
         print(
@@ -212,6 +230,11 @@ def main() -> int:
     flat = max(c for c, _ in per_tok) / min(c for c, _ in per_tok)
     print(f"citeflow ns/token varies {flat:.2f}x from 1x to 100x the text (1.00 = perfectly linear)")
     print(f"ratio at 100x: {ratios[-1]:.1f}x (target >= 20x)")
+    f_ns, f_ratio = floors[-1]
+    print(
+        f"loop floor at 100x (a feed that does no work): {f_ns:.0f} ns/token, "
+        f"so no processor can exceed {f_ratio:.1f}x in this loop"
+    )
     return 0
 
 

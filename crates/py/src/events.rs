@@ -6,24 +6,48 @@
 
 use citeflow_core as core;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString};
+use pyo3::types::{PyBool, PyList, PyString};
 
 use crate::convert::{repr_str, serde_name};
 use crate::errors::{raise, CiteflowError};
 use crate::types::{to_py, ListedSource, Report, Source};
 
 /// Rendered text. Concatenated, the texts are the whole rendered answer.
-#[pyclass(frozen, eq, module = "citeflow._citeflow")]
-#[derive(PartialEq)]
+///
+/// `type` and `text` are plain slots (struct members), the fastest attribute reads Python has:
+/// a token stream reads them once per token.
+#[pyclass(frozen, module = "citeflow._citeflow")]
 pub(crate) struct TextEvent {
-    text: String,
+    /// Always `"text"`.
+    #[pyo3(get, name = "type")]
+    kind: Py<PyString>,
+    /// The text.
+    #[pyo3(get)]
+    text: Py<PyString>,
+}
+
+impl TextEvent {
+    /// A text event holding `text` (an exact `str`) as it is, without copying it.
+    pub(crate) fn from_py<'py>(text: Bound<'py, PyString>) -> PyResult<Bound<'py, TextEvent>> {
+        let py = text.py();
+        Bound::new(
+            py,
+            TextEvent {
+                kind: pyo3::intern!(py, "text").clone().unbind(),
+                text: text.unbind(),
+            },
+        )
+    }
 }
 
 #[pymethods]
 impl TextEvent {
     #[new]
-    fn new(text: String) -> Self {
-        TextEvent { text }
+    fn new(py: Python<'_>, text: &str) -> Self {
+        TextEvent {
+            kind: pyo3::intern!(py, "text").clone().unbind(),
+            text: PyString::new(py, text).unbind(),
+        }
     }
 
     #[classattr]
@@ -31,16 +55,14 @@ impl TextEvent {
         ("text",)
     }
 
-    /// Always `"text"`.
-    #[getter(r#type)]
-    fn kind<'py>(&self, py: Python<'py>) -> &Bound<'py, PyString> {
-        pyo3::intern!(py, "text")
-    }
-
-    /// The text.
-    #[getter]
-    fn text(&self) -> &str {
-        &self.text
+    fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        match other.cast::<TextEvent>() {
+            Ok(o) => {
+                let same = PyAnyMethods::eq(self.text.bind(py).as_any(), o.get().text.bind(py))?;
+                Ok(PyBool::new(py, same).to_owned().into_any().unbind())
+            }
+            Err(_) => Ok(py.NotImplemented()),
+        }
     }
 
     /// The core's JSON form: `{"type": "text", "text": ...}`.
@@ -48,13 +70,16 @@ impl TextEvent {
         to_py(
             py,
             &core::Event::Text {
-                text: self.text.clone(),
+                text: self.text.bind(py).to_str()?.to_owned(),
             },
         )
     }
 
-    pub(crate) fn __repr__(&self) -> String {
-        format!("TextEvent(text={})", repr_str(&self.text))
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "TextEvent(text={})",
+            repr_str(self.text.bind(py).to_str()?)
+        ))
     }
 }
 
@@ -430,7 +455,7 @@ fn py_bool(b: bool) -> &'static str {
 /// A core event as its Python class.
 pub(crate) fn event_to_py(py: Python<'_>, e: core::Event) -> PyResult<Bound<'_, PyAny>> {
     Ok(match e {
-        core::Event::Text { text } => Bound::new(py, TextEvent { text })?.into_any(),
+        core::Event::Text { text } => TextEvent::from_py(PyString::new(py, &text))?.into_any(),
         core::Event::Source {
             number,
             source,

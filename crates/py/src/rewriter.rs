@@ -5,11 +5,11 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use citeflow_core as core;
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::types::{PyList, PyString};
 
 use crate::convert::Chunk;
 use crate::errors::{raise, restore_err, rewrite_err, source_err, NumberingError, RewriteError};
-use crate::events::event_to_py;
+use crate::events::{event_to_py, TextEvent};
 use crate::settings::{Settings, SettingsArgs};
 use crate::types::{
     from_json, sources_from_iter, to_json, ListedSource, Numbering, Round, Sources,
@@ -119,6 +119,35 @@ impl Rewriter {
         Ok(())
     }
 
+    /// `drain` after `feed(input)`: a lone text event equal to the input reuses the input.
+    fn drain_fed<'py>(
+        &mut self,
+        py: Python<'py>,
+        input: &Bound<'py, PyString>,
+        input_text: &str,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let State::Ready(rw) = &mut self.state else {
+            return Ok(PyList::empty(py));
+        };
+        let Some(first) = rw.poll_event() else {
+            return Ok(PyList::empty(py));
+        };
+        let Some(second) = rw.poll_event() else {
+            let event = match first {
+                core::Event::Text { text } if text == input_text => {
+                    TextEvent::from_py(input.clone())?.into_any()
+                }
+                other => event_to_py(py, other)?,
+            };
+            return PyList::new(py, [event]);
+        };
+        let list = PyList::new(py, [event_to_py(py, first)?, event_to_py(py, second)?])?;
+        while let Some(e) = rw.poll_event() {
+            list.append(event_to_py(py, e)?)?;
+        }
+        Ok(list)
+    }
+
     fn drain<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let list = PyList::empty(py);
         if let State::Ready(rw) = &mut self.state {
@@ -180,7 +209,26 @@ impl Rewriter {
     /// Feeds the next chunk and returns the events it released.
     ///
     /// Raises `RewriteError` (see the class docs).
-    fn feed<'py>(&mut self, py: Python<'py>, chunk: Chunk<'_>) -> PyResult<Bound<'py, PyList>> {
+    fn feed<'py>(
+        &mut self,
+        py: Python<'py>,
+        chunk: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        // Fast path for an exact `str` (what token streams carry): its UTF-8 is read in place,
+        // and when the chunk comes out unchanged as the only event, the event holds the same
+        // `str` object instead of a copy.
+        if let Ok(s) = chunk.cast_exact::<PyString>() {
+            if let Ok(text) = s.to_str() {
+                self.call(py, |rw| rw.write(text))?;
+                return self.drain_fed(py, s, text);
+            }
+        }
+        let chunk = chunk.extract::<Chunk<'_>>().inspect_err(|e| {
+            // The note PyO3 adds to an argument it could not convert.
+            let _ = e
+                .value(py)
+                .call_method1("add_note", ("while processing 'chunk'",));
+        })?;
         self.call(py, |rw| rw.write(chunk.as_bytes()))?;
         self.drain(py)
     }

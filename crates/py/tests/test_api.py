@@ -224,6 +224,38 @@ def test_values_have_repr_equality_and_dicts() -> None:
         hash(t)
 
 
+def test_feed_gives_the_same_events_for_str_subclasses_and_bytes() -> None:
+    # `feed` has a fast path for exact `str` chunks; every other kind goes the general way.
+    class Token(str):
+        pass
+
+    chunks = ["Paris ", "is [[sou", "rce_7]]", " 漢字", "."]
+    kinds = [
+        lambda c: c,
+        lambda c: Token(c),
+        lambda c: c.encode(),
+        lambda c: bytearray(c.encode()),
+    ]
+    results = []
+    for kind in kinds:
+        rw = citeflow.Rewriter([PARIS])
+        results.append([rw.feed(kind(c)) for c in chunks] + [rw.finish()])
+    assert all(r == results[0] for r in results)
+    assert [[e.type for e in evs] for evs in results[0][:-1]] == [
+        ["text"], ["text"], ["source", "citation", "text"], ["text"], ["text"]
+    ]
+    for evs in results[1]:
+        for e in evs:
+            if e.type == "text":
+                assert type(e.text) is str
+    t = results[0][0][0]
+    assert t == citeflow.TextEvent("Paris ") and t.text == "Paris "
+    with pytest.raises(AttributeError):
+        t.text = "x"  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        t.type = "x"  # type: ignore[misc]
+
+
 def test_byte_offsets_are_utf8_bytes() -> None:
     rw = citeflow.Rewriter([PARIS])
     events = answer(rw, "漢字 [[source_7]]")
