@@ -4,7 +4,7 @@
 # the OpenAI and LangChain adapters with the real packages, snapshot interop with the Rust CLI)
 # and mypy.stubtest on the native module.
 #
-# Needs: python3 (3.9+) with the venv module, cargo. Installs everything else into
+# Needs: python3 (3.11+) with the venv module, cargo. Installs everything else into
 # target/venv-py. Idempotent: a second run reuses the venv and the cargo cache.
 set -euo pipefail
 
@@ -18,8 +18,10 @@ if [ ! -x "$VENV/bin/python" ]; then
     mkdir -p "$ROOT/target"
     "$PYTHON" -m venv "$VENV"
 fi
+# Exact versions (maturin, pytest, hypothesis, mypy, openai, langchain-core and their
+# dependencies) so that a run today and a run next month test the same thing.
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-    'maturin>=1.9.4,<2' pytest hypothesis mypy openai langchain-core
+    -r crates/py/requirements-test.txt
 
 # The snapshot interop test runs the Rust CLI on a snapshot taken in Python.
 cargo build --quiet --locked -p citeflow-cli
