@@ -190,7 +190,7 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("CITEFLOW_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,tantivy=warn")),
         )
         .with_writer(std::io::stderr)
         .init();
