@@ -59,7 +59,7 @@ DROP TABLE events;
 
 /// Pages the writer's connection may cache (`PRAGMA cache_size`, in KiB when negative): the
 /// hot pages of a thousand running streams stay in memory.
-const WRITER_CACHE_KIB: i64 = 64 * 1024;
+const WRITER_CACHE_KIB: i64 = 8 * 1024;
 
 /// The page size of a new file. Each commit writes every page it touched to the WAL, and the
 /// appends of many streams touch one index page each: small pages write less per event.
