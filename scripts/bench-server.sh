@@ -42,7 +42,7 @@ CITEFLOW_REPLAY_STAMPS=1 "$TARGET_DIR/release/examples/replay_upstream" "$SHARED
 PIDS+=($!)
 UPSTREAM="$(first_line "$WORK/upstream.out")"
 CITEFLOW_LOG=warn "$TARGET_DIR/release/citeflow" serve --upstream "$UPSTREAM" --listen 127.0.0.1:0 \
-    --store "sqlite:$WORK/citeflow.db" > "$WORK/citeflow.out" &
+    --store "${BENCH_STORE:-sqlite:$WORK/citeflow.db}" > "$WORK/citeflow.out" &
 CITEFLOW_PID=$!
 PIDS+=("$CITEFLOW_PID")
 CITEFLOW="$(first_line "$WORK/citeflow.out" | sed 's/^citeflow listening on //')/v1"

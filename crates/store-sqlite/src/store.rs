@@ -10,9 +10,9 @@ use citeflow_store::{
     Allocation, NumberScope, SessionRecord, Store, StoreError, StoredEvent, StreamRecord,
     StreamSignals, StreamStatus,
 };
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection};
 
-use crate::writer::{self, backend, in_savepoint, Job};
+use crate::writer::{self, backend, exec, in_savepoint, query_opt, Job};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
@@ -35,17 +35,38 @@ CREATE TABLE IF NOT EXISTS streams (
     owner TEXT NOT NULL,
     session_id TEXT,
     status TEXT NOT NULL,
-    created_ms INTEGER NOT NULL,
-    last_event INTEGER NOT NULL DEFAULT 0
+    created_ms INTEGER NOT NULL
 );
-CREATE TABLE IF NOT EXISTS events (
+CREATE TABLE IF NOT EXISTS event_log (
     stream_id TEXT NOT NULL,
     id INTEGER NOT NULL,
-    data TEXT NOT NULL,
-    PRIMARY KEY (stream_id, id)
-) WITHOUT ROWID;
-PRAGMA user_version = 1;
+    data TEXT NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS event_log_by_stream ON event_log (stream_id, id);
 ";
+
+/// The schema version this code writes (`PRAGMA user_version`).
+const SCHEMA_VERSION: i64 = 2;
+
+/// Version 1 kept events in a `WITHOUT ROWID` table keyed by stream: with many streams
+/// running, every append landed on a different page. Version 2 appends them to a rowid table
+/// (its pages fill in order) with a small index by stream.
+const MIGRATE_1_TO_2: &str = "
+INSERT INTO event_log (stream_id, id, data) SELECT stream_id, id, data FROM events
+    ORDER BY stream_id, id;
+DROP TABLE events;
+";
+
+/// Pages the writer's connection may cache (`PRAGMA cache_size`, in KiB when negative): the
+/// hot pages of a thousand running streams stay in memory.
+const WRITER_CACHE_KIB: i64 = 8 * 1024;
+
+/// The page size of a new file. Each commit writes every page it touched to the WAL, and the
+/// appends of many streams touch one index page each: small pages write less per event.
+const PAGE_SIZE: u32 = 1024;
+
+/// How often the checkpoint thread copies the WAL into the database file.
+const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// How many recent events of a running stream stay in memory for live followers.
 const TAIL_EVENTS: usize = 128;
@@ -60,6 +81,8 @@ pub struct SqliteStore {
     readers: Mutex<Vec<Connection>>,
     tails: Mutex<HashMap<String, Tail>>,
     signals: StreamSignals,
+    /// Dropped with the store: the checkpoint thread then stops.
+    _stop_checkpoints: mpsc::Sender<()>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -70,10 +93,37 @@ impl std::fmt::Debug for SqliteStore {
     }
 }
 
-/// The newest events of a running stream.
-#[derive(Debug, Default)]
+/// A running stream as it stands in memory: its record and its newest events. Live followers
+/// are served from here, so that a stream's hot path touches the file only to write.
+///
+/// Tails are updated after each commit; one file belongs to one process, so the tail and the
+/// file agree once the writer has answered.
+#[derive(Debug)]
 struct Tail {
+    record: StreamRecord,
     events: VecDeque<StoredEvent>,
+    /// The id of the newest event dropped from `events` (0: none was).
+    dropped: u64,
+}
+
+impl Tail {
+    fn new(record: StreamRecord) -> Self {
+        Tail {
+            record,
+            events: VecDeque::new(),
+            dropped: 0,
+        }
+    }
+
+    /// The events after `after`, at most `limit`; `None` when some of them were dropped and
+    /// must come from the file.
+    fn after(&self, after: u64, limit: usize) -> Option<Vec<StoredEvent>> {
+        if after < self.dropped {
+            return None;
+        }
+        let skip = (after - self.dropped) as usize;
+        Some(self.events.iter().skip(skip).take(limit).cloned().collect())
+    }
 }
 
 fn open_conn(path: &Path) -> Result<Connection, StoreError> {
@@ -81,8 +131,11 @@ fn open_conn(path: &Path) -> Result<Connection, StoreError> {
         .map_err(|e| StoreError::Unavailable(format!("cannot open {}: {e}", path.display())))?;
     conn.busy_timeout(std::time::Duration::from_secs(5))
         .map_err(backend)?;
-    conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
-        .map_err(backend)?;
+    // The page size counts only when the file is created (before WAL mode is set).
+    conn.execute_batch(&format!(
+        "PRAGMA page_size = {PAGE_SIZE}; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
+    ))
+    .map_err(backend)?;
     Ok(conn)
 }
 
@@ -102,22 +155,20 @@ fn not_found(what: &'static str, id: &str) -> StoreError {
 }
 
 fn read_session(conn: &Connection, id: &str) -> Result<SessionRecord, StoreError> {
-    let row = conn
-        .query_row(
-            "SELECT owner, sources, created_ms, last_used_ms FROM sessions WHERE id = ?1",
-            params![id],
-            |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, i64>(2)?,
-                    r.get::<_, i64>(3)?,
-                ))
-            },
-        )
-        .optional()
-        .map_err(backend)?
-        .ok_or_else(|| not_found("session", id))?;
+    let row = query_opt(
+        conn,
+        "SELECT owner, sources, created_ms, last_used_ms FROM sessions WHERE id = ?1",
+        params![id],
+        |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, i64>(3)?,
+            ))
+        },
+    )?
+    .ok_or_else(|| not_found("session", id))?;
     let sources: Sources = decode(&row.1)?;
     Ok(SessionRecord {
         id: id.to_owned(),
@@ -129,23 +180,23 @@ fn read_session(conn: &Connection, id: &str) -> Result<SessionRecord, StoreError
 }
 
 fn read_stream(conn: &Connection, id: &str) -> Result<(StreamRecord, u64), StoreError> {
-    let row = conn
-        .query_row(
-            "SELECT owner, session_id, status, created_ms, last_event FROM streams WHERE id = ?1",
-            params![id],
-            |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, Option<String>>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, i64>(3)?,
-                    r.get::<_, i64>(4)?,
-                ))
-            },
-        )
-        .optional()
-        .map_err(backend)?
-        .ok_or_else(|| not_found("stream", id))?;
+    let row = query_opt(
+        conn,
+        "SELECT owner, session_id, status, created_ms,
+                (SELECT COALESCE(MAX(id), 0) FROM event_log WHERE stream_id = ?1)
+         FROM streams WHERE id = ?1",
+        params![id],
+        |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, Option<String>>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, i64>(3)?,
+                r.get::<_, i64>(4)?,
+            ))
+        },
+    )?
+    .ok_or_else(|| not_found("stream", id))?;
     let status = StreamStatus::from_name(&row.2)
         .ok_or_else(|| StoreError::Backend(format!("unknown stream status {}", row.2)))?;
     Ok((
@@ -160,6 +211,39 @@ fn read_stream(conn: &Connection, id: &str) -> Result<(StreamRecord, u64), Store
     ))
 }
 
+/// Creates or upgrades the schema and tunes the writer's connection.
+fn set_up(conn: &Connection) -> Result<(), StoreError> {
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(backend)?;
+    if version > SCHEMA_VERSION {
+        return Err(StoreError::Backend(format!(
+            "the database has schema version {version}; this citeflow knows up to \
+             {SCHEMA_VERSION}"
+        )));
+    }
+    conn.execute_batch("BEGIN IMMEDIATE").map_err(backend)?;
+    let upgrade = (|| {
+        conn.execute_batch(SCHEMA)?;
+        if version == 1 {
+            conn.execute_batch(MIGRATE_1_TO_2)?;
+        }
+        conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))
+    })();
+    match upgrade {
+        Ok(()) => conn.execute_batch("COMMIT").map_err(backend)?,
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            return Err(backend(e));
+        }
+    }
+    // The checkpoint thread moves the WAL into the file, so that the writer never waits for it.
+    conn.execute_batch(&format!(
+        "PRAGMA cache_size = -{WRITER_CACHE_KIB}; PRAGMA wal_autocheckpoint = 0;"
+    ))
+    .map_err(backend)
+}
+
 impl SqliteStore {
     /// Opens (or creates) the database file and starts the writer thread.
     ///
@@ -169,18 +253,25 @@ impl SqliteStore {
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
         let path = path.as_ref().to_path_buf();
         let conn = open_conn(&path)?;
-        conn.execute_batch(SCHEMA).map_err(backend)?;
+        set_up(&conn)?;
         let (tx, rx) = mpsc::channel();
         std::thread::Builder::new()
             .name("citeflow-sqlite-writer".into())
             .spawn(move || writer::run(conn, rx))
             .map_err(|e| StoreError::Unavailable(format!("writer thread: {e}")))?;
+        let checkpoints = open_conn(&path)?;
+        let (stop_checkpoints, stop) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("citeflow-sqlite-checkpoint".into())
+            .spawn(move || writer::checkpoint(checkpoints, CHECKPOINT_EVERY, stop))
+            .map_err(|e| StoreError::Unavailable(format!("checkpoint thread: {e}")))?;
         Ok(SqliteStore {
             path,
             jobs: Mutex::new(tx),
             readers: Mutex::new(Vec::new()),
             tails: Mutex::new(HashMap::new()),
             signals: StreamSignals::new(),
+            _stop_checkpoints: stop_checkpoints,
         })
     }
 
@@ -189,14 +280,24 @@ impl SqliteStore {
         &self.path
     }
 
-    /// Runs `f` in the writer's transaction; returns after the commit.
+    /// Runs `f` in the writer's transaction, inside a savepoint (an error undoes what `f`
+    /// did); returns after the commit.
     async fn write<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        self.write_bare(move |c| in_savepoint(c, f)).await
+    }
+
+    /// Runs `f` in the writer's transaction without a savepoint: `f` must leave nothing behind
+    /// when it fails. Returns after the commit.
+    async fn write_bare<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
         let (tx, rx) = futures_channel::oneshot::channel();
         let job: Job = Box::new(move |conn| {
-            let result = in_savepoint(conn, f);
+            let result = f(conn);
             Box::new(move |commit_error| {
                 let _ = tx.send(match commit_error {
                     Some(e) => Err(e),
@@ -281,11 +382,11 @@ impl Store for SqliteStore {
             let mut s = read_session(c, &id)?;
             s.sources.append_round(query, sources)?;
             s.last_used_ms = s.last_used_ms.max(now_ms);
-            c.execute(
+            exec(
+                c,
                 "UPDATE sessions SET sources = ?2, last_used_ms = ?3 WHERE id = ?1",
                 params![id, encode(&s.sources)?, s.last_used_ms as i64],
-            )
-            .map_err(backend)?;
+            )?;
             Ok(s)
         })
         .await
@@ -294,12 +395,11 @@ impl Store for SqliteStore {
     async fn touch_session(&self, id: &str, now_ms: u64) -> Result<(), StoreError> {
         let id = id.to_owned();
         self.write(move |c| {
-            let n = c
-                .execute(
-                    "UPDATE sessions SET last_used_ms = MAX(last_used_ms, ?2) WHERE id = ?1",
-                    params![id, now_ms as i64],
-                )
-                .map_err(backend)?;
+            let n = exec(
+                c,
+                "UPDATE sessions SET last_used_ms = MAX(last_used_ms, ?2) WHERE id = ?1",
+                params![id, now_ms as i64],
+            )?;
             if n == 0 {
                 return Err(not_found("session", &id));
             }
@@ -337,32 +437,30 @@ impl Store for SqliteStore {
         let key = key.to_owned();
         let source_id = source_id.to_owned();
         self.write(move |c| {
-            let existing: Option<i64> = c
-                .query_row(
-                    "SELECT number FROM numbers WHERE namespace = ?1 AND key = ?2",
-                    params![ns, key],
-                    |r| r.get(0),
-                )
-                .optional()
-                .map_err(backend)?;
+            let existing: Option<i64> = query_opt(
+                c,
+                "SELECT number FROM numbers WHERE namespace = ?1 AND key = ?2",
+                params![ns, key],
+                |r| r.get(0),
+            )?;
             if let Some(n) = existing {
                 return Ok(Allocation {
                     number: n as u32,
                     is_new: false,
                 });
             }
-            let next: i64 = c
-                .query_row(
-                    "SELECT COALESCE(MAX(number), 0) + 1 FROM numbers WHERE namespace = ?1",
-                    params![ns],
-                    |r| r.get(0),
-                )
-                .map_err(backend)?;
-            c.execute(
+            let next: i64 = query_opt(
+                c,
+                "SELECT COALESCE(MAX(number), 0) + 1 FROM numbers WHERE namespace = ?1",
+                params![ns],
+                |r| r.get(0),
+            )?
+            .unwrap_or(1);
+            exec(
+                c,
                 "INSERT INTO numbers (namespace, key, number, source_id) VALUES (?1, ?2, ?3, ?4)",
                 params![ns, key, next, source_id],
-            )
-            .map_err(backend)?;
+            )?;
             Ok(Allocation {
                 number: next as u32,
                 is_new: true,
@@ -397,20 +495,20 @@ impl Store for SqliteStore {
 
     async fn create_stream(&self, stream: StreamRecord) -> Result<(), StoreError> {
         let id = stream.id.clone();
+        let record = stream.clone();
         self.write(move |c| {
-            let n = c
-                .execute(
-                    "INSERT OR IGNORE INTO streams (id, owner, session_id, status, created_ms)
-                     VALUES (?1, ?2, ?3, ?4, ?5)",
-                    params![
-                        stream.id,
-                        stream.owner,
-                        stream.session_id,
-                        stream.status.as_str(),
-                        stream.created_ms as i64
-                    ],
-                )
-                .map_err(backend)?;
+            let n = exec(
+                c,
+                "INSERT OR IGNORE INTO streams (id, owner, session_id, status, created_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![
+                    stream.id,
+                    stream.owner,
+                    stream.session_id,
+                    stream.status.as_str(),
+                    stream.created_ms as i64
+                ],
+            )?;
             if n == 0 {
                 return Err(StoreError::Exists {
                     what: "stream",
@@ -420,11 +518,16 @@ impl Store for SqliteStore {
             Ok(())
         })
         .await?;
-        self.tails().insert(id, Tail::default());
+        if !record.status.is_finished() {
+            self.tails().insert(id, Tail::new(record));
+        }
         Ok(())
     }
 
     async fn stream(&self, id: &str) -> Result<StreamRecord, StoreError> {
+        if let Some(tail) = self.tails().get(id) {
+            return Ok(tail.record.clone());
+        }
         self.read(|c| read_stream(c, id)).map(|(s, _)| s)
     }
 
@@ -435,42 +538,65 @@ impl Store for SqliteStore {
     ) -> Result<(), StoreError> {
         let id = stream_id.to_owned();
         let batch = events.clone();
-        self.write(move |c| {
-            let (s, mut last) = read_stream(c, &id)?;
-            if s.status.is_finished() {
+        // The hot path: two lookups and the inserts, no savepoint. Everything that can refuse
+        // the batch is checked before the first insert; an insert that still fails (a disk
+        // error) has the rows before it deleted again.
+        self.write_bare(move |c| {
+            let status: String = query_opt(
+                c,
+                "SELECT status FROM streams WHERE id = ?1",
+                params![id],
+                |r| r.get(0),
+            )?
+            .ok_or_else(|| not_found("stream", &id))?;
+            let status = StreamStatus::from_name(&status)
+                .ok_or_else(|| StoreError::Backend(format!("unknown stream status {status}")))?;
+            if status.is_finished() {
                 return Err(StoreError::StreamClosed {
                     stream_id: id,
-                    status: s.status.as_str(),
+                    status: status.as_str(),
                 });
             }
-            let mut insert = c
-                .prepare_cached("INSERT INTO events (stream_id, id, data) VALUES (?1, ?2, ?3)")
-                .map_err(backend)?;
-            for e in &batch {
-                if e.id != last + 1 {
+            let last: i64 = query_opt(
+                c,
+                "SELECT COALESCE(MAX(id), 0) FROM event_log WHERE stream_id = ?1",
+                params![id],
+                |r| r.get(0),
+            )?
+            .unwrap_or(0);
+            let last = last as u64;
+            for (i, e) in batch.iter().enumerate() {
+                let want = last + 1 + i as u64;
+                if e.id != want {
                     return Err(StoreError::EventOrder {
                         stream_id: id,
-                        last,
+                        last: want - 1,
                         got: e.id,
                     });
                 }
-                insert
-                    .execute(params![id, e.id as i64, e.data])
-                    .map_err(backend)?;
-                last = e.id;
             }
-            c.execute(
-                "UPDATE streams SET last_event = ?2 WHERE id = ?1",
-                params![id, last as i64],
-            )
-            .map_err(backend)?;
+            let mut insert = c
+                .prepare_cached("INSERT INTO event_log (stream_id, id, data) VALUES (?1, ?2, ?3)")
+                .map_err(backend)?;
+            for e in &batch {
+                if let Err(err) = insert.execute(params![id, e.id as i64, e.data]) {
+                    let _ = exec(
+                        c,
+                        "DELETE FROM event_log WHERE stream_id = ?1 AND id > ?2",
+                        params![id, last as i64],
+                    );
+                    return Err(backend(err));
+                }
+            }
             Ok(())
         })
         .await?;
         if let Some(tail) = self.tails().get_mut(stream_id) {
             tail.events.extend(events);
             while tail.events.len() > TAIL_EVENTS {
-                tail.events.pop_front();
+                if let Some(e) = tail.events.pop_front() {
+                    tail.dropped = e.id;
+                }
             }
         }
         self.signals.notify(stream_id);
@@ -480,12 +606,11 @@ impl Store for SqliteStore {
     async fn finish_stream(&self, stream_id: &str, status: StreamStatus) -> Result<(), StoreError> {
         let id = stream_id.to_owned();
         self.write(move |c| {
-            let n = c
-                .execute(
-                    "UPDATE streams SET status = ?2 WHERE id = ?1",
-                    params![id, status.as_str()],
-                )
-                .map_err(backend)?;
+            let n = exec(
+                c,
+                "UPDATE streams SET status = ?2 WHERE id = ?1",
+                params![id, status.as_str()],
+            )?;
             if n == 0 {
                 return Err(not_found("stream", &id));
             }
@@ -503,34 +628,19 @@ impl Store for SqliteStore {
         after: u64,
         limit: usize,
     ) -> Result<Vec<StoredEvent>, StoreError> {
-        if let Some(tail) = self.tails().get(stream_id) {
-            let first = tail.events.front().map(|e| e.id);
-            // The tail answers when it holds the event right after `after` (or nothing newer
-            // exists yet and nothing was ever dropped from it).
-            let covered = match first {
-                Some(f) => f <= after + 1,
-                None => false,
-            };
-            if covered {
-                let events: Vec<StoredEvent> = tail
-                    .events
-                    .iter()
-                    .filter(|e| e.id > after)
-                    .take(limit)
-                    .cloned()
-                    .collect();
-                // An empty answer falls through to the database: an append commits there
-                // before it reaches the tail, and a follower that saw the commit (through
-                // `wait_for_events`) must not spin on a tail that lags behind it.
-                if !events.is_empty() {
-                    return Ok(events);
-                }
-            }
+        // A running stream is answered from its tail, even with nothing new: its followers
+        // wait on the tail too (`wait_for_events`), so they never see more than it holds.
+        if let Some(events) = self
+            .tails()
+            .get(stream_id)
+            .and_then(|t| t.after(after, limit))
+        {
+            return Ok(events);
         }
         self.read(|c| {
             let mut st = c
                 .prepare_cached(
-                    "SELECT id, data FROM events WHERE stream_id = ?1 AND id > ?2
+                    "SELECT id, data FROM event_log WHERE stream_id = ?1 AND id > ?2
                      ORDER BY id LIMIT ?3",
                 )
                 .map_err(backend)?;
@@ -603,7 +713,7 @@ impl Store for SqliteStore {
                 .map_err(backend)? as u64;
             let old = "SELECT id FROM streams WHERE status != 'running' AND created_ms < ?1";
             c.execute(
-                &format!("DELETE FROM events WHERE stream_id IN ({old})"),
+                &format!("DELETE FROM event_log WHERE stream_id IN ({old})"),
                 params![cutoff],
             )
             .map_err(backend)?;

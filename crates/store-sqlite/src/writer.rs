@@ -18,6 +18,32 @@ pub(crate) fn backend(e: rusqlite::Error) -> StoreError {
     StoreError::Backend(e.to_string())
 }
 
+/// Runs one statement through the connection's statement cache: the hot paths (a chunk's
+/// events, a number) run the same few statements thousands of times a second, and parsing
+/// SQL each time cost more than running it.
+pub(crate) fn exec(
+    conn: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> Result<usize, StoreError> {
+    conn.prepare_cached(sql)
+        .and_then(|mut st| st.execute(params))
+        .map_err(backend)
+}
+
+/// Like [`exec`], for a query of at most one row.
+pub(crate) fn query_opt<T>(
+    conn: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+    f: impl FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> Result<Option<T>, StoreError> {
+    use rusqlite::OptionalExtension;
+    conn.prepare_cached(sql)
+        .and_then(|mut st| st.query_row(params, f).optional())
+        .map_err(backend)
+}
+
 /// Runs jobs until every sender is gone.
 pub(crate) fn run(conn: Connection, jobs: mpsc::Receiver<Job>) {
     while let Ok(first) = jobs.recv() {
@@ -28,7 +54,7 @@ pub(crate) fn run(conn: Connection, jobs: mpsc::Receiver<Job>) {
                 Err(_) => break,
             }
         }
-        if conn.execute_batch("BEGIN IMMEDIATE").is_err() {
+        if exec(&conn, "BEGIN IMMEDIATE", []).is_err() {
             // Dropping the jobs drops their answer channels: each caller gets `Unavailable`.
             drop(batch);
             continue;
@@ -37,9 +63,9 @@ pub(crate) fn run(conn: Connection, jobs: mpsc::Receiver<Job>) {
         for job in batch {
             replies.push(job(&conn));
         }
-        let failed = conn.execute_batch("COMMIT").err().map(backend);
+        let failed = exec(&conn, "COMMIT", []).err();
         if failed.is_some() {
-            let _ = conn.execute_batch("ROLLBACK");
+            let _ = exec(&conn, "ROLLBACK", []);
         }
         for reply in replies {
             reply(failed.clone());
@@ -52,15 +78,27 @@ pub(crate) fn in_savepoint<T>(
     conn: &Connection,
     f: impl FnOnce(&Connection) -> Result<T, StoreError>,
 ) -> Result<T, StoreError> {
-    conn.execute_batch("SAVEPOINT job").map_err(backend)?;
+    exec(conn, "SAVEPOINT job", [])?;
     match f(conn) {
         Ok(v) => {
-            conn.execute_batch("RELEASE job").map_err(backend)?;
+            exec(conn, "RELEASE job", [])?;
             Ok(v)
         }
         Err(e) => {
-            let _ = conn.execute_batch("ROLLBACK TO job; RELEASE job");
+            let _ = exec(conn, "ROLLBACK TO job", []);
+            let _ = exec(conn, "RELEASE job", []);
             Err(e)
         }
     }
+}
+
+/// Copies the WAL into the database file every `every`, on a connection of its own, until
+/// `stop` is dropped (with the store). `PASSIVE` never blocks the writer or the readers; once
+/// every frame is copied, the writer starts the WAL over, so it stays small. A checkpoint that
+/// cannot finish (a reader still on old frames) is simply tried again next time.
+pub(crate) fn checkpoint(conn: Connection, every: std::time::Duration, stop: mpsc::Receiver<()>) {
+    while let Err(mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(every) {
+        let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+    }
+    let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
 }
