@@ -57,3 +57,75 @@ fn data_survives_reopening_the_file() {
         assert_eq!(got, events);
     });
 }
+
+/// A file written by schema version 1 (events in a `WITHOUT ROWID` table, `last_event` kept on
+/// the stream row) opens with everything in it, and is upgraded to version 2.
+#[test]
+fn a_version_1_file_is_upgraded_without_losing_events() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("v1.db");
+    {
+        let c = rusqlite::Connection::open(&path).expect("create v1 file");
+        c.execute_batch(
+            "PRAGMA journal_mode = WAL;
+             CREATE TABLE sessions (id TEXT PRIMARY KEY, owner TEXT NOT NULL, sources TEXT NOT NULL,
+                 created_ms INTEGER NOT NULL, last_used_ms INTEGER NOT NULL);
+             CREATE TABLE numbers (namespace TEXT NOT NULL, key TEXT NOT NULL,
+                 number INTEGER NOT NULL, source_id TEXT NOT NULL,
+                 PRIMARY KEY (namespace, key), UNIQUE (namespace, number)) WITHOUT ROWID;
+             CREATE TABLE streams (id TEXT PRIMARY KEY, owner TEXT NOT NULL, session_id TEXT,
+                 status TEXT NOT NULL, created_ms INTEGER NOT NULL,
+                 last_event INTEGER NOT NULL DEFAULT 0);
+             CREATE TABLE events (stream_id TEXT NOT NULL, id INTEGER NOT NULL,
+                 data TEXT NOT NULL, PRIMARY KEY (stream_id, id)) WITHOUT ROWID;
+             INSERT INTO streams VALUES ('old', 'o', NULL, 'running', 1, 3);
+             INSERT INTO events VALUES ('old', 1, 'a'), ('old', 2, 'b'), ('old', 3, 'c');
+             INSERT INTO numbers VALUES ('stream:old', 'id:x', 1, 'x');
+             PRAGMA user_version = 1;",
+        )
+        .expect("v1 schema");
+    }
+    futures_executor::block_on(async {
+        let store = SqliteStore::open(&path).expect("open and upgrade");
+        let got: Vec<(u64, String)> = store
+            .events_after("old", 0, 10)
+            .await
+            .expect("events")
+            .into_iter()
+            .map(|e| (e.id, e.data))
+            .collect();
+        assert_eq!(got, vec![(1, "a".into()), (2, "b".into()), (3, "c".into())]);
+        // The log continues after the migrated events, and nowhere else.
+        let bad = store
+            .append_events(
+                "old",
+                vec![StoredEvent {
+                    id: 5,
+                    data: "e".into(),
+                }],
+            )
+            .await;
+        assert!(bad.is_err(), "{bad:?}");
+        store
+            .append_events(
+                "old",
+                vec![StoredEvent {
+                    id: 4,
+                    data: "d".into(),
+                }],
+            )
+            .await
+            .expect("append after the migrated events");
+        assert_eq!(store.running_streams().await.expect("running"), vec!["old"]);
+        let n = store
+            .allocate(&NumberScope::Stream("old".into()), "id:y", "y")
+            .await
+            .expect("allocate");
+        assert_eq!(n.number, 2);
+    });
+    let c = rusqlite::Connection::open(&path).expect("reopen");
+    let v: i64 = c
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .expect("version");
+    assert_eq!(v, 2);
+}
