@@ -263,6 +263,7 @@ pub(crate) async fn completions(
     if !plan.stream {
         return complete(state, plan).await;
     }
+    let requested = Instant::now();
     let resp = call_upstream(&state, &plan.body).await?;
     let stream_id = random_id("strm_");
     let scope = match (&plan.session_id, plan.session_scope) {
@@ -281,7 +282,7 @@ pub(crate) async fn completions(
         })
         .await?;
     let rewriter = Rewriter::new(plan.settings, plan.sources, numbering);
-    let generation = Generation::new(state.clone(), stream_id.clone(), scope, rewriter);
+    let generation = Generation::new(state.clone(), stream_id.clone(), scope, rewriter, requested);
     tokio::spawn(generate::run(generation, resp));
     let mut response = sse_response(&state, stream_id.clone(), 0);
     let h = response.headers_mut();

@@ -23,6 +23,45 @@ pub(crate) struct Generation {
     /// `id`, `object`, `created`, `model` of the last upstream chunk, for our own chunks.
     meta: Value,
     ended: bool,
+    speed: Speed,
+}
+
+/// Time to first token and generation speed of one answer.
+#[derive(Debug)]
+struct Speed {
+    /// When the request was sent upstream.
+    requested: Instant,
+    first: Option<Instant>,
+    last: Option<Instant>,
+    /// Chunks with content.
+    chunks: u64,
+    /// `usage.completion_tokens`, when the upstream reports it.
+    usage_tokens: Option<u64>,
+}
+
+impl Speed {
+    /// The stats sent with the source list (and counted in the metrics once).
+    fn stats(&self) -> Value {
+        let (tokens, counted_by) = match self.usage_tokens {
+            Some(t) => (t, "usage"),
+            None => (self.chunks, "chunks"),
+        };
+        let ms = |d: Duration| (d.as_secs_f64() * 1e4).round() / 10.0;
+        let first_token_ms = self.first.map(|f| ms(f - self.requested));
+        let per_second = match (self.first, self.last) {
+            // Tokens after the first one, over the time they took.
+            (Some(f), Some(l)) if l > f && tokens > 1 => {
+                Some(((tokens - 1) as f64 / (l - f).as_secs_f64() * 10.0).round() / 10.0)
+            }
+            _ => None,
+        };
+        json!({
+            "first_token_ms": first_token_ms,
+            "tokens": tokens,
+            "tokens_counted_by": counted_by,
+            "tokens_per_second": per_second,
+        })
+    }
 }
 
 /// Why a stream stops early: the error event's code and message.
@@ -67,6 +106,7 @@ impl Generation {
         stream_id: String,
         scope: NumberScope,
         rewriter: Rewriter,
+        requested: Instant,
     ) -> Self {
         Generation {
             state,
@@ -76,7 +116,30 @@ impl Generation {
             next_id: 1,
             meta: json!({"object": "chat.completion.chunk"}),
             ended: false,
+            speed: Speed {
+                requested,
+                first: None,
+                last: None,
+                chunks: 0,
+                usage_tokens: None,
+            },
         }
+    }
+
+    /// The source-list chunk: the `done` event, with the answer's speed.
+    fn done_chunk(&self, done: Value) -> String {
+        let stats = self.speed.stats();
+        let m = &self.state.metrics;
+        m.generated_tokens
+            .fetch_add(stats["tokens"].as_u64().unwrap_or(0), Relaxed);
+        if let Some(v) = stats["tokens_per_second"].as_f64() {
+            m.observe_generation_speed(v);
+        }
+        let mut c = self.meta.clone();
+        c["choices"] = json!([]);
+        c["citeflow"] = self.citeflow(vec![done]);
+        c["citeflow"]["stats"] = stats;
+        c.to_string()
     }
 
     fn event(&mut self, data: String) -> StoredEvent {
@@ -148,6 +211,23 @@ impl Generation {
             }
         }
         let input = chunk_text(&chunk).map(str::to_owned);
+        if input.as_deref().is_some_and(|t| !t.is_empty()) {
+            let now = Instant::now();
+            if self.speed.first.is_none() {
+                self.speed.first = Some(now);
+                self.state
+                    .metrics
+                    .observe_first_token(now - self.speed.requested);
+            }
+            self.speed.last = Some(now);
+            self.speed.chunks += 1;
+        }
+        if let Some(t) = chunk
+            .pointer("/usage/completion_tokens")
+            .and_then(Value::as_u64)
+        {
+            self.speed.usage_tokens = Some(t);
+        }
         let finished = chunk
             .pointer("/choices/0/finish_reason")
             .is_some_and(|f| !f.is_null());
@@ -174,7 +254,7 @@ impl Generation {
         chunk["citeflow"] = self.citeflow(events);
         let mut out = vec![self.event(chunk.to_string())];
         if let Some(done) = done {
-            let data = self.own_chunk(json!([]), vec![done]);
+            let data = self.done_chunk(done);
             out.push(self.event(data));
         }
         Ok(out)
@@ -196,7 +276,7 @@ impl Generation {
                 out.push(self.event(data));
             }
             if let Some(done) = done {
-                let data = self.own_chunk(json!([]), vec![done]);
+                let data = self.done_chunk(done);
                 out.push(self.event(data));
             }
         }

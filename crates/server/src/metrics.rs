@@ -4,35 +4,60 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
-/// Histogram bucket bounds in seconds.
-const BUCKETS: [f64; 14] = [
+/// Bucket bounds of the per-chunk latencies, in seconds.
+const LATENCY_BUCKETS: &[f64] = &[
     0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1.0,
     5.0,
 ];
 
-#[derive(Debug, Default)]
+/// Bucket bounds of the time to the first token, in seconds (a local model on a CPU can take
+/// seconds to read a long prompt).
+const FIRST_TOKEN_BUCKETS: &[f64] = &[
+    0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0,
+];
+
+/// Bucket bounds of the generation speed, in tokens per second.
+const SPEED_BUCKETS: &[f64] = &[
+    1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 50.0, 75.0, 100.0, 150.0, 200.0, 500.0,
+];
+
+/// A Prometheus histogram over fixed bounds; the sum is kept in millionths.
+#[derive(Debug)]
 struct Histogram {
-    counts: [AtomicU64; BUCKETS.len()],
+    bounds: &'static [f64],
+    counts: Vec<AtomicU64>,
     count: AtomicU64,
-    sum_ns: AtomicU64,
+    sum_micros: AtomicU64,
 }
 
 impl Histogram {
-    fn observe(&self, d: Duration) {
-        let s = d.as_secs_f64();
-        for (i, b) in BUCKETS.iter().enumerate() {
-            if s <= *b {
+    fn new(bounds: &'static [f64]) -> Self {
+        Histogram {
+            bounds,
+            counts: bounds.iter().map(|_| AtomicU64::new(0)).collect(),
+            count: AtomicU64::new(0),
+            sum_micros: AtomicU64::new(0),
+        }
+    }
+
+    fn observe_value(&self, v: f64) {
+        for (i, b) in self.bounds.iter().enumerate() {
+            if v <= *b {
                 self.counts[i].fetch_add(1, Relaxed);
             }
         }
         self.count.fetch_add(1, Relaxed);
-        self.sum_ns
-            .fetch_add(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX), Relaxed);
+        // Saturating float-to-int conversion: a negative or absurd value cannot wrap the sum.
+        self.sum_micros.fetch_add((v * 1e6) as u64, Relaxed);
+    }
+
+    fn observe(&self, d: Duration) {
+        self.observe_value(d.as_secs_f64());
     }
 
     fn render(&self, name: &str, help: &str, out: &mut String) {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
-        for (i, b) in BUCKETS.iter().enumerate() {
+        for (i, b) in self.bounds.iter().enumerate() {
             let _ = writeln!(
                 out,
                 "{name}_bucket{{le=\"{b}\"}} {}",
@@ -41,13 +66,17 @@ impl Histogram {
         }
         let count = self.count.load(Relaxed);
         let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {count}");
-        let _ = writeln!(out, "{name}_sum {}", self.sum_ns.load(Relaxed) as f64 / 1e9);
+        let _ = writeln!(
+            out,
+            "{name}_sum {}",
+            self.sum_micros.load(Relaxed) as f64 / 1e6
+        );
         let _ = writeln!(out, "{name}_count {count}");
     }
 }
 
 /// The server's metrics.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Metrics {
     pub(crate) streams_started: AtomicU64,
     pub(crate) streams_completed: AtomicU64,
@@ -61,9 +90,42 @@ pub struct Metrics {
     pub(crate) upstream_errors: AtomicU64,
     upstream_latency: Histogram,
     added_latency: Histogram,
+    first_token: Histogram,
+    generation_speed: Histogram,
+    pub(crate) generated_tokens: AtomicU64,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            streams_started: AtomicU64::new(0),
+            streams_completed: AtomicU64::new(0),
+            streams_failed: AtomicU64::new(0),
+            streams_interrupted: AtomicU64::new(0),
+            streams_open: AtomicU64::new(0),
+            completions: AtomicU64::new(0),
+            chunks: AtomicU64::new(0),
+            citations: AtomicU64::new(0),
+            unresolved: AtomicU64::new(0),
+            upstream_errors: AtomicU64::new(0),
+            upstream_latency: Histogram::new(LATENCY_BUCKETS),
+            added_latency: Histogram::new(LATENCY_BUCKETS),
+            first_token: Histogram::new(FIRST_TOKEN_BUCKETS),
+            generation_speed: Histogram::new(SPEED_BUCKETS),
+            generated_tokens: AtomicU64::new(0),
+        }
+    }
 }
 
 impl Metrics {
+    pub(crate) fn observe_first_token(&self, d: Duration) {
+        self.first_token.observe(d);
+    }
+
+    pub(crate) fn observe_generation_speed(&self, tokens_per_second: f64) {
+        self.generation_speed.observe_value(tokens_per_second);
+    }
+
     pub(crate) fn observe_upstream_latency(&self, d: Duration) {
         self.upstream_latency.observe(d);
     }
@@ -75,7 +137,7 @@ impl Metrics {
     /// Prometheus text exposition.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let counters: [(&str, &str, &AtomicU64); 9] = [
+        let counters: [(&str, &str, &AtomicU64); 10] = [
             (
                 "citeflow_streams_started_total",
                 "Streams started.",
@@ -121,6 +183,11 @@ impl Metrics {
                 "Upstream failures.",
                 &self.upstream_errors,
             ),
+            (
+                "citeflow_generated_tokens_total",
+                "Tokens the upstream generated in streamed answers (its usage count, else its content chunks).",
+                &self.generated_tokens,
+            ),
         ];
         for (name, help, v) in counters {
             let _ = writeln!(
@@ -142,6 +209,16 @@ impl Metrics {
         self.added_latency.render(
             "citeflow_added_latency_seconds",
             "Time from receiving an upstream chunk to its rewritten event being persisted and published.",
+            &mut out,
+        );
+        self.first_token.render(
+            "citeflow_first_token_seconds",
+            "Time to first token: from sending a streamed request upstream to its first content chunk.",
+            &mut out,
+        );
+        self.generation_speed.render(
+            "citeflow_generation_tokens_per_second",
+            "Generation speed of each streamed answer, from its first to its last content chunk.",
             &mut out,
         );
         out

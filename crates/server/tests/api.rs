@@ -359,6 +359,54 @@ async fn health_metrics_and_index_answer() {
     assert_eq!(h.get("/").send().await.expect("send").status(), 200);
 }
 
+/// The source-list chunk carries the answer's time to first token and generation speed, and
+/// `/metrics` counts them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_report_first_token_time_and_speed() {
+    let h = Harness::start().await;
+    h.replay.insert(
+        "timed",
+        Script::chat(&["The ", "cat [[source_1]]", " sat", "."]).paced(20),
+    );
+    let r = h
+        .post("/v1/chat/completions")
+        .json(&json!({"model": "timed", "stream": true, "messages": [],
+            "sources": [{"id": "source_1"}]}))
+        .send()
+        .await
+        .expect("send");
+    let events = read_sse(r, usize::MAX).await;
+    let stats: Vec<Value> = events
+        .iter()
+        .filter_map(|e| serde_json::from_str::<Value>(&e.data).ok())
+        .filter_map(|v| v.pointer("/citeflow/stats").cloned())
+        .collect();
+    assert_eq!(stats.len(), 1, "one stats object, with the source list");
+    let s = &stats[0];
+    assert_eq!(s["tokens"], 4, "{s}");
+    assert_eq!(s["tokens_counted_by"], "chunks");
+    let first = s["first_token_ms"].as_f64().expect("first_token_ms");
+    assert!(first >= 0.0, "{s}");
+    // Three more chunks at least 20 ms apart: no more than 3 / 0.04 s per second.
+    let speed = s["tokens_per_second"].as_f64().expect("tokens_per_second");
+    assert!(speed > 0.0 && speed <= 75.0, "{s}");
+    let metrics = h
+        .get("/metrics")
+        .send()
+        .await
+        .expect("send")
+        .text()
+        .await
+        .expect("text");
+    for line in [
+        "citeflow_first_token_seconds_count 1",
+        "citeflow_generation_tokens_per_second_count 1",
+        "citeflow_generated_tokens_total 4",
+    ] {
+        assert!(metrics.contains(line), "{line} missing from\n{metrics}");
+    }
+}
+
 #[test]
 fn the_openapi_document_lists_exactly_the_routes() {
     let doc: Value = serde_json::from_str(OPENAPI_JSON).expect("valid json");
