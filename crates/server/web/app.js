@@ -436,6 +436,24 @@ class Answer {
     $(".report", this.el).textContent = parts.join(" · ");
   }
 
+  /** The answer's time to first token and generation speed, as the server measured them. */
+  showStats(stats) {
+    const el = $(".speed", this.el);
+    const parts = [];
+    if (typeof stats.first_token_ms === "number") {
+      const ms = stats.first_token_ms;
+      parts.push(`first token after ${ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${Math.round(ms)} ms`}`);
+    }
+    if (typeof stats.tokens_per_second === "number") {
+      parts.push(`${stats.tokens_per_second.toFixed(1)} tokens/s`);
+    }
+    if (typeof stats.tokens === "number") {
+      parts.push(`${stats.tokens} ${stats.tokens_counted_by === "usage" ? "tokens" : "chunks"}`);
+    }
+    el.textContent = parts.join(" · ");
+    el.hidden = parts.length === 0;
+  }
+
   finish(ok, message) {
     this.finished = true;
     this.el.setAttribute("aria-busy", "false");
@@ -588,6 +606,7 @@ function onSse(answer, ev) {
     answer.finish(false, `${chunk.error.message} (${chunk.error.code ?? "error"})`);
     return true;
   }
+  if (chunk.citeflow?.stats) answer.showStats(chunk.citeflow.stats);
   const choice = chunk.choices?.[0];
   const text = choice?.delta?.content ?? choice?.text ?? "";
   if (answer.rewriter) {

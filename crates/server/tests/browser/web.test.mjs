@@ -137,6 +137,7 @@ function view(page, id) {
         li.closest(".group").dataset.key,
       ]),
       report: card.querySelector(".report").textContent,
+      speed: card.querySelector(".speed").hidden ? "" : card.querySelector(".speed").textContent,
     };
   }, id);
 }
@@ -215,6 +216,8 @@ test("numbers appear while the answer streams and the list fills before the text
     ],
   );
   assert.match(v.report, /3 sources · 4 citations · 1 unresolved · list verified/);
+  // The server's timing of the answer: time to first token and generation speed.
+  assert.match(v.speed, /^first token after \d+ ms · \d+\.\d tokens\/s · \d+ chunks$/);
 
   // The log: every entry joined the list before the text showed its number, in the order of
   // first appearance, and all of it happened while the answer was streaming.
