@@ -6,10 +6,11 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::Context;
-use citeflow_epub::ChunkSettings;
+use citeflow_epub::{Book, ChunkSettings, Limits as EpubLimits};
 use citeflow_index::Index;
 use citeflow_server::{launch, Limits, ServerSettings, StoreLocation};
 
+use crate::epub_cmd::OpenedBook;
 use crate::ingest::{ensure_indexed, open_book, Progress};
 
 /// Arguments of `citeflow serve`.
@@ -76,6 +77,11 @@ pub(crate) struct ServeArgs {
     /// already holds as it is (same fingerprint) is skipped.
     #[arg(long = "book", value_name = "PATH.epub")]
     books: Vec<PathBuf>,
+    /// Do not add the two sample books (Alice's Adventures in Wonderland, 草枕 Kusamakura)
+    /// built into citeflow to an index that holds no book. Without this flag they are written
+    /// are ingested when the index is empty and no --book is given.
+    #[arg(long, env = "CITEFLOW_NO_SAMPLE_BOOKS")]
+    no_sample_books: bool,
     /// Most passages citeflow.top_k may ask for [default: 32].
     #[arg(long)]
     max_top_k: Option<usize>,
@@ -153,30 +159,77 @@ async fn shutdown_signal() {
     }
 }
 
+/// The sample books built into the binary: (file name, bytes). Licenses:
+/// `crates/cli/books/LICENSES.md`.
+const SAMPLE_BOOKS: [(&str, &[u8]); 2] = [
+    ("alice.epub", include_bytes!("../books/alice.epub")),
+    (
+        "kusamakura.epub",
+        include_bytes!("../books/kusamakura.epub"),
+    ),
+];
+
+/// Whether the index in `dir` holds no passage (a missing index holds none).
+fn index_is_empty(dir: &Path) -> anyhow::Result<bool> {
+    if !dir.exists() {
+        return Ok(true);
+    }
+    let index = Index::open_or_create(dir)
+        .with_context(|| format!("cannot open the book index {}", dir.display()))?;
+    Ok(index.is_empty())
+}
+
+/// A book to add at start-up.
+enum BookInput {
+    /// An .epub named on the command line.
+    File(PathBuf),
+    /// A sample book built into the binary.
+    Sample(&'static str, &'static [u8]),
+}
+
+impl BookInput {
+    fn label(&self) -> String {
+        match self {
+            BookInput::File(p) => p.display().to_string(),
+            BookInput::Sample(name, _) => format!("sample book {name}"),
+        }
+    }
+
+    fn open(&self, progress: &Progress) -> anyhow::Result<OpenedBook> {
+        match self {
+            BookInput::File(p) => open_book(p, progress),
+            BookInput::Sample(name, bytes) => Ok(OpenedBook {
+                bytes: bytes.to_vec(),
+                book: Book::open(bytes, &EpubLimits::default())
+                    .with_context(|| format!("cannot open the sample book {name}"))?,
+            }),
+        }
+    }
+}
+
 /// Adds `books` to the index in `dir` (skipping those it holds as they are), with progress on
 /// stderr.
-fn ingest_books(dir: &Path, books: &[PathBuf]) -> anyhow::Result<()> {
+fn ingest_books(dir: &Path, books: &[BookInput]) -> anyhow::Result<()> {
     let mut index = Index::open_or_create(dir)
         .with_context(|| format!("cannot open the book index {}", dir.display()))?;
     let settings = ChunkSettings::default();
     let progress = Progress::new();
-    for (i, path) in books.iter().enumerate() {
+    for (i, input) in books.iter().enumerate() {
         progress.book(i + 1, books.len());
         let started = Instant::now();
-        let opened = open_book(path, &progress)?;
+        let label = input.label();
+        let opened = input.open(&progress)?;
         let state = ensure_indexed(&mut index, &opened, &settings, &progress)
-            .with_context(|| format!("cannot index {}", path.display()))?;
+            .with_context(|| format!("cannot index {label}"))?;
         let chapters = opened.book.chapters().len();
         progress.println(if state.is_current {
             format!(
-                "citeflow: {}: book {} is in the index already",
-                path.display(),
+                "citeflow: {label}: book {} is in the index already",
                 state.key
             )
         } else {
             format!(
-                "citeflow: {}: book {} indexed ({chapters} chapters) in {:.2} s",
-                path.display(),
+                "citeflow: {label}: book {} indexed ({chapters} chapters) in {:.2} s",
                 state.key,
                 started.elapsed().as_secs_f64()
             )
@@ -203,8 +256,20 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         None => data_dir()?.join("index"),
     };
     // The books go in before the server listens, so the first request sees them.
-    if !args.books.is_empty() {
-        ingest_books(&index, &args.books)?;
+    let mut books: Vec<BookInput> = args.books.iter().cloned().map(BookInput::File).collect();
+    if books.is_empty() && !args.no_sample_books && index_is_empty(&index)? {
+        eprintln!(
+            "citeflow: the book index {} is empty: adding the sample books built into citeflow \
+             (--no-sample-books to skip)",
+            index.display()
+        );
+        books = SAMPLE_BOOKS
+            .iter()
+            .map(|(name, bytes)| BookInput::Sample(name, bytes))
+            .collect();
+    }
+    if !books.is_empty() {
+        ingest_books(&index, &books)?;
     }
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     // No --upstream: the local model, on a loopback port, is the upstream (kept until exit).

@@ -25,10 +25,22 @@ impl Drop for Server {
 
 /// Starts `citeflow serve` with these book arguments; stderr goes to `stderr_file`.
 fn serve(upstream: &str, index: &Path, books: &[&str], stderr_file: &Path) -> Server {
+    serve_with(upstream, index, books, &[], stderr_file)
+}
+
+/// [`serve`] with more arguments.
+fn serve_with(
+    upstream: &str,
+    index: &Path,
+    books: &[&str],
+    more: &[&str],
+    stderr_file: &Path,
+) -> Server {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_citeflow"));
     cmd.args(["serve", "--upstream", upstream, "--listen", "127.0.0.1:0"])
         .args(["--store", "memory", "--index"])
-        .arg(index);
+        .arg(index)
+        .args(more);
     for b in books {
         cmd.arg("--book").arg(book_path(b));
     }
@@ -139,5 +151,57 @@ fn serve_ingests_books_at_start_once_and_answers_from_them() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("bad.epub") && err.contains("zip"), "{err}");
         assert!(out.stdout.is_empty());
+    });
+}
+
+/// Titles of the books `GET /v1/books` lists.
+async fn titles(http: &reqwest::Client, server: &Server) -> Vec<String> {
+    let books: Value = http
+        .get(format!("{}/v1/books", server.base))
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    books["data"]
+        .as_array()
+        .expect("data")
+        .iter()
+        .map(|b| b["title"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[test]
+fn an_empty_index_gets_the_sample_books_unless_told_not_to() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let replay = Replay::new();
+        let upstream = replay.spawn().await.expect("upstream");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = dir.path().join("stderr.txt");
+        let http = reqwest::Client::new();
+
+        let index = dir.path().join("index");
+        let server = serve(&upstream, &index, &[], &log);
+        let stderr = std::fs::read_to_string(&log).expect("stderr");
+        assert!(stderr.contains("adding the sample books"), "{stderr}");
+        assert_eq!(stderr.matches(" indexed (").count(), 2, "{stderr}");
+        let t = titles(&http, &server).await;
+        assert_eq!(t.len(), 2, "{t:?}");
+        assert!(t.iter().any(|t| t.contains("Alice")), "{t:?}");
+        assert!(t.iter().any(|t| t.contains("草枕")), "{t:?}");
+        drop(server);
+
+        // The index now holds books: a restart adds nothing.
+        let server = serve(&upstream, &index, &[], &log);
+        let stderr = std::fs::read_to_string(&log).expect("stderr");
+        assert!(!stderr.contains("sample books"), "{stderr}");
+        assert_eq!(titles(&http, &server).await.len(), 2);
+        drop(server);
+
+        let bare = dir.path().join("bare");
+        let server = serve_with(&upstream, &bare, &[], &["--no-sample-books"], &log);
+        assert!(titles(&http, &server).await.is_empty());
     });
 }
