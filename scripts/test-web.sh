@@ -20,22 +20,11 @@ export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 export CITEFLOW_SHARED_DIR="${CITEFLOW_SHARED_DIR:-$(cd "$root/.." && pwd)/shared}"
 
 step() { printf '\n== %s\n' "$*"; }
-as_root() {
-  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
-}
+# shellcheck source=browser-env.sh
+source "$root/scripts/browser-env.sh"
 
-step "tools"
-missing=()
-[ -x /usr/bin/chromium ] || missing+=(chromium)
-fc-list :lang=ja 2>/dev/null | grep -q . || missing+=(fonts-wqy-microhei)
-if [ "${#missing[@]}" -gt 0 ]; then
-  as_root apt-get update
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
-fi
-echo "node $(node --version), $(/usr/bin/chromium --version 2>/dev/null | head -n1)"
-
-step "npm ci ($tests)"
-(cd "$tests" && npm ci --no-audit --no-fund)
+step "tools: chromium, a CJK font, npm ci ($tests)"
+ensure_browser
 
 target_dir="$(cargo metadata --format-version 1 --no-deps \
   | node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => console.log(JSON.parse(s).target_directory))')"
@@ -74,16 +63,6 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT INT TERM
-
-wait_for_line() { # file pattern: prints the first match, waits up to 20 s
-  for _ in $(seq 200); do
-    if grep -Eo -m1 "$2" "$1" 2>/dev/null; then return 0; fi
-    sleep 0.1
-  done
-  echo "timed out waiting for '$2' in $1" >&2
-  cat "$1" >&2 || true
-  return 1
-}
 
 node "$tests/upstream.mjs" >"$work/upstream.out" 2>&1 &
 upstream_pid=$!

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The README's main command, tested as a person would use it: runs `scripts/run.sh` (which
+# builds citeflow with the local model and starts `citeflow serve` with no upstream: the real
+# SmolLM2 model in llama.cpp, the sample books, the web page) on a free loopback port, then
+# headless Chromium asks a question about a sample book on the page
+# (crates/server/tests/browser/main.test.mjs) and saves docs/screenshots/local-model.png.
+#
+# The data dir is kept in the target directory (main-command-data), so a second run reuses the
+# model, the book index and the database; the model is seeded from target/models (where
+# scripts/test-llm.sh fetches it) when that has it. Installs what is missing (chromium, a CJK
+# font, npm packages; run.sh installs cmake and libclang-dev). Safe to run twice.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+export CITEFLOW_SHARED_DIR="${CITEFLOW_SHARED_DIR:-$(cd "$root/.." && pwd)/shared}"
+step() { printf '\n== %s\n' "$*"; }
+# shellcheck source=browser-env.sh
+source "$root/scripts/browser-env.sh"
+
+step "tools: chromium, a CJK font, npm ci"
+ensure_browser
+
+target_dir="$(cargo metadata --format-version 1 --no-deps \
+  | node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => console.log(JSON.parse(s).target_directory))')"
+data="$target_dir/main-command-data"
+mkdir -p "$data/models"
+model="SmolLM2-135M-Instruct.Q4_1.gguf"
+if [ ! -f "$data/models/$model" ] && [ -f "$target_dir/models/$model" ]; then
+  ln "$target_dir/models/$model" "$data/models/$model" 2>/dev/null \
+    || cp "$target_dir/models/$model" "$data/models/$model"
+fi
+
+step "scripts/run.sh (the main command) on a free loopback port"
+work="$(mktemp -d)"
+run_pid=""
+cleanup() {
+  if [ -n "$run_pid" ]; then
+    kill "$run_pid" 2>/dev/null || true
+    wait "$run_pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+CITEFLOW_LISTEN=127.0.0.1:0 CITEFLOW_DATA_DIR="$data" CITEFLOW_LOG=warn \
+  bash scripts/run.sh >"$work/run.out" 2>"$work/run.err" &
+run_pid=$!
+# The first run builds llama.cpp in release mode: allow it time.
+if ! base="$(wait_for_line "$work/run.out" 'http://127\.0\.0\.1:[0-9]+' 3600)"; then
+  echo "--- run.sh stderr" >&2
+  tail -n 60 "$work/run.err" >&2 || true
+  exit 1
+fi
+grep '^citeflow:' "$work/run.err" || true
+echo "the main command's page: $base"
+
+step "browser test of the main command (headless Chromium, the real model)"
+status=0
+(cd "$browser_tests" && CITEFLOW_MAIN_BASE="$base" \
+  node --test --test-concurrency=1 --test-reporter=spec main.test.mjs) || status=$?
+if [ "$status" -ne 0 ]; then
+  echo "--- run.sh stderr" >&2
+  tail -n 60 "$work/run.err" >&2 || true
+  exit "$status"
+fi
+ls -l docs/screenshots/local-model.png
