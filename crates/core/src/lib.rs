@@ -8,8 +8,12 @@
 //! the three, is fed bytes with [`Rewriter::write`] and [`Rewriter::end`], and yields
 //! [`Event`]s from [`Rewriter::poll_event`]: a [`Event::Source`] the first time a number is
 //! shown (before the text that shows it), [`Event::Text`], [`Event::Citation`],
-//! [`Event::Unresolved`], and [`Event::Done`] with the final list and a [`Report`]. The crate
-//! does no I/O, reads no clock and keeps no global state.
+//! [`Event::Unresolved`], and [`Event::Done`] with the final list and a [`Report`]. What the
+//! model is asked to write lives here too, so that it is exactly what the scanner recognises:
+//! a [`PromptMarker`] labels each source ([`context_block`], [`citation_instruction`],
+//! [`zero_shot_messages`], [`few_shot_messages`]) and [`citation_grammar`] writes a GBNF
+//! grammar that keeps the model's markers well-formed. The crate does no I/O, reads no clock
+//! and keeps no global state.
 //!
 //! ```
 //! use citeflow_core::{Event, Numbering, Rewriter, Settings, Source, Sources};
@@ -42,6 +46,7 @@
 
 mod error;
 mod event;
+mod grammar;
 mod numbering;
 mod prompt;
 mod render;
@@ -55,8 +60,12 @@ mod utf8;
 
 pub use error::{NumberingError, RewriteError, SettingsError, SourceError};
 pub use event::{Event, ListedSource, Report, UnresolvedReason};
+pub use grammar::{citation_grammar, GrammarMode};
 pub use numbering::{NumberEntry, Numbering};
-pub use prompt::{citation_instruction, context_block, PromptMarker};
+pub use prompt::{
+    citation_instruction, context_block, few_shot_messages, zero_shot_messages, PromptMarker,
+    PromptMessage,
+};
 pub use render::{render_list, ListFormat};
 #[cfg(feature = "serde")]
 pub use rewriter::Snapshot;

@@ -1,6 +1,7 @@
-//! What the model is told: the sources, each labelled with the marker to copy, and the
-//! citation instruction. Kept beside the scanner so that what the model is asked to write is
-//! exactly what the scanner recognises.
+//! What the model is told: the sources, each labelled with the marker to copy, the citation
+//! instruction, and whole prompts (the proxy's zero-shot form and a few-shot form for small
+//! models). Kept beside the scanner so that what the model is asked to write is exactly what
+//! the scanner recognises.
 
 use crate::settings::{RankMode, Settings, Syntax};
 use crate::source::{Source, Sources};
@@ -47,6 +48,19 @@ impl PromptMarker {
                 })
             }
         })
+    }
+
+    /// The name [`PromptMarker::from_name`] parses: `double_bracket`, `cite_colon`,
+    /// `cite_tag`, `single_bracket`, `rank`, `rank_full_width`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PromptMarker::DoubleBracket => "double_bracket",
+            PromptMarker::CiteColon => "cite_colon",
+            PromptMarker::CiteTag => "cite_tag",
+            PromptMarker::SingleBracket => "single_bracket",
+            PromptMarker::Rank => "rank",
+            PromptMarker::RankFullWidth => "rank_full_width",
+        }
     }
 
     /// The marker for the source with this id and 1-based rank.
@@ -166,6 +180,161 @@ pub fn citation_instruction(sources: &Sources, marker: PromptMarker) -> String {
     )
 }
 
+/// One chat message of a prompt: a role (`system`, `user` or `assistant`) and its text, to be
+/// put into whatever message type the model's API takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct PromptMessage {
+    /// `system`, `user` or `assistant`.
+    pub role: &'static str,
+    /// The text.
+    pub content: String,
+}
+
+impl PromptMessage {
+    fn new(role: &'static str, content: impl Into<String>) -> Self {
+        PromptMessage {
+            role,
+            content: content.into(),
+        }
+    }
+}
+
+/// The prompt the citeflow proxy builds: a system message with [`citation_instruction`] and
+/// the [`context_block`], then the question as the user's message.
+pub fn zero_shot_messages(
+    sources: &Sources,
+    marker: PromptMarker,
+    question: &str,
+    max_chars_per_source: usize,
+) -> Vec<PromptMessage> {
+    vec![
+        PromptMessage::new(
+            "system",
+            format!(
+                "{}\n\nSources:\n{}",
+                citation_instruction(sources, marker),
+                context_block(sources, marker, max_chars_per_source)
+            ),
+        ),
+        PromptMessage::new("user", question),
+    ]
+}
+
+/// One line a source: `MARKER Title: text`, the text cut to `max_chars` characters. Unlike
+/// [`context_block`] it leaves out CFIs, which small models copy instead of the marker.
+fn labelled<'a>(
+    sources: impl Iterator<Item = (&'a str, &'a str, &'a str)>,
+    marker: PromptMarker,
+    max_chars: usize,
+) -> String {
+    let mut out = String::new();
+    for (i, (id, title, text)) in sources.enumerate() {
+        let text: String = one_line(text).chars().take(max_chars).collect();
+        out.push_str(&marker.marker(id, i + 1));
+        out.push(' ');
+        if !title.is_empty() {
+            out.push_str(&one_line(title));
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+        out.push('\n');
+    }
+    out
+}
+
+/// A worked example: two sources (title, text) with ids `ex_1` and `ex_2`, a question, and
+/// an answer whose sentences each cite the source at the given index.
+fn example(
+    marker: PromptMarker,
+    sources: [(&str, &str); 2],
+    question: &str,
+    answer: &[(&str, usize)],
+) -> [PromptMessage; 2] {
+    let ids = ["ex_1", "ex_2"];
+    let listed = sources
+        .iter()
+        .zip(ids)
+        .map(|((title, text), id)| (id, *title, *text));
+    let user = format!(
+        "Sources:\n{}\nQuestion: {question}",
+        labelled(listed, marker, 400)
+    );
+    let reply = answer
+        .iter()
+        .map(|(sentence, i)| format!("{sentence} {}.", marker.marker(ids[*i], i + 1)))
+        .collect::<Vec<_>>()
+        .join(" ");
+    [
+        PromptMessage::new("user", user),
+        PromptMessage::new("assistant", reply),
+    ]
+}
+
+/// A few-shot prompt for small models: a short system message, two worked examples (user:
+/// labelled sources and a question; assistant: an answer that copies the labels), then the
+/// sources and the question. Each source is labelled with the marker the model should copy
+/// ([`PromptMarker::marker`] of its id and rank), its text cut to `max_chars_per_source`
+/// characters.
+pub fn few_shot_messages(
+    sources: &Sources,
+    marker: PromptMarker,
+    question: &str,
+    max_chars_per_source: usize,
+) -> Vec<PromptMessage> {
+    let mut messages = vec![PromptMessage::new(
+        "system",
+        "You answer questions using only the sources in the user's message. Each source starts \
+         with its label. After each sentence that uses a source, copy that source's label \
+         exactly. Answer in one to three short sentences.",
+    )];
+    messages.extend(example(
+        marker,
+        [
+            (
+                "The Moon",
+                "The Moon goes around the Earth once every 27 days.",
+            ),
+            (
+                "The Sun",
+                "The Sun is the star at the centre of the Solar System.",
+            ),
+        ],
+        "How long does the Moon take to go around the Earth?",
+        &[("The Moon goes around the Earth once every 27 days", 0)],
+    ));
+    messages.extend(example(
+        marker,
+        [
+            ("Bees", "Bees make honey from the nectar of flowers."),
+            ("Bears", "Bears often raid beehives to eat the honey."),
+        ],
+        "Where does honey come from, and who eats it?",
+        &[
+            ("Bees make honey from the nectar of flowers", 0),
+            ("Bears raid beehives to eat it", 1),
+        ],
+    ));
+    let listed = sources.iter().map(|s| {
+        (
+            s.id.as_str(),
+            s.title.as_deref().unwrap_or_default(),
+            s.text
+                .as_deref()
+                .or(s.snippet.as_deref())
+                .unwrap_or_default(),
+        )
+    });
+    messages.push(PromptMessage::new(
+        "user",
+        format!(
+            "Sources:\n{}\nQuestion: {question}",
+            labelled(listed, marker, max_chars_per_source)
+        ),
+    ));
+    messages
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,6 +386,84 @@ mod tests {
             let out =
                 crate::rewrite_str(&text, settings, s.clone(), crate::Numbering::new()).unwrap();
             assert_eq!(out.text, "a [1] b [2]", "{m:?}");
+        }
+    }
+
+    #[test]
+    fn few_shot_examples_use_the_marker_to_copy() {
+        let s = Sources::from_vec(vec![
+            Source::new("alice#p3")
+                .with_title("Alice — Chapter I")
+                .with_text("She fell\n down."),
+            Source::new("alice#p9")
+                .with_title("Alice — Chapter II")
+                .with_text("Tears."),
+        ])
+        .unwrap();
+        let m = few_shot_messages(&s, PromptMarker::DoubleBracket, "Who fell?", 100);
+        let roles: Vec<&str> = m.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            ["system", "user", "assistant", "user", "assistant", "user"]
+        );
+        assert_eq!(
+            m[1].content,
+            "Sources:\n[[ex_1]] The Moon: The Moon goes around the Earth once every 27 days.\n[[ex_2]] The Sun: The Sun is the star at the centre of the Solar System.\n\nQuestion: How long does the Moon take to go around the Earth?"
+        );
+        assert_eq!(
+            m[2].content,
+            "The Moon goes around the Earth once every 27 days [[ex_1]]."
+        );
+        assert_eq!(
+            m[4].content,
+            "Bees make honey from the nectar of flowers [[ex_1]]. Bears raid beehives to eat it [[ex_2]]."
+        );
+        assert_eq!(
+            m[5].content,
+            "Sources:\n[[alice#p3]] Alice — Chapter I: She fell down.\n[[alice#p9]] Alice — Chapter II: Tears.\n\nQuestion: Who fell?"
+        );
+        let r = few_shot_messages(&s, PromptMarker::RankFullWidth, "Who fell?", 100);
+        assert!(r[4].content.ends_with("eat it 【2】."), "{}", r[4].content);
+        let short = few_shot_messages(&s, PromptMarker::Rank, "Who fell?", 4);
+        assert!(
+            short[5]
+                .content
+                .starts_with("Sources:\n[1] Alice — Chapter I: She \n"),
+            "{}",
+            short[5].content
+        );
+    }
+
+    #[test]
+    fn zero_shot_is_the_proxy_prompt() {
+        let s = Sources::from_vec(vec![Source::new("alice#p3")
+            .with_title("Alice — Chapter I")
+            .with_text("She fell\n down.")])
+        .unwrap();
+        let z = zero_shot_messages(&s, PromptMarker::Rank, "Who fell?", 100);
+        assert_eq!(z.len(), 2);
+        assert_eq!(z[0].role, "system");
+        assert_eq!(
+            z[0].content,
+            format!(
+                "{}\n\nSources:\n[1] Alice — Chapter I: She fell down.\n",
+                citation_instruction(&s, PromptMarker::Rank)
+            )
+        );
+        assert_eq!((z[1].role, z[1].content.as_str()), ("user", "Who fell?"));
+    }
+
+    #[test]
+    fn prompt_marker_names_round_trip() {
+        for m in [
+            PromptMarker::DoubleBracket,
+            PromptMarker::CiteColon,
+            PromptMarker::CiteTag,
+            PromptMarker::SingleBracket,
+            PromptMarker::Rank,
+            PromptMarker::RankFullWidth,
+        ] {
+            assert_eq!(PromptMarker::from_name(m.name()), Ok(m));
         }
     }
 }

@@ -13,13 +13,13 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use citeflow_core::{rewrite_str, Event, Numbering, PromptMarker, Settings, Source, Sources};
+use citeflow_core::{
+    citation_grammar, few_shot_messages, rewrite_str, zero_shot_messages, Event, GrammarMode,
+    Numbering, PromptMarker, PromptMessage, Settings, Source, Sources,
+};
 use citeflow_epub::{Book, ChunkSettings, Limits};
 use citeflow_index::{fingerprint, BookPassage, Index};
-use citeflow_llm::{
-    citation_grammar, few_shot_messages, zero_shot_messages, ChatMessage, Generate, GrammarMode,
-    Job, LlamaModel, ModelSettings, Piece, Sampling,
-};
+use citeflow_llm::{ChatMessage, Generate, Job, LlamaModel, ModelSettings, Piece, Sampling};
 
 const BOOKS: [&str; 2] = ["alice.epub", "kusamakura-japanese-vertical-writing.epub"];
 
@@ -131,12 +131,12 @@ fn sources_for(passages: &[Source], marker: PromptMarker) -> Sources {
 
 async fn answer(
     model: &LlamaModel,
-    messages: Vec<ChatMessage>,
+    messages: Vec<PromptMessage>,
     grammar: Option<String>,
     max_tokens: usize,
 ) -> (String, f64, f64) {
     let job = Job {
-        messages,
+        messages: messages.into_iter().map(ChatMessage::from).collect(),
         sampling: Sampling {
             temperature: 0.0,
             seed: Some(7),

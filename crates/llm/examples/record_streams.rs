@@ -12,13 +12,13 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use citeflow_core::{PromptMarker, Source, Sources};
+use citeflow_core::{
+    citation_grammar, few_shot_messages, zero_shot_messages, GrammarMode, PromptMarker, Source,
+    Sources,
+};
 use citeflow_epub::{Book, ChunkSettings, Limits};
 use citeflow_index::{fingerprint, BookPassage, Index};
-use citeflow_llm::{
-    citation_grammar, few_shot_messages, zero_shot_messages, GrammarMode, LlamaModel, LocalServer,
-    ModelSettings, ModelState,
-};
+use citeflow_llm::{LlamaModel, LocalServer, ModelSettings, ModelState};
 use serde_json::{json, Value};
 
 struct Case {
@@ -79,17 +79,6 @@ const CASES: [Case; 5] = [
         exercises: "grammar that requires at least one citation before the end",
     },
 ];
-
-fn marker_name(m: PromptMarker) -> &'static str {
-    match m {
-        PromptMarker::DoubleBracket => "double_bracket",
-        PromptMarker::CiteColon => "cite_colon",
-        PromptMarker::SingleBracket => "single_bracket",
-        PromptMarker::Rank => "rank",
-        PromptMarker::RankFullWidth => "rank_full_width",
-        _ => "other",
-    }
-}
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
@@ -159,7 +148,7 @@ async fn main() {
         std::fs::write(out.join(c.file), &raw).expect("write");
         let line = json!({
             "file": c.file, "exercises": c.exercises, "book": c.book,
-            "marker": marker_name(c.marker),
+            "marker": c.marker.name(),
             "prompt": if c.few_shot { "few_shot" } else { "zero_shot" },
             "grammar": c.grammar.map(GrammarMode::name),
             "sources": serde_json::to_value(&list).expect("json"),

@@ -27,6 +27,12 @@ impl ChatMessage {
     }
 }
 
+impl From<citeflow_core::PromptMessage> for ChatMessage {
+    fn from(m: citeflow_core::PromptMessage) -> Self {
+        ChatMessage::new(m.role, m.content)
+    }
+}
+
 /// How tokens are picked.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Sampling {
@@ -83,7 +89,7 @@ pub struct Job {
     /// Sampling.
     pub sampling: Sampling,
     /// A GBNF grammar the answer must follow (root rule `root`), e.g. from
-    /// [`citation_grammar`](crate::citation_grammar).
+    /// [`citation_grammar`](citeflow_core::citation_grammar).
     pub grammar: Option<String>,
     /// When the request arrived (the time to first token counts from here).
     pub received: Instant,

@@ -10,21 +10,38 @@
 //! `GET /metrics`, `GET /healthz`) and [`LocalServer`] runs it on a free loopback port whose
 //! [`LocalServer::base_url`] the citeflow proxy uses as its upstream. Every answer reports
 //! `usage` and `timings` (time to first token, tokens per second) in its last chunk, and
-//! [`ModelMetrics`] keeps the totals. [`citation_grammar`] writes a GBNF grammar that keeps
-//! citation markers well-formed, and [`few_shot_messages`] a prompt that makes small models
-//! cite.
+//! [`ModelMetrics`] keeps the totals. What the model is asked (prompts, and grammars that
+//! keep citation markers well-formed) comes from `citeflow-core`, which holds all marker
+//! logic; a [`ChatMessage`] converts from its
+//! [`PromptMessage`](citeflow_core::PromptMessage).
 //!
 //! ```
-//! use citeflow_core::{rewrite_str, Numbering, PromptMarker, Settings, Source, Sources};
-//! use citeflow_llm::{citation_grammar, GrammarMode};
+//! use std::time::Instant;
 //!
-//! // The grammar only lets the model write markers of sources it was shown.
-//! let grammar = citation_grammar(PromptMarker::Rank, &["a", "b"], GrammarMode::WellFormed);
-//! assert!(grammar.contains(r#"marker ::= "[1]" | "[2]""#));
+//! use citeflow_core::{citation_grammar, few_shot_messages, rewrite_str, GrammarMode};
+//! use citeflow_core::{Numbering, PromptMarker, Settings, Source, Sources};
+//! use citeflow_llm::{ChatMessage, Job, Sampling};
+//!
+//! let sources = Sources::from_vec(vec![
+//!     Source::new("a").with_text("Alice grew tall."),
+//!     Source::new("b").with_text("Alice fell down a rabbit-hole."),
+//! ])?;
+//! // A job for the model: the core's few-shot prompt, and a grammar that only lets the
+//! // model write markers of sources it was shown.
+//! let marker = PromptMarker::Rank;
+//! let job = Job {
+//!     messages: few_shot_messages(&sources, marker, "What did Alice do?", 400)
+//!         .into_iter()
+//!         .map(ChatMessage::from)
+//!         .collect(),
+//!     sampling: Sampling { temperature: 0.0, ..Sampling::default() },
+//!     grammar: Some(citation_grammar(marker, &["a", "b"], GrammarMode::CitePerSentence)),
+//!     received: Instant::now(),
+//! };
+//! assert_eq!(job.messages.last().map(|m| m.role.as_str()), Some("user"));
 //!
 //! // What the model writes is rewritten by the core as usual.
-//! let sources = Sources::from_vec(vec![Source::new("a"), Source::new("b")])?;
-//! let settings = PromptMarker::Rank.settings(Settings::default());
+//! let settings = marker.settings(Settings::default());
 //! let out = rewrite_str("Alice fell [2]. She grew [1].", settings, sources, Numbering::new())?;
 //! assert_eq!(out.text, "Alice fell [1]. She grew [2].");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -35,9 +52,7 @@ mod engine;
 mod error;
 mod fetch;
 mod generate;
-mod grammar;
 mod openai;
-mod prompt;
 mod serve;
 mod stats;
 
@@ -46,9 +61,7 @@ pub use engine::{LlamaModel, ModelSettings};
 pub use error::{FetchError, GenerateError, ModelError};
 pub use fetch::{fetch_model, sha256_file, FetchProgress, ModelSpec, DEFAULT_MODEL};
 pub use generate::{ChatMessage, FinishReason, Generate, Job, Piece, Sampling};
-pub use grammar::{citation_grammar, GrammarMode};
 pub use openai::{ChatRequest, ChunkMeta};
-pub use prompt::{few_shot_messages, zero_shot_messages};
 pub use serve::{router, LocalServer, ModelState};
 pub use stats::{GenerationStats, ModelMetrics};
 

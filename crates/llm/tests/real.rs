@@ -6,18 +6,17 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
-use citeflow_core::{rewrite_str, Event, Numbering, PromptMarker, Settings, Source, Sources};
-use citeflow_llm::{
-    citation_grammar, few_shot_messages, GrammarMode, LlamaModel, LocalServer, ModelSettings,
-    ModelState,
+use citeflow_core::{
+    citation_grammar, few_shot_messages, rewrite_str, Event, GrammarMode, Numbering, PromptMarker,
+    Settings, Source, Sources,
 };
+use citeflow_llm::{LlamaModel, LocalServer, ModelSettings, ModelState};
 use serde_json::{json, Value};
 
 use crate::support::{payloads, read_sse, text_of, Received};
 
 /// The marker `citeflow serve` asks the local model for (see the README's measurement).
 const MARKER: PromptMarker = PromptMarker::Rank;
-const MARKER_NAME: &str = "rank";
 
 fn model_path() -> PathBuf {
     let p = std::env::var_os("CITEFLOW_LLM_MODEL")
@@ -128,7 +127,7 @@ fn request(question: &str, grammar: bool) -> Value {
         "model": "local", "stream": true, "temperature": 0, "seed": 7, "max_tokens": 48,
         "messages": messages,
         "sources": serde_json::to_value(alice_sources()).expect("sources json"),
-        "citeflow": {"marker": MARKER_NAME, "inject_prompt": false},
+        "citeflow": {"marker": MARKER.name(), "inject_prompt": false},
     });
     if grammar {
         let ids: Vec<&str> = ["alice#p3", "alice#p9", "alice#p41"].to_vec();

@@ -1,10 +1,14 @@
-//! GBNF grammars that keep citation markers well-formed: outside a marker the model may write
-//! anything but the marker's opening character; a marker must name a source it was shown.
+//! GBNF grammars (llama.cpp's constrained decoding) that keep citation markers well-formed:
+//! outside a marker the model may write anything but the marker's opening character; a
+//! marker must name a source it was shown. Kept beside the scanner so that what the model is
+//! allowed to write is exactly what the scanner recognises.
 
-use citeflow_core::PromptMarker;
+use crate::prompt::PromptMarker;
 
 /// How strict a [`citation_grammar`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 #[non_exhaustive]
 pub enum GrammarMode {
     /// Markers, when written, name a source shown; the answer may cite nothing.
@@ -18,13 +22,31 @@ pub enum GrammarMode {
 }
 
 impl GrammarMode {
-    /// `well_formed` or `require_citation`.
+    /// `well_formed`, `require_citation` or `cite_per_sentence`.
     pub fn name(self) -> &'static str {
         match self {
             GrammarMode::WellFormed => "well_formed",
             GrammarMode::RequireCitation => "require_citation",
             GrammarMode::CitePerSentence => "cite_per_sentence",
         }
+    }
+
+    /// Parses what [`GrammarMode::name`] writes.
+    ///
+    /// # Errors
+    /// [`SettingsError::UnknownName`](crate::SettingsError::UnknownName) for anything else.
+    pub fn from_name(name: &str) -> Result<Self, crate::SettingsError> {
+        Ok(match name {
+            "well_formed" => GrammarMode::WellFormed,
+            "require_citation" => GrammarMode::RequireCitation,
+            "cite_per_sentence" => GrammarMode::CitePerSentence,
+            _ => {
+                return Err(crate::SettingsError::UnknownName {
+                    what: "grammar mode",
+                    value: name.to_owned(),
+                })
+            }
+        })
     }
 }
 
@@ -46,7 +68,15 @@ fn literal(s: &str) -> String {
 ///
 /// Plain text may hold any character except the one that opens a marker (`[` for the
 /// bracket and rank forms, `<` for the tag forms, `【` for full-width ranks); every marker is
-/// one of the sources' markers exactly as [`PromptMarker::marker`] writes it.
+/// one of the sources' markers exactly as [`PromptMarker::marker`] writes it. With no ids,
+/// no marker is possible whatever the mode.
+///
+/// ```
+/// use citeflow_core::{citation_grammar, GrammarMode, PromptMarker};
+///
+/// let g = citation_grammar(PromptMarker::Rank, &["a", "b"], GrammarMode::WellFormed);
+/// assert_eq!(g, "root ::= (text | marker)*\ntext ::= [^\\[]\nmarker ::= \"[1]\" | \"[2]\"\n");
+/// ```
 pub fn citation_grammar(marker: PromptMarker, ids: &[&str], mode: GrammarMode) -> String {
     let opener = match marker {
         PromptMarker::CiteColon | PromptMarker::CiteTag => "[^<]",
@@ -59,7 +89,6 @@ pub fn citation_grammar(marker: PromptMarker, ids: &[&str], mode: GrammarMode) -
         .map(|(i, id)| literal(&marker.marker(id, i + 1)))
         .collect();
     if markers.is_empty() {
-        // Nothing to cite: no marker is possible, whatever the mode.
         return format!("root ::= text*\ntext ::= {opener}\n");
     }
     let markers = markers.join(" | ");
@@ -103,5 +132,37 @@ mod tests {
             g,
             "root ::= sentence (\" \" sentence)*\nsentence ::= text{1,160} \" \"? marker+ [.!?。]\ntext ::= [^\\[.!?。\\n]\nmarker ::= \"[1]\"\n"
         );
+        let g = citation_grammar(
+            PromptMarker::CiteColon,
+            &["x"],
+            GrammarMode::CitePerSentence,
+        );
+        assert!(g.contains("text ::= [^<.!?。\\n]"), "{g}");
+    }
+
+    #[test]
+    fn grammar_without_sources_allows_no_marker() {
+        for mode in [
+            GrammarMode::WellFormed,
+            GrammarMode::RequireCitation,
+            GrammarMode::CitePerSentence,
+        ] {
+            assert_eq!(
+                citation_grammar(PromptMarker::Rank, &[], mode),
+                "root ::= text*\ntext ::= [^\\[]\n"
+            );
+        }
+    }
+
+    #[test]
+    fn grammar_mode_names_round_trip() {
+        for mode in [
+            GrammarMode::WellFormed,
+            GrammarMode::RequireCitation,
+            GrammarMode::CitePerSentence,
+        ] {
+            assert_eq!(GrammarMode::from_name(mode.name()), Ok(mode));
+        }
+        assert!(GrammarMode::from_name("strict").is_err());
     }
 }
