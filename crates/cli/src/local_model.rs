@@ -69,6 +69,15 @@ pub(crate) fn model_path(model: Option<&Path>) -> Result<PathBuf> {
     Ok(path)
 }
 
+/// The marker and grammar `citeflow serve` asks the local model for when a request names
+/// none: rank markers `[n]` with the `cite_per_sentence` grammar gave the highest share of
+/// answers that cite in the cite-rate measurement (crates/llm/README.md).
+pub(crate) const LOCAL_MODEL_PROMPT: citeflow_server::PromptDefaults =
+    citeflow_server::PromptDefaults {
+        marker: citeflow_core::PromptMarker::Rank,
+        grammar: Some(citeflow_core::GrammarMode::CitePerSentence),
+    };
+
 /// A running local model server; dropping it stops it.
 pub(crate) struct LocalUpstream {
     base_url: String,

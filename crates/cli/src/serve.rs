@@ -287,6 +287,10 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .with_upstream_api_key(args.upstream_api_key.clone())
         .with_index(index)
         .with_limits(limits(&args));
+    let settings = match &local {
+        Some(_) => settings.with_prompt_defaults(crate::local_model::LOCAL_MODEL_PROMPT),
+        None => settings,
+    };
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(&args.listen)
             .await

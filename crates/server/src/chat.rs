@@ -8,8 +8,8 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use citeflow_core::{
-    citation_instruction, context_block, Event, NumberSource, Numbering, PromptMarker, RankMode,
-    Rewriter, Settings, Sources, Style, UnknownPolicy,
+    citation_grammar, citation_instruction, context_block, Event, GrammarMode, NumberSource,
+    Numbering, PromptMarker, RankMode, Rewriter, Settings, Sources, Style, UnknownPolicy,
 };
 use citeflow_store::{NumberScope, StreamRecord, StreamStatus};
 use serde_json::{json, Map, Value};
@@ -36,6 +36,9 @@ struct Options {
     rank: Option<String>,
     inject_prompt: Option<bool>,
     max_chars_per_source: Option<usize>,
+    /// `"off"`, or a grammar mode (`well_formed`, `require_citation`, `cite_per_sentence`):
+    /// a GBNF grammar for the markers, sent upstream as `grammar`.
+    grammar: Option<String>,
     /// `"client"`: pass the markers through unrewritten (the web page renders them with the
     /// WASM core); `"server"` (the default) rewrites.
     render: Option<String>,
@@ -155,7 +158,16 @@ async fn plan(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Plan,
         }
         None => (Sources::from_vec(given)?, None),
     };
-    let marker = PromptMarker::from_name(opts.marker.as_deref().unwrap_or("double_bracket"))?;
+    let defaults = state.settings.prompt;
+    let marker = match opts.marker.as_deref() {
+        Some(m) => PromptMarker::from_name(m)?,
+        None => defaults.marker,
+    };
+    let grammar = match opts.grammar.as_deref() {
+        None => defaults.grammar,
+        Some("off") => None,
+        Some(g) => Some(GrammarMode::from_name(g)?),
+    };
     let mut base = Settings::default();
     if let Some(s) = &opts.style {
         base = base.with_style(Style::from_name(s)?);
@@ -190,6 +202,13 @@ async fn plan(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Plan,
         if let Some(Value::Array(messages)) = body.get_mut("messages") {
             messages.insert(0, json!({"role": "system", "content": system}));
         }
+    }
+    if let Some(mode) = grammar.filter(|_| !sources.is_empty()) {
+        let ids: Vec<&str> = sources.iter().map(|s| s.id.as_str()).collect();
+        body.insert(
+            "grammar".to_owned(),
+            Value::String(citation_grammar(marker, &ids, mode)),
+        );
     }
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     Ok(Plan {

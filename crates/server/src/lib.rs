@@ -53,7 +53,7 @@ use citeflow_store::{MemoryStore, Store, StoreError};
 
 pub use error::ApiError;
 pub use metrics::Metrics;
-pub use settings::{Limits, ServerSettings, StoreLocation};
+pub use settings::{Limits, PromptDefaults, ServerSettings, StoreLocation};
 pub use state::AppState;
 pub use streams::recover_interrupted;
 

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use citeflow_core::{GrammarMode, PromptMarker};
+
 /// Where the server keeps sessions, numbering and event logs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -130,6 +132,27 @@ pub struct ServerSettings {
     pub(crate) store: StoreLocation,
     pub(crate) limits: Limits,
     pub(crate) index: Option<PathBuf>,
+    pub(crate) prompt: PromptDefaults,
+}
+
+/// What the server asks the model for when a request does not say (`citeflow.marker`,
+/// `citeflow.grammar`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PromptDefaults {
+    /// The marker each source is labelled with.
+    pub marker: PromptMarker,
+    /// A GBNF grammar sent upstream as `grammar` (llama.cpp's constrained decoding), or none.
+    pub grammar: Option<GrammarMode>,
+}
+
+impl Default for PromptDefaults {
+    /// `[[id]]` markers, no grammar: what any OpenAI-compatible model copies well.
+    fn default() -> Self {
+        PromptDefaults {
+            marker: PromptMarker::DoubleBracket,
+            grammar: None,
+        }
+    }
 }
 
 impl ServerSettings {
@@ -143,7 +166,18 @@ impl ServerSettings {
             store: StoreLocation::Memory,
             limits: Limits::default(),
             index: None,
+            prompt: PromptDefaults::default(),
         }
+    }
+
+    /// The marker and grammar used when a request names none (the embedded local model gets
+    /// the ones its cite-rate measurement chose).
+    ///
+    /// ### Default
+    /// [`PromptDefaults::default`].
+    pub fn with_prompt_defaults(mut self, prompt: PromptDefaults) -> Self {
+        self.prompt = prompt;
+        self
     }
 
     /// The bearer key sent to the upstream.

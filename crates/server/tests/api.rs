@@ -4,14 +4,15 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::Request;
+use citeflow_core::{GrammarMode, PromptMarker};
 use citeflow_server::replay::{Script, Step};
-use citeflow_server::{router, AppState, ServerSettings, OPENAPI_JSON, ROUTES};
+use citeflow_server::{router, AppState, PromptDefaults, ServerSettings, OPENAPI_JSON, ROUTES};
 use citeflow_store::MemoryStore;
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use tower::ServiceExt;
 
-use crate::support::{limits, read_sse, text_of, Harness};
+use crate::support::{citeflow_events, limits, read_sse, text_of, Harness};
 
 async fn oneshot(state: AppState, req: Request<Body>) -> (u16, Value) {
     let resp = router(state).oneshot(req).await.expect("response");
@@ -467,4 +468,84 @@ async fn every_route_is_served() {
         assert_ne!(body["error"]["code"], "unknown_route", "{method} {path}");
         assert_ne!(status, 405, "{method} {path}");
     }
+}
+
+/// `citeflow.grammar` sends a GBNF grammar for the markers upstream (llama.cpp's `grammar`);
+/// a server's prompt defaults apply when a request names no marker or grammar.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grammar_for_the_markers_goes_upstream_when_asked() {
+    let sources = json!([{"id": "source_1"}, {"id": "source_2"}]);
+    let ask = |h: &Harness, citeflow: Value| {
+        let body = json!({"model": "g", "stream": true,
+            "messages": [{"role": "user", "content": "q"}],
+            "sources": sources.clone(), "citeflow": citeflow});
+        h.post("/v1/chat/completions").json(&body).send()
+    };
+    let h = Harness::start().await;
+    h.replay.insert("g", Script::chat(&["ok [1]."]));
+    let r = ask(
+        &h,
+        json!({"marker": "rank", "grammar": "cite_per_sentence"}),
+    )
+    .await
+    .expect("send");
+    read_sse(r, usize::MAX).await;
+    let sent = h.replay.requests().pop().expect("request");
+    let grammar = sent["grammar"].as_str().expect("grammar sent upstream");
+    assert!(grammar.starts_with("root ::= "), "{grammar}");
+    assert!(
+        grammar.contains("\"[1]\"") && grammar.contains("\"[2]\""),
+        "{grammar}"
+    );
+    assert!(sent.get("citeflow").is_none() && sent.get("sources").is_none());
+
+    let r = ask(&h, json!({"grammar": "off"})).await.expect("send");
+    read_sse(r, usize::MAX).await;
+    assert!(h
+        .replay
+        .requests()
+        .pop()
+        .expect("request")
+        .get("grammar")
+        .is_none());
+
+    let r = ask(&h, json!({"grammar": "loose"})).await.expect("send");
+    assert_eq!(r.status(), 400);
+    let err: Value = r.json().await.expect("json");
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("loose"),
+        "{err}"
+    );
+
+    // A server whose defaults are rank markers with a grammar (as for the local model).
+    let h = Harness::with(
+        |s| {
+            s.with_prompt_defaults(PromptDefaults {
+                marker: PromptMarker::Rank,
+                grammar: Some(GrammarMode::WellFormed),
+            })
+        },
+        Arc::new(MemoryStore::new()),
+    )
+    .await;
+    h.replay.insert("g", Script::chat(&["ok [2]."]));
+    let r = ask(&h, json!({})).await.expect("send");
+    let events = read_sse(r, usize::MAX).await;
+    let sent = h.replay.requests().pop().expect("request");
+    let system = sent["messages"][0]["content"].as_str().expect("system");
+    assert!(system.contains("[2]"), "{system}");
+    assert!(sent["grammar"]
+        .as_str()
+        .expect("grammar")
+        .contains("\"[2]\""));
+    // The rank the model wrote resolved to the second source.
+    let cited: Vec<Value> = citeflow_events(&events)
+        .into_iter()
+        .filter(|e| e["type"] == "citation")
+        .collect();
+    assert_eq!(cited.len(), 1, "{cited:?}");
+    assert_eq!(cited[0]["source_id"], "source_2");
 }

@@ -677,12 +677,14 @@ async function ask(question) {
   // A book's passages are chosen by the server, so only the server can number them.
   const render = mode === "book" ? "server" : app.render;
   const style = app.style;
-  const marker = $("#marker").value;
+  // Empty: the server's default marker (and grammar), e.g. the one chosen for its local model.
+  // The browser's own rewriter needs to know the marker, so client rendering names one.
+  const marker = $("#marker").value || (render === "client" ? "double_bracket" : "");
   const body = {
     model: $("#model").value.trim() || "replay",
     stream: true,
     messages: [{ role: "user", content: question }],
-    citeflow: { style, marker },
+    citeflow: marker ? { style, marker } : { style },
   };
   let sources = [];
   let rounds = null;

@@ -4,8 +4,11 @@
 //! The file runs in WAL mode. Writes go to one writer thread that groups the jobs waiting at
 //! that moment into one transaction (group commit), and an append or an allocation returns
 //! only after its transaction committed, so an event is in the file before the server sends
-//! it. Reads use their own connections. The recent events of running streams are also kept in
-//! memory, so live followers do not query the file for every event.
+//! it. Reads use their own connections. A running stream's record and recent events are also
+//! kept in memory, so its live followers never query the file: the hot path of a stream only
+//! writes. Events go to an append-ordered table with a small index by stream (1 KiB pages,
+//! so a commit that touches many streams writes little), and a thread of its own copies the
+//! WAL into the file (`PASSIVE` checkpoints), so the writer never waits for that.
 //!
 //! ```
 //! use citeflow_store::{NumberScope, Store};
