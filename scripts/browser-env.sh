@@ -22,12 +22,16 @@ ensure_browser() {
   (cd "$root/$browser_tests" && npm ci --no-audit --no-fund)
 }
 
-# wait_for_line FILE PATTERN [SECONDS]: prints the first match of PATTERN in FILE, waiting up to
-# SECONDS (default 20).
+# wait_for_line FILE PATTERN [SECONDS] [PID]: prints the first match of PATTERN in FILE, waiting
+# up to SECONDS (default 20), and gives up at once when process PID (if given) has exited.
 wait_for_line() {
   local tries=$(( ${3:-20} * 10 ))
   for _ in $(seq "$tries"); do
     if grep -Eo -m1 "$2" "$1" 2>/dev/null; then return 0; fi
+    if [ -n "${4:-}" ] && ! kill -0 "$4" 2>/dev/null; then
+      echo "process $4 exited before '$2' appeared in $1" >&2
+      return 1
+    fi
     sleep 0.1
   done
   echo "timed out waiting for '$2' in $1" >&2

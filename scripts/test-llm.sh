@@ -33,6 +33,8 @@ export CITEFLOW_LLM_MODEL="$MODEL"
 
 echo "clippy (citeflow-llm with local-model, -D warnings)"
 cargo clippy --quiet --locked -p citeflow-llm --features local-model --all-targets -- -D warnings
+echo "clippy (citeflow with local-model, -D warnings)"
+cargo clippy --quiet --locked -p citeflow-cli --features local-model --all-targets -- -D warnings
 
 echo "tests with the real model ($MODEL)"
 cargo test --locked -p citeflow-llm --features local-model -- --test-threads=1

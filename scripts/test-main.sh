@@ -46,7 +46,7 @@ CITEFLOW_LISTEN=127.0.0.1:0 CITEFLOW_DATA_DIR="$data" CITEFLOW_LOG=warn \
   bash scripts/run.sh >"$work/run.out" 2>"$work/run.err" &
 run_pid=$!
 # The first run builds llama.cpp in release mode: allow it time.
-if ! base="$(wait_for_line "$work/run.out" 'http://127\.0\.0\.1:[0-9]+' 3600)"; then
+if ! base="$(wait_for_line "$work/run.out" 'http://127\.0\.0\.1:[0-9]+' 3600 "$run_pid")"; then
   echo "--- run.sh stderr" >&2
   tail -n 60 "$work/run.err" >&2 || true
   exit 1

@@ -104,9 +104,9 @@ pub(crate) async fn start(model: Option<PathBuf>) -> Result<LocalUpstream> {
         .context("model fetch task")??;
     eprintln!("citeflow: loading {}", path.display());
     let loaded = {
-        let path = path.clone();
+        let file = path.clone();
         tokio::task::spawn_blocking(move || {
-            citeflow_llm::LlamaModel::load(&path, citeflow_llm::ModelSettings::default())
+            citeflow_llm::LlamaModel::load(&file, citeflow_llm::ModelSettings::default())
         })
         .await
         .context("model load task")?

@@ -31,6 +31,11 @@ test("the main command's page answers a question about a sample book with the lo
   const page = await ctx.newPage();
   const errors = [];
   page.on("pageerror", (e) => errors.push(String(e)));
+  // A short answer keeps the test quick on a 2-core machine: cap the tokens the page asks for.
+  await page.route("**/v1/chat/completions", (route) => {
+    const body = JSON.parse(route.request().postData());
+    route.continue({ postData: JSON.stringify({ ...body, max_tokens: 96 }) });
+  });
   await page.goto(`${base}/`);
   await page.waitForFunction(() => document.documentElement.dataset.ready === "1");
 
