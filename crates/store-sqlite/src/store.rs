@@ -537,60 +537,65 @@ impl Store for SqliteStore {
         events: Vec<StoredEvent>,
     ) -> Result<(), StoreError> {
         let id = stream_id.to_owned();
-        let batch = events.clone();
+        let batch = events;
         // The hot path: two lookups and the inserts, no savepoint. Everything that can refuse
         // the batch is checked before the first insert; an insert that still fails (a disk
         // error) has the rows before it deleted again.
-        self.write_bare(move |c| {
-            let status: String = query_opt(
-                c,
-                "SELECT status FROM streams WHERE id = ?1",
-                params![id],
-                |r| r.get(0),
-            )?
-            .ok_or_else(|| not_found("stream", &id))?;
-            let status = StreamStatus::from_name(&status)
-                .ok_or_else(|| StoreError::Backend(format!("unknown stream status {status}")))?;
-            if status.is_finished() {
-                return Err(StoreError::StreamClosed {
-                    stream_id: id,
-                    status: status.as_str(),
-                });
-            }
-            let last: i64 = query_opt(
-                c,
-                "SELECT COALESCE(MAX(id), 0) FROM event_log WHERE stream_id = ?1",
-                params![id],
-                |r| r.get(0),
-            )?
-            .unwrap_or(0);
-            let last = last as u64;
-            for (i, e) in batch.iter().enumerate() {
-                let want = last + 1 + i as u64;
-                if e.id != want {
-                    return Err(StoreError::EventOrder {
+        let events = self
+            .write_bare(move |c| {
+                let status: String = query_opt(
+                    c,
+                    "SELECT status FROM streams WHERE id = ?1",
+                    params![id],
+                    |r| r.get(0),
+                )?
+                .ok_or_else(|| not_found("stream", &id))?;
+                let status = StreamStatus::from_name(&status).ok_or_else(|| {
+                    StoreError::Backend(format!("unknown stream status {status}"))
+                })?;
+                if status.is_finished() {
+                    return Err(StoreError::StreamClosed {
                         stream_id: id,
-                        last: want - 1,
-                        got: e.id,
+                        status: status.as_str(),
                     });
                 }
-            }
-            let mut insert = c
-                .prepare_cached("INSERT INTO event_log (stream_id, id, data) VALUES (?1, ?2, ?3)")
-                .map_err(backend)?;
-            for e in &batch {
-                if let Err(err) = insert.execute(params![id, e.id as i64, e.data]) {
-                    let _ = exec(
-                        c,
-                        "DELETE FROM event_log WHERE stream_id = ?1 AND id > ?2",
-                        params![id, last as i64],
-                    );
-                    return Err(backend(err));
+                let last: i64 = query_opt(
+                    c,
+                    "SELECT COALESCE(MAX(id), 0) FROM event_log WHERE stream_id = ?1",
+                    params![id],
+                    |r| r.get(0),
+                )?
+                .unwrap_or(0);
+                let last = last as u64;
+                for (i, e) in batch.iter().enumerate() {
+                    let want = last + 1 + i as u64;
+                    if e.id != want {
+                        return Err(StoreError::EventOrder {
+                            stream_id: id,
+                            last: want - 1,
+                            got: e.id,
+                        });
+                    }
                 }
-            }
-            Ok(())
-        })
-        .await?;
+                let mut insert = c
+                    .prepare_cached(
+                        "INSERT INTO event_log (stream_id, id, data) VALUES (?1, ?2, ?3)",
+                    )
+                    .map_err(backend)?;
+                for e in &batch {
+                    if let Err(err) = insert.execute(params![id, e.id as i64, e.data]) {
+                        let _ = exec(
+                            c,
+                            "DELETE FROM event_log WHERE stream_id = ?1 AND id > ?2",
+                            params![id, last as i64],
+                        );
+                        return Err(backend(err));
+                    }
+                }
+                // The events go back to the caller for the tail: no copy of their data.
+                Ok(batch)
+            })
+            .await?;
         if let Some(tail) = self.tails().get_mut(stream_id) {
             tail.events.extend(events);
             while tail.events.len() > TAIL_EVENTS {
