@@ -8,8 +8,9 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use citeflow_core::{
-    citation_grammar, citation_instruction, context_block, Event, GrammarMode, NumberSource,
-    Numbering, PromptMarker, RankMode, Rewriter, Settings, Sources, Style, UnknownPolicy,
+    citation_grammar, citation_instruction, context_block, few_shot_messages, Event, GrammarMode,
+    NumberSource, Numbering, PromptMarker, RankMode, Rewriter, Settings, Sources, Style,
+    UnknownPolicy,
 };
 use citeflow_store::{NumberScope, StreamRecord, StreamStatus};
 use serde_json::{json, Map, Value};
@@ -39,6 +40,9 @@ struct Options {
     /// `"off"`, or a grammar mode (`well_formed`, `require_citation`, `cite_per_sentence`):
     /// a GBNF grammar for the markers, sent upstream as `grammar`.
     grammar: Option<String>,
+    /// `"zero_shot"` (a system message with the instruction and the sources) or `"few_shot"`
+    /// (worked examples first, then the sources with the question).
+    prompt: Option<String>,
     /// `"client"`: pass the markers through unrewritten (the web page renders them with the
     /// WASM core); `"server"` (the default) rewrites.
     render: Option<String>,
@@ -163,6 +167,17 @@ async fn plan(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Plan,
         Some(m) => PromptMarker::from_name(m)?,
         None => defaults.marker,
     };
+    let few_shot = match opts.prompt.as_deref() {
+        None => defaults.few_shot,
+        Some("zero_shot") => false,
+        Some("few_shot") => true,
+        Some(other) => {
+            return Err(ApiError::invalid(
+                format!("citeflow.prompt {other:?} is not zero_shot or few_shot"),
+                Some("citeflow.prompt"),
+            ))
+        }
+    };
     let grammar = match opts.grammar.as_deref() {
         None => defaults.grammar,
         Some("off") => None,
@@ -192,7 +207,27 @@ async fn plan(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Plan,
             ))
         }
     };
-    if opts.inject_prompt.unwrap_or(true) && !sources.is_empty() {
+    let question = body.get("messages").and_then(last_user_text);
+    if opts.inject_prompt.unwrap_or(true) && !sources.is_empty() && few_shot {
+        let max_chars = opts.max_chars_per_source.unwrap_or(2_000);
+        let question = question.clone().unwrap_or_default();
+        let mut prompt = few_shot_messages(&sources, marker, &question, max_chars);
+        if let (Some(last), Some(Value::Array(messages))) = (prompt.pop(), body.get_mut("messages"))
+        {
+            // The examples go first; the last user message becomes the sources and question.
+            match messages
+                .iter_mut()
+                .rev()
+                .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+            {
+                Some(m) => m["content"] = Value::String(last.content),
+                None => messages.push(json!({"role": last.role, "content": last.content})),
+            }
+            for (i, p) in prompt.into_iter().enumerate() {
+                messages.insert(i, json!({"role": p.role, "content": p.content}));
+            }
+        }
+    } else if opts.inject_prompt.unwrap_or(true) && !sources.is_empty() {
         let max_chars = opts.max_chars_per_source.unwrap_or(2_000);
         let system = format!(
             "{}\n\nSources:\n{}",

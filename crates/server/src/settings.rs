@@ -143,14 +143,19 @@ pub struct PromptDefaults {
     pub marker: PromptMarker,
     /// A GBNF grammar sent upstream as `grammar` (llama.cpp's constrained decoding), or none.
     pub grammar: Option<GrammarMode>,
+    /// Worked examples before the question (`few_shot_messages` of the core), for small models;
+    /// otherwise one system message with the instruction and the sources.
+    pub few_shot: bool,
 }
 
 impl Default for PromptDefaults {
-    /// `[[id]]` markers, no grammar: what any OpenAI-compatible model copies well.
+    /// `[[id]]` markers, no grammar, a system message: what any OpenAI-compatible model copies
+    /// well.
     fn default() -> Self {
         PromptDefaults {
             marker: PromptMarker::DoubleBracket,
             grammar: None,
+            few_shot: false,
         }
     }
 }

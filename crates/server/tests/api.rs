@@ -526,6 +526,7 @@ async fn a_grammar_for_the_markers_goes_upstream_when_asked() {
             s.with_prompt_defaults(PromptDefaults {
                 marker: PromptMarker::Rank,
                 grammar: Some(GrammarMode::WellFormed),
+                few_shot: true,
             })
         },
         Arc::new(MemoryStore::new()),
@@ -535,12 +536,26 @@ async fn a_grammar_for_the_markers_goes_upstream_when_asked() {
     let r = ask(&h, json!({})).await.expect("send");
     let events = read_sse(r, usize::MAX).await;
     let sent = h.replay.requests().pop().expect("request");
-    let system = sent["messages"][0]["content"].as_str().expect("system");
-    assert!(system.contains("[2]"), "{system}");
+    // Few-shot: a system message, worked examples (user, assistant), then the sources with the
+    // question in place of the user's message.
+    let messages = sent["messages"].as_array().expect("messages");
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(roles.first(), Some(&"system"), "{roles:?}");
+    assert_eq!(roles.last(), Some(&"user"), "{roles:?}");
+    assert!(roles.contains(&"assistant"), "{roles:?}");
+    let last = messages.last().expect("last")["content"]
+        .as_str()
+        .expect("text");
+    assert!(last.contains("[2]") && last.contains('q'), "{last}");
     assert!(sent["grammar"]
         .as_str()
         .expect("grammar")
         .contains("\"[2]\""));
+    let r = ask(&h, json!({"prompt": "sometimes"})).await.expect("send");
+    assert_eq!(r.status(), 400);
     // The rank the model wrote resolved to the second source.
     let cited: Vec<Value> = citeflow_events(&events)
         .into_iter()
