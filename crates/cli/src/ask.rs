@@ -9,8 +9,8 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use citeflow_core::sse::{chunk_text, SseDecoder};
 use citeflow_core::{
-    citation_instruction, context_block, render_list, Event, ListFormat, Numbering, PromptMarker,
-    Rewriter, Settings, Source, Sources, Style,
+    citation_grammar, few_shot_messages, render_list, zero_shot_messages, Event, ListFormat,
+    Numbering, PromptMarker, Rewriter, Settings, Source, Sources, Style,
 };
 use citeflow_index::Index;
 use clap::Args;
@@ -43,8 +43,10 @@ pub(crate) struct AskArgs {
     model: String,
     /// Marker the model is asked to write: double_bracket, cite_colon, cite_tag,
     /// single_bracket, rank, rank_full_width (【n】, with 章/CFI notes in the context).
-    #[arg(long, default_value = "double_bracket")]
-    marker: String,
+    /// Default: double_bracket with --upstream; rank for the local model, which is asked with
+    /// worked examples and a grammar that ends every sentence with a marker.
+    #[arg(long)]
+    marker: Option<String>,
     /// Number style: brackets, markdown, fullwidth, html, footnote, or template:TEXT with {n}.
     #[arg(long, default_value = "brackets")]
     style: String,
@@ -85,7 +87,14 @@ pub(crate) fn run(args: AskArgs) -> Result<ExitCode> {
     if args.k == 0 {
         bail!("-k must be at least 1");
     }
-    let marker = PromptMarker::from_name(&args.marker)?;
+    // The local model is asked as `citeflow serve` asks it: few-shot, with a grammar.
+    let local_model = upstream.is_none();
+    let local = crate::local_model::LOCAL_MODEL_PROMPT;
+    let marker = match &args.marker {
+        Some(name) => PromptMarker::from_name(name)?,
+        None if local_model => local.marker,
+        None => PromptMarker::DoubleBracket,
+    };
     let settings = marker
         .settings(Settings::default())
         .with_style(Style::from_name(&args.style)?)
@@ -110,19 +119,23 @@ pub(crate) fn run(args: AskArgs) -> Result<ExitCode> {
     }
     let sources: Vec<Source> = hits.iter().map(|h| h.passage.to_source()).collect();
     let sources = Sources::from_vec(sources)?;
-    let system = format!(
-        "{}\n\nSources:\n{}",
-        citation_instruction(&sources, marker),
-        context_block(&sources, marker, args.max_chars_per_source)
-    );
-    let body = json!({
+    let messages = if local_model && local.few_shot {
+        few_shot_messages(&sources, marker, &args.question, args.max_chars_per_source)
+    } else {
+        zero_shot_messages(&sources, marker, &args.question, args.max_chars_per_source)
+    };
+    let mut body = json!({
         "model": args.model,
         "stream": true,
-        "messages": [
-            {"role": "system", "content": system},
-            {"role": "user", "content": args.question},
-        ],
+        "messages": messages
+            .iter()
+            .map(|m| json!({"role": m.role, "content": m.content}))
+            .collect::<Vec<_>>(),
     });
+    if let Some(mode) = local.grammar.filter(|_| local_model) {
+        let ids: Vec<&str> = sources.iter().map(|s| s.id.as_str()).collect();
+        body["grammar"] = Value::String(citation_grammar(marker, &ids, mode));
+    }
     let rewriter = Rewriter::new(settings, sources, Numbering::new());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -53,14 +53,15 @@ pub(crate) fn model_path(model: Option<&Path>) -> Result<PathBuf> {
 }
 
 /// The prompt `citeflow serve` gives the local model when a request names none: few-shot
-/// examples, rank markers `[n]` and the `cite_per_sentence` grammar. In the cite-rate
-/// measurement (crates/llm/README.md) SmolLM2-135M cited in 0% of the answers without a
-/// grammar whatever the marker (8–17% with the rank forms), and in 75% with this grammar for
-/// every marker; among those, rank markers are the shortest for the model to write.
+/// examples, rank markers `[n]` and the `cite_per_sentence` grammar (the core's
+/// `SMALL_MODEL_MARKER` and `SMALL_MODEL_GRAMMAR`). In the cite-rate measurement
+/// (crates/llm/README.md) SmolLM2-135M cited in 0 to 2 of 12 answers without this grammar, and
+/// in 9 of 12 with it for every marker; among those, rank markers are the shortest for the
+/// model to write.
 pub(crate) const LOCAL_MODEL_PROMPT: citeflow_server::PromptDefaults =
     citeflow_server::PromptDefaults {
-        marker: citeflow_core::PromptMarker::Rank,
-        grammar: Some(citeflow_core::GrammarMode::CitePerSentence),
+        marker: citeflow_core::SMALL_MODEL_MARKER,
+        grammar: Some(citeflow_core::SMALL_MODEL_GRAMMAR),
         few_shot: true,
     };
 

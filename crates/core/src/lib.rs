@@ -12,8 +12,9 @@
 //! model is asked to write lives here too, so that it is exactly what the scanner recognises:
 //! a [`PromptMarker`] labels each source ([`context_block`], [`citation_instruction`],
 //! [`zero_shot_messages`], [`few_shot_messages`]) and [`citation_grammar`] writes a GBNF
-//! grammar that keeps the model's markers well-formed. The crate does no I/O, reads no clock
-//! and keeps no global state.
+//! grammar that keeps the model's markers well-formed; [`SMALL_MODEL_MARKER`] and
+//! [`SMALL_MODEL_GRAMMAR`] are the measured choice for small local models. The crate does no
+//! I/O, reads no clock and keeps no global state.
 //!
 //! ```
 //! use citeflow_core::{Event, Numbering, Rewriter, Settings, Source, Sources};
@@ -60,11 +61,11 @@ mod utf8;
 
 pub use error::{NumberingError, RewriteError, SettingsError, SourceError};
 pub use event::{Event, ListedSource, Report, UnresolvedReason};
-pub use grammar::{citation_grammar, GrammarMode};
+pub use grammar::{citation_grammar, GrammarMode, SMALL_MODEL_GRAMMAR};
 pub use numbering::{NumberEntry, Numbering};
 pub use prompt::{
     citation_instruction, context_block, few_shot_messages, zero_shot_messages, PromptMarker,
-    PromptMessage,
+    PromptMessage, SMALL_MODEL_MARKER,
 };
 pub use render::{render_list, ListFormat};
 #[cfg(feature = "serde")]

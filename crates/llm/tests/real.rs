@@ -7,16 +7,16 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use citeflow_core::{
-    citation_grammar, few_shot_messages, rewrite_str, Event, GrammarMode, Numbering, PromptMarker,
-    Settings, Source, Sources,
+    citation_grammar, few_shot_messages, rewrite_str, Event, Numbering, PromptMarker, Settings,
+    Source, Sources, SMALL_MODEL_GRAMMAR, SMALL_MODEL_MARKER,
 };
 use citeflow_llm::{LlamaModel, LocalServer, ModelSettings, ModelState};
 use serde_json::{json, Value};
 
 use crate::support::{payloads, read_sse, text_of, Received};
 
-/// The marker `citeflow serve` asks the local model for (see the README's measurement).
-const MARKER: PromptMarker = PromptMarker::Rank;
+/// The marker measured best for the local model (see the README's measurement).
+const MARKER: PromptMarker = SMALL_MODEL_MARKER;
 
 fn model_path() -> PathBuf {
     let p = std::env::var_os("CITEFLOW_LLM_MODEL")
@@ -131,8 +131,7 @@ fn request(question: &str, grammar: bool) -> Value {
     });
     if grammar {
         let ids: Vec<&str> = ["alice#p3", "alice#p9", "alice#p41"].to_vec();
-        body["grammar"] =
-            Value::String(citation_grammar(MARKER, &ids, GrammarMode::CitePerSentence));
+        body["grammar"] = Value::String(citation_grammar(MARKER, &ids, SMALL_MODEL_GRAMMAR));
     }
     body
 }
