@@ -1,10 +1,11 @@
 //! Integration tests of citeflow-core: scenarios, chunk invariance, the naive oracle, golden
-//! vectors, snapshots and external numbering.
+//! vectors, snapshots, external numbering and the local model's recorded streams.
 
 mod support;
 
 mod external;
 mod props;
+mod recorded;
 mod scenarios;
 mod snapshot;
 mod vectors;

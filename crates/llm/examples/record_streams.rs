@@ -1,7 +1,10 @@
 //! Records real streams of the local model into `tests/fixtures/streams/`: builds a few
-//! requests (book passages retrieved with the index, few-shot and zero-shot prompts, with and
-//! without a grammar), posts each to the model served on loopback, and writes the raw SSE
-//! bytes as received plus one manifest line (file, what it exercises, the request).
+//! requests (book passages retrieved with the index, k = 3, 400 characters each; few-shot and
+//! zero-shot prompts, with and without a grammar), posts each to the model served on loopback
+//! through its OpenAI-compatible interface, and writes the raw SSE bytes as received plus one
+//! line of `manifest.jsonl` per file: what it exercises, the sources shown, the citeflow
+//! settings (`citeflow.marker`; the rewriter's settings are `PromptMarker::settings` of it)
+//! and the exact request body.
 //!
 //! ```text
 //! cargo run -p citeflow-llm --features local-model --example record_streams -- \
@@ -18,7 +21,7 @@ use citeflow_core::{
 };
 use citeflow_epub::{Book, ChunkSettings, Limits};
 use citeflow_index::{fingerprint, BookPassage, Index};
-use citeflow_llm::{LlamaModel, LocalServer, ModelSettings, ModelState};
+use citeflow_llm::{sha256_file, LlamaModel, LocalServer, ModelSettings, ModelState};
 use serde_json::{json, Value};
 
 struct Case {
@@ -28,57 +31,117 @@ struct Case {
     marker: PromptMarker,
     few_shot: bool,
     grammar: Option<GrammarMode>,
+    temperature: f64,
     exercises: &'static str,
 }
 
-const CASES: [Case; 5] = [
+/// Tokens per answer (as in the cite-rate measurement).
+const MAX_TOKENS: usize = 96;
+
+const ALICE: &str = "alice.epub";
+const KUSAMAKURA: &str = "kusamakura-japanese-vertical-writing.epub";
+
+const CASES: [Case; 8] = [
     Case {
         file: "smollm2-local-01.sse",
-        book: "alice.epub",
+        book: ALICE,
         question: "What did the White Rabbit take out of its waistcoat-pocket?",
         marker: PromptMarker::Rank,
         few_shot: true,
-        grammar: None,
-        exercises: "few-shot prompt, rank markers `[n]` over book passages",
+        grammar: Some(GrammarMode::CitePerSentence),
+        temperature: 0.0,
+        exercises:
+            "the local model's default: few-shot prompt, rank `[n]`, `cite_per_sentence` grammar",
     },
     Case {
         file: "smollm2-local-02.sse",
-        book: "alice.epub",
+        book: KUSAMAKURA,
+        question: "山路を登りながら、こう考えた。智に働けばどうなるか？",
+        marker: PromptMarker::Rank,
+        few_shot: true,
+        grammar: Some(GrammarMode::CitePerSentence),
+        temperature: 0.0,
+        exercises: "the default on Japanese passages: multi-byte characters cut between tokens",
+    },
+    Case {
+        file: "smollm2-local-03.sse",
+        book: ALICE,
+        question: "What was the Caterpillar smoking?",
+        marker: PromptMarker::RankFullWidth,
+        few_shot: true,
+        grammar: Some(GrammarMode::CitePerSentence),
+        temperature: 0.0,
+        exercises:
+            "full-width `【n】` with `cite_per_sentence`: a multi-byte marker cut between tokens",
+    },
+    Case {
+        file: "smollm2-local-04.sse",
+        book: ALICE,
         question: "Who was having tea with the March Hare?",
         marker: PromptMarker::DoubleBracket,
         few_shot: true,
         grammar: Some(GrammarMode::WellFormed),
-        exercises: "`[[book#pN]]` ids with `#`, GBNF grammar keeping markers well-formed",
+        temperature: 0.0,
+        exercises: "`[[book#pN]]` ids with `#`, `well_formed` grammar",
     },
     Case {
-        file: "smollm2-local-03.sse",
-        book: "kusamakura-japanese-vertical-writing.epub",
-        question: "山路を登りながら、こう考えた。智に働けばどうなるか？",
-        marker: PromptMarker::RankFullWidth,
-        few_shot: true,
-        grammar: None,
-        exercises:
-            "Japanese passages, full-width `【n】`, multi-byte characters cut between tokens",
-    },
-    Case {
-        file: "smollm2-local-04.sse",
-        book: "alice.epub",
+        file: "smollm2-local-05.sse",
+        book: ALICE,
         question: "What was the Caterpillar smoking?",
         marker: PromptMarker::DoubleBracket,
         few_shot: false,
         grammar: None,
-        exercises: "the proxy's zero-shot prompt (system instruction + sources with CFIs)",
+        temperature: 0.0,
+        exercises:
+            "the proxy's zero-shot prompt (system instruction, sources with CFIs), no grammar",
     },
     Case {
-        file: "smollm2-local-05.sse",
-        book: "alice.epub",
-        question: "What was written on the little bottle that Alice found?",
+        file: "smollm2-local-06.sse",
+        book: ALICE,
+        question: "Who stole the tarts?",
         marker: PromptMarker::Rank,
         few_shot: true,
-        grammar: Some(GrammarMode::RequireCitation),
-        exercises: "grammar that requires at least one citation before the end",
+        grammar: Some(GrammarMode::CitePerSentence),
+        temperature: 0.0,
+        exercises: "the default letting the model stack markers (`marker+`): a long run of ranks",
+    },
+    Case {
+        file: "smollm2-local-07.sse",
+        book: ALICE,
+        question: "What was left when the Cheshire Cat vanished?",
+        marker: PromptMarker::CiteColon,
+        few_shot: true,
+        grammar: Some(GrammarMode::CitePerSentence),
+        temperature: 0.0,
+        exercises: "`<cite:book#pN>` tags with `cite_per_sentence`: long ids, cut by `max_tokens`",
+    },
+    Case {
+        file: "smollm2-local-08.sse",
+        book: ALICE,
+        question: "What game did the Queen play with flamingos?",
+        marker: PromptMarker::Rank,
+        few_shot: true,
+        grammar: Some(GrammarMode::CitePerSentence),
+        temperature: 0.7,
+        exercises: "the default, sampled at the local server's default temperature 0.7 (seed 7)",
     },
 ];
+
+/// The sources a case shows: the retrieved passages, renamed `source_n` for the single-bracket
+/// form (as `cite_rate` does).
+fn sources_for(passages: &[Source], marker: PromptMarker) -> Vec<Source> {
+    passages
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let mut s = s.clone();
+            if marker == PromptMarker::SingleBracket {
+                s.id = format!("source_{}", i + 1);
+            }
+            s
+        })
+        .collect()
+}
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
@@ -96,6 +159,12 @@ async fn main() {
             other => panic!("unknown argument {other}"),
         }
     }
+    let model_name = model
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("local")
+        .to_owned();
+    let model_sha256 = sha256_file(&model).expect("model sha256");
     let llm = LlamaModel::load(&model, ModelSettings::default()).expect("load model");
     let server = LocalServer::start_loopback(ModelState::new(Arc::new(llm), 512))
         .await
@@ -119,7 +188,8 @@ async fn main() {
         let hits = index
             .search_book(&keys[c.book], c.question, 3)
             .expect("search");
-        let list: Vec<Source> = hits.iter().map(|h| h.passage.to_source()).collect();
+        let passages: Vec<Source> = hits.iter().map(|h| h.passage.to_source()).collect();
+        let list = sources_for(&passages, c.marker);
         let sources = Sources::from_vec(list.clone()).expect("sources");
         let messages = if c.few_shot {
             few_shot_messages(&sources, c.marker, c.question, 400)
@@ -127,8 +197,8 @@ async fn main() {
             zero_shot_messages(&sources, c.marker, c.question, 400)
         };
         let mut request = json!({
-            "model": "SmolLM2-135M-Instruct.Q4_1", "stream": true,
-            "temperature": 0, "seed": 7, "max_tokens": 64,
+            "model": model_name, "stream": true,
+            "temperature": c.temperature, "seed": 7, "max_tokens": MAX_TOKENS,
             "messages": messages.iter().map(|m| json!({"role": m.role, "content": m.content})).collect::<Vec<_>>(),
         });
         if let Some(g) = c.grammar {
@@ -141,17 +211,20 @@ async fn main() {
             .send()
             .await
             .expect("post");
+        assert!(resp.status().is_success(), "{}: {}", c.file, resp.status());
         let mut raw = Vec::new();
         while let Some(b) = resp.chunk().await.expect("body") {
             raw.extend_from_slice(&b);
         }
         std::fs::write(out.join(c.file), &raw).expect("write");
         let line = json!({
-            "file": c.file, "exercises": c.exercises, "book": c.book,
+            "file": c.file, "exercises": c.exercises, "book": c.book, "question": c.question,
             "marker": c.marker.name(),
             "prompt": if c.few_shot { "few_shot" } else { "zero_shot" },
             "grammar": c.grammar.map(GrammarMode::name),
+            "model": {"file": model.file_name().and_then(|s| s.to_str()), "sha256": model_sha256},
             "sources": serde_json::to_value(&list).expect("json"),
+            "citeflow": {"marker": c.marker.name()},
             "request": request,
         });
         writeln!(manifest, "{line}").expect("manifest line");
