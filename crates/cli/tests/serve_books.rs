@@ -2,26 +2,14 @@
 //! (and skipped when the index holds them already), listed at `GET /v1/books`, and a chat with
 //! `citeflow.book` answers from one.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 use citeflow_server::replay::{Replay, Script};
 use serde_json::{json, Value};
 
 use crate::books_support::book_path;
-
-struct Server {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use crate::{start_serve, Server};
 
 /// Starts `citeflow serve` with these book arguments; stderr goes to `stderr_file`.
 fn serve(upstream: &str, index: &Path, books: &[&str], stderr_file: &Path) -> Server {
@@ -44,27 +32,7 @@ fn serve_with(
     for b in books {
         cmd.arg("--book").arg(book_path(b));
     }
-    let mut child = cmd
-        .env("CITEFLOW_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(stderr_file).expect("stderr file"))
-        .spawn()
-        .expect("spawn citeflow serve");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("first line");
-    let base = line
-        .trim()
-        .strip_prefix("citeflow listening on ")
-        .unwrap_or_else(|| {
-            panic!(
-                "unexpected first line {line:?}; stderr: {}",
-                std::fs::read_to_string(stderr_file).unwrap_or_default()
-            )
-        })
-        .to_owned();
-    Server { child, base }
+    start_serve(cmd, Some(stderr_file))
 }
 
 #[test]

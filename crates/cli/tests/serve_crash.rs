@@ -2,49 +2,22 @@
 //! every event already sent replays with the same ids and numbers, the stream is marked
 //! interrupted, and the session's numbering goes on where it was.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 use citeflow_server::replay::{Replay, Script};
 use serde_json::{json, Value};
 
-use crate::shared_dir;
-
-struct Server {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use crate::{shared_dir, start_serve, Server};
 
 fn serve(upstream: &str, db: &Path) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_citeflow"))
-        .args(["serve", "--upstream", upstream, "--listen", "127.0.0.1:0"])
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_citeflow"));
+    cmd.args(["serve", "--upstream", upstream, "--listen", "127.0.0.1:0"])
         .arg("--store")
         .arg(format!("sqlite:{}", db.display()))
         .arg("--index")
-        .arg(db.with_extension("index"))
-        .env("CITEFLOW_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn citeflow serve");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("first line");
-    let base = line
-        .trim()
-        .strip_prefix("citeflow listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_owned();
-    Server { child, base }
+        .arg(db.with_extension("index"));
+    start_serve(cmd, None)
 }
 
 /// (id, data) of each SSE event, reading at most `max`.

@@ -11,9 +11,9 @@ mod cfi_cli;
 mod epub_cli;
 mod ingest_cli;
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
 
 /// The shared fixtures directory: `CITEFLOW_SHARED_DIR`, else `../shared` beside the checkout.
 pub(crate) fn shared_dir() -> PathBuf {
@@ -53,4 +53,43 @@ pub(crate) fn temp_file(name: &str, contents: &str) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, contents).unwrap();
     p
+}
+
+/// A running `citeflow serve`, killed when dropped.
+pub(crate) struct Server {
+    child: Child,
+    pub(crate) base: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Spawns `cmd` (a `citeflow serve` on port 0) and waits for the address it prints; stderr goes
+/// to `stderr_file` (shown if the server does not start), else to the test's stderr.
+pub(crate) fn start_serve(mut cmd: Command, stderr_file: Option<&Path>) -> Server {
+    cmd.env("CITEFLOW_LOG", "warn").stdout(Stdio::piped());
+    match stderr_file {
+        Some(f) => cmd.stderr(std::fs::File::create(f).expect("stderr file")),
+        None => cmd.stderr(Stdio::inherit()),
+    };
+    let mut child = cmd.spawn().expect("spawn citeflow serve");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("first line");
+    let base = line
+        .trim()
+        .strip_prefix("citeflow listening on ")
+        .unwrap_or_else(|| {
+            let stderr = stderr_file
+                .and_then(|f| std::fs::read_to_string(f).ok())
+                .unwrap_or_default();
+            panic!("unexpected first line {line:?}; stderr: {stderr}")
+        })
+        .to_owned();
+    Server { child, base }
 }
