@@ -339,3 +339,22 @@ fn stamped(b: Vec<u8>) -> Vec<u8> {
     out.extend_from_slice(rest);
     out
 }
+
+/// An SSE payload made comparable between two runs of one script: the stream id becomes
+/// `STREAM` and the answer's timing stats (`citeflow.stats`, which differ from run to run)
+/// are reduced to their keys. Everything else (ids, text, citations, numbers) is kept.
+pub fn comparable(data: &str, stream_id: &str) -> String {
+    let data = data.replace(stream_id, "STREAM");
+    let Ok(mut v) = serde_json::from_str::<Value>(&data) else {
+        return data;
+    };
+    let Some(stats) = v.pointer_mut("/citeflow/stats") else {
+        return data;
+    };
+    let keys: Vec<String> = stats
+        .as_object()
+        .map(|o| o.keys().cloned().collect())
+        .unwrap_or_default();
+    *stats = json!(keys);
+    v.to_string()
+}

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use citeflow_server::replay::Replay;
+use citeflow_server::replay::{self, Replay};
 use citeflow_server::{router, AppState, Limits, ServerSettings};
 use citeflow_store::{MemoryStore, Store};
 use serde_json::Value;
@@ -138,30 +138,11 @@ pub(crate) fn citeflow_events(events: &[Received]) -> Vec<Value> {
         .collect()
 }
 
-/// The payloads with the stream id blanked, for comparing two runs.
-/// The events with the stream id replaced and the answer's timing stats (`citeflow.stats`,
-/// which differ from run to run) reduced to their keys.
+/// The events made comparable between two runs (see [`replay::comparable`]).
 pub(crate) fn normalized(events: &[Received], stream_id: &str) -> Vec<(Option<u64>, String)> {
     events
         .iter()
-        .map(|e| {
-            let data = e.data.replace(stream_id, "STREAM");
-            let data = match serde_json::from_str::<serde_json::Value>(&data) {
-                Ok(mut v) => match v.pointer_mut("/citeflow/stats") {
-                    Some(stats) => {
-                        let keys: Vec<String> = stats
-                            .as_object()
-                            .map(|o| o.keys().cloned().collect())
-                            .unwrap_or_default();
-                        *stats = serde_json::json!(keys);
-                        v.to_string()
-                    }
-                    None => data,
-                },
-                Err(_) => data,
-            };
-            (e.id, data)
-        })
+        .map(|e| (e.id, replay::comparable(&e.data, stream_id)))
         .collect()
 }
 

@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
-use citeflow_server::replay::{Replay, Script};
+use citeflow_server::replay::{self, Replay, Script};
 use serde_json::{json, Value};
 
 use crate::support::{fresh_prefix, redis_url};
@@ -127,7 +127,7 @@ fn stream_id(resp: &reqwest::Response) -> String {
 fn normalized(events: &[Received], stream_id: &str) -> Vec<(Option<u64>, String)> {
     events
         .iter()
-        .map(|e| (e.id, e.data.replace(stream_id, "STREAM")))
+        .map(|e| (e.id, replay::comparable(&e.data, stream_id)))
         .collect()
 }
 
