@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Load benchmark of citeflow serve (not a test): N concurrent streams straight from a replaying
-# upstream, then through citeflow (SQLite store), in one run. Prints a Markdown table:
-# throughput ratio, per-chunk latency p50/p99 of both paths and what citeflow adds, and
-# citeflow's resident memory per open stream.
+# upstream, then through a pass-through proxy on the same stack (bytes copied, no work: the
+# floor for any proxy here), then through citeflow (SQLite store), in one run. Prints a
+# Markdown table: throughput ratio, per-chunk latency p50/p99 of each path and what it adds,
+# CPU time per chunk of each process, and citeflow's resident memory per open stream.
 #
 #   scripts/bench-server.sh [STREAMS] [PACE_MS] [MODEL]
 #   defaults: 100,1000  20  smollm2-01.sse (200 chunks, about one token each)
@@ -18,7 +19,7 @@ SHARED="${CITEFLOW_SHARED_DIR:-$(cd "$ROOT/.." && pwd)/shared}"
 [ -d "$SHARED/fixtures/streams" ] || { echo "shared fixtures not found at $SHARED" >&2; exit 1; }
 
 cargo build --quiet --locked --release -p citeflow-cli
-cargo build --quiet --locked --release -p citeflow-server --features _replay --example replay_upstream --example bench
+cargo build --quiet --locked --release -p citeflow-server --features _replay --example replay_upstream --example passthrough --example bench
 
 WORK="$(mktemp -d)"
 PIDS=()
@@ -40,7 +41,12 @@ first_line() {
 CITEFLOW_REPLAY_STAMPS=1 "$TARGET_DIR/release/examples/replay_upstream" "$SHARED/fixtures/streams" "$PACE_MS" \
     > "$WORK/upstream.out" &
 PIDS+=($!)
+UPSTREAM_PID=$!
 UPSTREAM="$(first_line "$WORK/upstream.out")"
+"$TARGET_DIR/release/examples/passthrough" "$UPSTREAM" > "$WORK/passthrough.out" &
+PASS_PID=$!
+PIDS+=("$PASS_PID")
+PASS="$(first_line "$WORK/passthrough.out")"
 CITEFLOW_LOG=warn "$TARGET_DIR/release/citeflow" serve --upstream "$UPSTREAM" --listen 127.0.0.1:0 \
     --store "${BENCH_STORE:-sqlite:$WORK/citeflow.db}" > "$WORK/citeflow.out" &
 CITEFLOW_PID=$!
@@ -49,4 +55,5 @@ CITEFLOW="$(first_line "$WORK/citeflow.out" | sed 's/^citeflow listening on //')
 
 echo "machine: $(nproc) cores, $(uname -sr); $(rustc --version)"
 echo "model $MODEL, upstream pace ${PACE_MS} ms per chunk, store sqlite (WAL)"
-"$TARGET_DIR/release/examples/bench" "$UPSTREAM" "$CITEFLOW" "$CITEFLOW_PID" "$MODEL" "$STREAMS"
+"$TARGET_DIR/release/examples/bench" "$UPSTREAM" "$UPSTREAM_PID" "$PASS" "$PASS_PID" \
+    "$CITEFLOW" "$CITEFLOW_PID" "$MODEL" "$STREAMS"

@@ -1,9 +1,12 @@
 //! Load benchmark: N concurrent streams straight from a replaying upstream, then the same N
-//! through citeflow, in one run. Prints throughput, per-chunk latency p50/p99 of both paths,
-//! the latency citeflow adds, and citeflow's memory per open stream. Run by
-//! `scripts/bench-server.sh`, which starts the upstream (with send stamps) and `citeflow serve`.
+//! through a pass-through proxy on citeflow's stack (the `passthrough` example: bytes copied,
+//! no work), then through citeflow, in one run. Prints throughput, per-chunk latency p50/p99
+//! of each path, the latency citeflow adds, citeflow's memory per open stream, and the CPU
+//! time per chunk of every process (upstream, proxy, this client), which shared-machine noise
+//! disturbs far less than throughput. Run by `scripts/bench-server.sh`, which starts the
+//! upstream (with send stamps), the pass-through proxy and `citeflow serve`.
 //!
-//! `bench UPSTREAM_URL CITEFLOW_URL CITEFLOW_PID MODEL N[,N…]`
+//! `bench UPSTREAM_URL UPSTREAM_PID PASSTHROUGH_URL PASSTHROUGH_PID CITEFLOW_URL CITEFLOW_PID MODEL N[,N…]`
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -30,6 +33,23 @@ fn rss_kib(pid: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// CPU time (user + system) a process has used so far, in microseconds (Linux).
+fn cpu_us(pid: &str) -> u64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0;
+    };
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    // Clock ticks; 100 per second on Linux.
+    f.iter().sum::<u64>() * 10_000
+}
+
 struct Run {
     seconds: f64,
     chunks: u64,
@@ -37,6 +57,8 @@ struct Run {
     latencies_us: Vec<u64>,
     failed: usize,
     peak_rss_kib: u64,
+    /// CPU microseconds per chunk: upstream, proxy (0 when direct), this client.
+    cpu_per_chunk_us: [f64; 3],
 }
 
 /// One stream: posts, reads every event, records each stamped chunk's latency.
@@ -82,7 +104,14 @@ async fn one(
     Ok((chunks, bytes, lat))
 }
 
-async fn run(url: &str, model: &str, n: usize, pid: Option<&str>) -> Run {
+async fn run(url: &str, model: &str, n: usize, pids: [Option<&str>; 2]) -> Run {
+    let [upstream_pid, pid] = pids;
+    let me = std::process::id().to_string();
+    let cpu_before = [
+        upstream_pid.map_or(0, cpu_us),
+        pid.map_or(0, cpu_us),
+        cpu_us(&me),
+    ];
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(n)
         .build()
@@ -123,6 +152,7 @@ async fn run(url: &str, model: &str, n: usize, pid: Option<&str>) -> Run {
         latencies_us: Vec::new(),
         failed: 0,
         peak_rss_kib: 0,
+        cpu_per_chunk_us: [0.0; 3],
     };
     let mut peak_seen = 0;
     for t in tasks {
@@ -148,6 +178,15 @@ async fn run(url: &str, model: &str, n: usize, pid: Option<&str>) -> Run {
         s.abort();
     }
     r.peak_rss_kib = peak_seen;
+    let cpu_after = [
+        upstream_pid.map_or(0, cpu_us),
+        pid.map_or(0, cpu_us),
+        cpu_us(&me),
+    ];
+    for i in 0..3 {
+        r.cpu_per_chunk_us[i] =
+            cpu_after[i].saturating_sub(cpu_before[i]) as f64 / r.chunks.max(1) as f64;
+    }
     r.latencies_us.sort_unstable();
     r
 }
@@ -160,53 +199,62 @@ fn pct(v: &[u64], p: f64) -> f64 {
     v[i] as f64 / 1000.0
 }
 
+fn row(n: usize, name: &str, r: &Run, direct: &Run) -> String {
+    let rate = r.chunks as f64 / r.seconds;
+    // Chunks per second counts upstream chunks on every path: citeflow adds one source-list
+    // chunk per stream, which is not counted.
+    let extra = if name == "citeflow" { n as u64 } else { 0 };
+    let upstream_rate = r.chunks.saturating_sub(extra) as f64 / r.seconds;
+    let d_rate = direct.chunks as f64 / direct.seconds;
+    let added = |p| pct(&r.latencies_us, p) - pct(&direct.latencies_us, p);
+    let [u, p, c] = r.cpu_per_chunk_us;
+    format!(
+        "| {n} | {name} | {:.2} | {rate:.0} | {:.1}% | {:.2} | {:.2} | {:.2} | {:.2} | {} | {u:.1} / {p:.1} / {c:.1} |",
+        r.seconds,
+        100.0 * upstream_rate / d_rate,
+        pct(&r.latencies_us, 0.5),
+        pct(&r.latencies_us, 0.99),
+        added(0.5),
+        added(0.99),
+        r.failed,
+    )
+}
+
 #[tokio::main]
 async fn main() {
     let a: Vec<String> = std::env::args().skip(1).collect();
-    if a.len() < 5 {
-        eprintln!("usage: bench UPSTREAM_URL CITEFLOW_URL CITEFLOW_PID MODEL N[,N…]");
+    if a.len() < 8 {
+        eprintln!("usage: bench UPSTREAM_URL UPSTREAM_PID PASSTHROUGH_URL PASSTHROUGH_PID CITEFLOW_URL CITEFLOW_PID MODEL N[,N…]");
         std::process::exit(2);
     }
-    let (upstream, citeflow, pid, model) = (&a[0], &a[1], a[2].as_str(), &a[3]);
-    let counts: Vec<usize> = a[4].split(',').filter_map(|s| s.parse().ok()).collect();
-    println!("| streams | path | seconds | chunks/s | throughput vs direct | chunk latency p50 ms | p99 ms | added p50 ms | added p99 ms | failed | citeflow RSS per open stream |");
+    let (upstream, upstream_pid) = (&a[0], a[1].as_str());
+    let (pass, pass_pid) = (&a[2], a[3].as_str());
+    let (citeflow, pid, model) = (&a[4], a[5].as_str(), &a[6]);
+    let counts: Vec<usize> = a[7].split(',').filter_map(|s| s.parse().ok()).collect();
+    println!("| streams | path | seconds | chunks/s | throughput vs direct | chunk latency p50 ms | p99 ms | added p50 ms | added p99 ms | failed | CPU µs per chunk: upstream / proxy / client |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    let mut memory = Vec::new();
     for n in counts {
-        // Warm both paths (connections, caches).
-        run(upstream, model, n.min(50), None).await;
-        run(citeflow, model, n.min(50), None).await;
-        let direct = run(upstream, model, n, None).await;
+        // Warm every path (connections, caches).
+        for url in [upstream, pass, citeflow] {
+            run(url, model, n.min(50), [None, None]).await;
+        }
+        let direct = run(upstream, model, n, [Some(upstream_pid), None]).await;
+        println!("{}", row(n, "direct", &direct, &direct));
+        let through = run(pass, model, n, [Some(upstream_pid), Some(pass_pid)]).await;
+        println!("{}", row(n, "pass-through proxy", &through, &direct));
         tokio::time::sleep(Duration::from_millis(500)).await;
         let idle = rss_kib(pid);
-        let through = run(citeflow, model, n, Some(pid)).await;
-        let d_rate = direct.chunks as f64 / direct.seconds;
-        let c_rate = through.chunks as f64 / through.seconds;
-        // Chunks per second counts upstream chunks on both paths: citeflow adds one source-list
-        // chunk per stream, which is not counted.
-        let c_rate_upstream = (through.chunks.saturating_sub(n as u64)) as f64 / through.seconds;
-        let per_stream_kib = through.peak_rss_kib.saturating_sub(idle) as f64 / n as f64;
-        println!(
-            "| {n} | direct | {:.2} | {:.0} | 100% | {:.2} | {:.2} | | | {} | |",
-            direct.seconds,
-            d_rate,
-            pct(&direct.latencies_us, 0.5),
-            pct(&direct.latencies_us, 0.99),
-            direct.failed
-        );
-        println!(
-            "| {n} | citeflow | {:.2} | {:.0} | {:.1}% | {:.2} | {:.2} | {:.2} | {:.2} | {} | {:.0} KiB (RSS {} → {} KiB) |",
-            through.seconds,
-            c_rate,
-            100.0 * c_rate_upstream / d_rate,
-            pct(&through.latencies_us, 0.5),
-            pct(&through.latencies_us, 0.99),
-            pct(&through.latencies_us, 0.5) - pct(&direct.latencies_us, 0.5),
-            pct(&through.latencies_us, 0.99) - pct(&direct.latencies_us, 0.99),
-            through.failed,
-            per_stream_kib,
-            idle,
-            through.peak_rss_kib
-        );
-        let _ = (direct.bytes, through.bytes);
+        let cf = run(citeflow, model, n, [Some(upstream_pid), Some(pid)]).await;
+        println!("{}", row(n, "citeflow", &cf, &direct));
+        let per_stream_kib = cf.peak_rss_kib.saturating_sub(idle) as f64 / n as f64;
+        memory.push(format!(
+            "{n} streams: citeflow RSS {idle} → {} KiB, {per_stream_kib:.0} KiB per open stream",
+            cf.peak_rss_kib
+        ));
+    }
+    println!();
+    for m in memory {
+        println!("{m}");
     }
 }
