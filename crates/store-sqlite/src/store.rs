@@ -12,7 +12,7 @@ use citeflow_store::{
 };
 use rusqlite::{params, Connection};
 
-use crate::writer::{self, backend, exec, in_savepoint, query_opt, Job};
+use crate::writer::{self, backend, exec, in_savepoint, query_opt, Job, Running};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
@@ -212,6 +212,34 @@ fn read_stream(conn: &Connection, id: &str) -> Result<(StreamRecord, u64), Store
 }
 
 /// Creates or upgrades the schema and tunes the writer's connection.
+/// The newest event id of a stream that may take events: `StreamClosed` when it finished,
+/// `NotFound` when there is no such stream.
+fn last_in_file(c: &Connection, id: &str) -> Result<u64, StoreError> {
+    let status: String = query_opt(
+        c,
+        "SELECT status FROM streams WHERE id = ?1",
+        params![id],
+        |r| r.get(0),
+    )?
+    .ok_or_else(|| not_found("stream", id))?;
+    let status = StreamStatus::from_name(&status)
+        .ok_or_else(|| StoreError::Backend(format!("unknown stream status {status}")))?;
+    if status.is_finished() {
+        return Err(StoreError::StreamClosed {
+            stream_id: id.to_owned(),
+            status: status.as_str(),
+        });
+    }
+    let last: i64 = query_opt(
+        c,
+        "SELECT COALESCE(MAX(id), 0) FROM event_log WHERE stream_id = ?1",
+        params![id],
+        |r| r.get(0),
+    )?
+    .unwrap_or(0);
+    Ok(last as u64)
+}
+
 fn set_up(conn: &Connection) -> Result<(), StoreError> {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
@@ -286,18 +314,19 @@ impl SqliteStore {
         &self,
         f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        self.write_bare(move |c| in_savepoint(c, f)).await
+        self.write_bare(move |c, _| in_savepoint(c, f)).await
     }
 
     /// Runs `f` in the writer's transaction without a savepoint: `f` must leave nothing behind
-    /// when it fails. Returns after the commit.
+    /// when it fails. `f` also gets the writer's table of running streams. Returns after the
+    /// commit.
     async fn write_bare<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+        f: impl FnOnce(&Connection, &mut Running) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
         let (tx, rx) = futures_channel::oneshot::channel();
-        let job: Job = Box::new(move |conn| {
-            let result = f(conn);
+        let job: Job = Box::new(move |conn, running| {
+            let result = f(conn, running);
             Box::new(move |commit_error| {
                 let _ = tx.send(match commit_error {
                     Some(e) => Err(e),
@@ -496,7 +525,8 @@ impl Store for SqliteStore {
     async fn create_stream(&self, stream: StreamRecord) -> Result<(), StoreError> {
         let id = stream.id.clone();
         let record = stream.clone();
-        self.write(move |c| {
+        let running = !stream.status.is_finished();
+        self.write_bare(move |c, streams| {
             let n = exec(
                 c,
                 "INSERT OR IGNORE INTO streams (id, owner, session_id, status, created_ms)
@@ -514,6 +544,9 @@ impl Store for SqliteStore {
                     what: "stream",
                     id: stream.id,
                 });
+            }
+            if running {
+                streams.set(&stream.id, 0);
             }
             Ok(())
         })
@@ -538,35 +571,20 @@ impl Store for SqliteStore {
     ) -> Result<(), StoreError> {
         let id = stream_id.to_owned();
         let batch = events;
-        // The hot path: two lookups and the inserts, no savepoint. Everything that can refuse
-        // the batch is checked before the first insert; an insert that still fails (a disk
-        // error) has the rows before it deleted again.
+        // The hot path: the inserts, no savepoint. The stream's newest id comes from the
+        // writer's table of running streams (the file is asked only for a stream it has not
+        // seen running). Everything that can refuse the batch is checked before the first
+        // insert; an insert that still fails (a disk error) has the rows before it deleted.
         let events = self
-            .write_bare(move |c| {
-                let status: String = query_opt(
-                    c,
-                    "SELECT status FROM streams WHERE id = ?1",
-                    params![id],
-                    |r| r.get(0),
-                )?
-                .ok_or_else(|| not_found("stream", &id))?;
-                let status = StreamStatus::from_name(&status).ok_or_else(|| {
-                    StoreError::Backend(format!("unknown stream status {status}"))
-                })?;
-                if status.is_finished() {
-                    return Err(StoreError::StreamClosed {
-                        stream_id: id,
-                        status: status.as_str(),
-                    });
-                }
-                let last: i64 = query_opt(
-                    c,
-                    "SELECT COALESCE(MAX(id), 0) FROM event_log WHERE stream_id = ?1",
-                    params![id],
-                    |r| r.get(0),
-                )?
-                .unwrap_or(0);
-                let last = last as u64;
+            .write_bare(move |c, running| {
+                let last = match running.last(&id) {
+                    Some(last) => last,
+                    None => {
+                        let last = last_in_file(c, &id)?;
+                        running.set(&id, last);
+                        last
+                    }
+                };
                 for (i, e) in batch.iter().enumerate() {
                     let want = last + 1 + i as u64;
                     if e.id != want {
@@ -592,6 +610,7 @@ impl Store for SqliteStore {
                         return Err(backend(err));
                     }
                 }
+                running.set(&id, last + batch.len() as u64);
                 // The events go back to the caller for the tail: no copy of their data.
                 Ok(batch)
             })
@@ -610,7 +629,7 @@ impl Store for SqliteStore {
 
     async fn finish_stream(&self, stream_id: &str, status: StreamStatus) -> Result<(), StoreError> {
         let id = stream_id.to_owned();
-        self.write(move |c| {
+        self.write_bare(move |c, running| {
             let n = exec(
                 c,
                 "UPDATE streams SET status = ?2 WHERE id = ?1",
@@ -619,6 +638,7 @@ impl Store for SqliteStore {
             if n == 0 {
                 return Err(not_found("stream", &id));
             }
+            running.remove(&id);
             Ok(())
         })
         .await?;

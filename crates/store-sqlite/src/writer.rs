@@ -1,12 +1,42 @@
 //! The writer thread: one connection, jobs grouped into one transaction per batch.
 
+use std::collections::HashMap;
 use std::sync::mpsc;
 
 use citeflow_store::StoreError;
 use rusqlite::Connection;
 
 /// A job run inside the batch transaction; it answers through its own channel after commit.
-pub(crate) type Job = Box<dyn FnOnce(&Connection) -> Reply + Send>;
+pub(crate) type Job = Box<dyn FnOnce(&Connection, &mut Running) -> Reply + Send>;
+
+/// The newest event id of each running stream as the writer's transaction stands, so that an
+/// append checks its order without two index searches. Only the writer's jobs change streams
+/// and events; a stream missing here is looked up in the file (and then remembered). Emptied
+/// whenever a transaction does not commit.
+#[derive(Debug, Default)]
+pub(crate) struct Running(HashMap<String, u64>);
+
+impl Running {
+    /// The newest event id of a running stream, if known.
+    pub(crate) fn last(&self, stream_id: &str) -> Option<u64> {
+        self.0.get(stream_id).copied()
+    }
+
+    /// Records the newest event id of a running stream.
+    pub(crate) fn set(&mut self, stream_id: &str, last: u64) {
+        match self.0.get_mut(stream_id) {
+            Some(v) => *v = last,
+            None => {
+                self.0.insert(stream_id.to_owned(), last);
+            }
+        }
+    }
+
+    /// Forgets a stream (it finished).
+    pub(crate) fn remove(&mut self, stream_id: &str) {
+        self.0.remove(stream_id);
+    }
+}
 
 /// Sends the job's result once the batch is committed (`Some(error)` when the commit failed).
 pub(crate) type Reply = Box<dyn FnOnce(Option<StoreError>) + Send>;
@@ -46,6 +76,7 @@ pub(crate) fn query_opt<T>(
 
 /// Runs jobs until every sender is gone.
 pub(crate) fn run(conn: Connection, jobs: mpsc::Receiver<Job>) {
+    let mut running = Running::default();
     while let Ok(first) = jobs.recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -61,11 +92,12 @@ pub(crate) fn run(conn: Connection, jobs: mpsc::Receiver<Job>) {
         }
         let mut replies = Vec::with_capacity(batch.len());
         for job in batch {
-            replies.push(job(&conn));
+            replies.push(job(&conn, &mut running));
         }
         let failed = exec(&conn, "COMMIT", []).err();
         if failed.is_some() {
             let _ = exec(&conn, "ROLLBACK", []);
+            running = Running::default();
         }
         for reply in replies {
             reply(failed.clone());

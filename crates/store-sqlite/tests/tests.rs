@@ -55,6 +55,35 @@ fn data_survives_reopening_the_file() {
             got.extend(page);
         }
         assert_eq!(got, events);
+        // The reopened writer knows the stream's newest event only from the file: the order
+        // is still enforced, and appending goes on from there.
+        let event = |id| StoredEvent {
+            id,
+            data: format!("e{id}"),
+        };
+        for wrong in [300, 302, 1] {
+            let bad = store.append_events("st", vec![event(wrong)]).await;
+            assert!(
+                matches!(
+                    bad,
+                    Err(citeflow_store::StoreError::EventOrder { last: 300, .. })
+                ),
+                "{wrong}: {bad:?}"
+            );
+        }
+        store
+            .append_events("st", vec![event(301), event(302)])
+            .await
+            .expect("append after reopening");
+        store
+            .finish_stream("st", StreamStatus::Completed)
+            .await
+            .expect("finish");
+        let closed = store.append_events("st", vec![event(303)]).await;
+        assert!(
+            matches!(closed, Err(citeflow_store::StoreError::StreamClosed { .. })),
+            "{closed:?}"
+        );
     });
 }
 
