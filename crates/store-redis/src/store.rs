@@ -8,8 +8,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use citeflow_core::{NumberEntry, Numbering, Source, Sources};
 use citeflow_store::{
-    Allocation, NumberScope, SessionRecord, Store, StoreError, StoredEvent, StreamRecord,
-    StreamSignals, StreamStatus,
+    decode_record, encode_record, Allocation, NumberScope, SessionRecord, Store, StoreError,
+    StoredEvent, StreamRecord, StreamSignals, StreamStatus,
 };
 use redis::{Cmd, RedisError, Value};
 
@@ -83,21 +83,6 @@ fn random_hex(bytes: usize) -> String {
             .for_each(|(i, b)| *b = (t >> (i % 16 * 8)) as u8 ^ (std::process::id() as u8));
     }
     buf.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn decode<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, StoreError> {
-    serde_json::from_str(s).map_err(|e| StoreError::Backend(format!("stored record: {e}")))
-}
-
-fn encode<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
-    serde_json::to_string(v).map_err(|e| StoreError::Backend(format!("record: {e}")))
-}
-
-fn not_found(what: &'static str, id: &str) -> StoreError {
-    StoreError::NotFound {
-        what,
-        id: id.to_owned(),
-    }
 }
 
 fn number<T: std::str::FromStr>(what: &str, s: Option<&str>) -> Result<T, StoreError> {
@@ -264,7 +249,7 @@ impl RedisStore {
             [Some(status), last] => {
                 Ok((status_of(status)?, number("last event", last.as_deref())?))
             }
-            _ => Err(not_found("stream", id)),
+            _ => Err(StoreError::not_found("stream", id)),
         }
     }
 
@@ -279,9 +264,9 @@ impl RedisStore {
             ]))
             .await?;
         let [Some(owner), Some(sources), created, last, ver] = row.as_slice() else {
-            return Err(not_found("session", id));
+            return Err(StoreError::not_found("session", id));
         };
-        let sources: Sources = decode(sources)?;
+        let sources: Sources = decode_record(sources)?;
         Ok((
             SessionRecord {
                 id: id.to_owned(),
@@ -373,7 +358,7 @@ impl Store for RedisStore {
             .create_session
             .key(self.inner.keys.session(&session.id))
             .arg(&session.owner)
-            .arg(encode(&session.sources)?)
+            .arg(encode_record(&session.sources)?)
             .arg(session.created_ms)
             .arg(session.last_used_ms)
             .arg(self.ttl())
@@ -418,7 +403,7 @@ impl Store for RedisStore {
             }
             let r: i64 = inv
                 .arg(&ver)
-                .arg(encode(&s.sources)?)
+                .arg(encode_record(&s.sources)?)
                 .arg(now_ms)
                 .arg(self.ttl())
                 .invoke_async(&mut c)
@@ -434,7 +419,7 @@ impl Store for RedisStore {
                     self.hint(zadd).await;
                     return Ok(s);
                 }
-                -1 => return Err(not_found("session", id)),
+                -1 => return Err(StoreError::not_found("session", id)),
                 _ => tokio::task::yield_now().await,
             }
         }
@@ -456,7 +441,7 @@ impl Store for RedisStore {
             })
             .await?;
         if last < 0 {
-            return Err(not_found("session", id));
+            return Err(StoreError::not_found("session", id));
         }
         let mut zadd = redis::cmd("ZADD");
         zadd.arg(self.inner.keys.idle_sessions())
@@ -475,7 +460,7 @@ impl Store for RedisStore {
         }
         let n: i64 = inv.invoke_async(&mut c).await.map_err(|e| self.err(&e))?;
         if n == 0 {
-            return Err(not_found("session", id));
+            return Err(StoreError::not_found("session", id));
         }
         let mut zrem = redis::cmd("ZREM");
         zrem.arg(self.inner.keys.idle_sessions()).arg(id);
@@ -490,7 +475,7 @@ impl Store for RedisStore {
         source_id: &str,
     ) -> Result<Allocation, StoreError> {
         let t = self.inner.keys.table(scope);
-        let record = encode(&(key, source_id))?;
+        let record = encode_record(&(key, source_id))?;
         // A retry after a lost reply finds the key numbered: same number, `is_new` false.
         let (n, is_new): (u32, i64) = self
             .retrying(|mut c, _| {
@@ -517,7 +502,7 @@ impl Store for RedisStore {
         let mut entries = rows
             .into_iter()
             .map(|(number, rec)| {
-                let (key, source_id): (String, String) = decode(&rec)?;
+                let (key, source_id): (String, String) = decode_record(&rec)?;
                 Ok(NumberEntry {
                     number,
                     key,
@@ -592,7 +577,7 @@ impl Store for RedisStore {
             ]))
             .await?;
         let [Some(owner), session_id, Some(status), created] = row.as_slice() else {
-            return Err(not_found("stream", id));
+            return Err(StoreError::not_found("stream", id));
         };
         Ok(StreamRecord {
             id: id.to_owned(),
@@ -628,7 +613,7 @@ impl Store for RedisStore {
             .await?;
         let created = match r.as_slice() {
             [ok, created] if ok == "ok" => created.clone(),
-            _ => return Err(not_found("stream", stream_id)),
+            _ => return Err(StoreError::not_found("stream", stream_id)),
         };
         if status.is_finished() {
             let mut pipe = redis::pipe();
@@ -680,7 +665,7 @@ impl Store for RedisStore {
             .retrying(|mut c, _| async move { pipe.query_async(&mut c).await })
             .await?;
         if !exists {
-            return Err(not_found("stream", stream_id));
+            return Err(StoreError::not_found("stream", stream_id));
         }
         let mut out = Vec::with_capacity(entries.len());
         for (entry, fields) in entries {

@@ -7,8 +7,8 @@ use std::sync::{mpsc, Mutex};
 use async_trait::async_trait;
 use citeflow_core::{NumberEntry, Numbering, Source, Sources};
 use citeflow_store::{
-    Allocation, NumberScope, SessionRecord, Store, StoreError, StoredEvent, StreamRecord,
-    StreamSignals, StreamStatus,
+    decode_record, encode_record, Allocation, NumberScope, SessionRecord, Store, StoreError,
+    StoredEvent, StreamRecord, StreamSignals, StreamStatus,
 };
 use rusqlite::{params, Connection};
 
@@ -139,21 +139,6 @@ fn open_conn(path: &Path) -> Result<Connection, StoreError> {
     Ok(conn)
 }
 
-fn decode<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, StoreError> {
-    serde_json::from_str(s).map_err(|e| StoreError::Backend(format!("stored record: {e}")))
-}
-
-fn encode<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
-    serde_json::to_string(v).map_err(|e| StoreError::Backend(format!("record: {e}")))
-}
-
-fn not_found(what: &'static str, id: &str) -> StoreError {
-    StoreError::NotFound {
-        what,
-        id: id.to_owned(),
-    }
-}
-
 fn read_session(conn: &Connection, id: &str) -> Result<SessionRecord, StoreError> {
     let row = query_opt(
         conn,
@@ -168,8 +153,8 @@ fn read_session(conn: &Connection, id: &str) -> Result<SessionRecord, StoreError
             ))
         },
     )?
-    .ok_or_else(|| not_found("session", id))?;
-    let sources: Sources = decode(&row.1)?;
+    .ok_or_else(|| StoreError::not_found("session", id))?;
+    let sources: Sources = decode_record(&row.1)?;
     Ok(SessionRecord {
         id: id.to_owned(),
         owner: row.0,
@@ -196,7 +181,7 @@ fn read_stream(conn: &Connection, id: &str) -> Result<(StreamRecord, u64), Store
             ))
         },
     )?
-    .ok_or_else(|| not_found("stream", id))?;
+    .ok_or_else(|| StoreError::not_found("stream", id))?;
     let status = StreamStatus::from_name(&row.2)
         .ok_or_else(|| StoreError::Backend(format!("unknown stream status {}", row.2)))?;
     Ok((
@@ -221,7 +206,7 @@ fn last_in_file(c: &Connection, id: &str) -> Result<u64, StoreError> {
         params![id],
         |r| r.get(0),
     )?
-    .ok_or_else(|| not_found("stream", id))?;
+    .ok_or_else(|| StoreError::not_found("stream", id))?;
     let status = StreamStatus::from_name(&status)
         .ok_or_else(|| StoreError::Backend(format!("unknown stream status {status}")))?;
     if status.is_finished() {
@@ -369,7 +354,7 @@ impl SqliteStore {
 #[async_trait]
 impl Store for SqliteStore {
     async fn create_session(&self, session: SessionRecord) -> Result<(), StoreError> {
-        let sources = encode(&session.sources)?;
+        let sources = encode_record(&session.sources)?;
         self.write(move |c| {
             let n = c
                 .execute(
@@ -414,7 +399,7 @@ impl Store for SqliteStore {
             exec(
                 c,
                 "UPDATE sessions SET sources = ?2, last_used_ms = ?3 WHERE id = ?1",
-                params![id, encode(&s.sources)?, s.last_used_ms as i64],
+                params![id, encode_record(&s.sources)?, s.last_used_ms as i64],
             )?;
             Ok(s)
         })
@@ -430,7 +415,7 @@ impl Store for SqliteStore {
                 params![id, now_ms as i64],
             )?;
             if n == 0 {
-                return Err(not_found("session", &id));
+                return Err(StoreError::not_found("session", &id));
             }
             Ok(())
         })
@@ -444,7 +429,7 @@ impl Store for SqliteStore {
                 .execute("DELETE FROM sessions WHERE id = ?1", params![id])
                 .map_err(backend)?;
             if n == 0 {
-                return Err(not_found("session", &id));
+                return Err(StoreError::not_found("session", &id));
             }
             c.execute(
                 "DELETE FROM numbers WHERE namespace = ?1",
@@ -636,7 +621,7 @@ impl Store for SqliteStore {
                 params![id, status.as_str()],
             )?;
             if n == 0 {
-                return Err(not_found("stream", &id));
+                return Err(StoreError::not_found("stream", &id));
             }
             running.remove(&id);
             Ok(())

@@ -48,3 +48,29 @@ pub enum StoreError {
     #[error("store backend error: {0}")]
     Backend(String),
 }
+
+impl StoreError {
+    /// `NotFound` for a `what` (`session` or `stream`) with this id.
+    pub fn not_found(what: &'static str, id: &str) -> Self {
+        StoreError::NotFound {
+            what,
+            id: id.to_owned(),
+        }
+    }
+}
+
+/// A record (session, stream, sources) as backends keep it: JSON.
+///
+/// # Errors
+/// [`StoreError::Backend`] when the record cannot be written as JSON.
+pub fn encode_record<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
+    serde_json::to_string(v).map_err(|e| StoreError::Backend(format!("record: {e}")))
+}
+
+/// A record read back from a backend (see [`encode_record`]).
+///
+/// # Errors
+/// [`StoreError::Backend`] when the stored text is not such a record.
+pub fn decode_record<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, StoreError> {
+    serde_json::from_str(s).map_err(|e| StoreError::Backend(format!("stored record: {e}")))
+}

@@ -46,7 +46,7 @@ mod model;
 mod signal;
 mod store;
 
-pub use error::StoreError;
+pub use error::{decode_record, encode_record, StoreError};
 pub use memory::MemoryStore;
 pub use model::{Allocation, NumberScope, SessionRecord, StoredEvent, StreamRecord, StreamStatus};
 pub use signal::StreamSignals;

@@ -46,17 +46,11 @@ impl MemoryStore {
 }
 
 fn no_session(id: &str) -> StoreError {
-    StoreError::NotFound {
-        what: "session",
-        id: id.to_owned(),
-    }
+    StoreError::not_found("session", id)
 }
 
 fn no_stream(id: &str) -> StoreError {
-    StoreError::NotFound {
-        what: "stream",
-        id: id.to_owned(),
-    }
+    StoreError::not_found("stream", id)
 }
 
 #[async_trait]
