@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use citeflow_server::replay::{Replay, Script};
+use citeflow_server::replay::{self, Replay, Script};
 use serde_json::{json, Value};
 
 use crate::{shared_dir, start_serve, Server};
@@ -20,36 +20,13 @@ fn serve(upstream: &str, db: &Path) -> Server {
     start_serve(cmd, None)
 }
 
-/// (id, data) of each SSE event, reading at most `max`.
-async fn read_sse(mut resp: reqwest::Response, max: usize) -> Vec<(u64, String)> {
-    let mut buf = String::new();
-    let mut out = Vec::new();
-    while out.len() < max {
-        while let Some(i) = buf.find("\n\n") {
-            let block: String = buf.drain(..i + 2).collect();
-            let mut id = None;
-            let mut data = None;
-            for l in block.lines() {
-                if let Some(v) = l.strip_prefix("id: ").or_else(|| l.strip_prefix("id:")) {
-                    id = v.trim().parse().ok();
-                } else if let Some(v) = l.strip_prefix("data: ").or_else(|| l.strip_prefix("data:"))
-                {
-                    data = Some(v.to_owned());
-                }
-            }
-            if let (Some(id), Some(data)) = (id, data) {
-                out.push((id, data));
-            }
-            if out.len() >= max {
-                return out;
-            }
-        }
-        match resp.chunk().await.expect("body") {
-            Some(b) => buf.push_str(std::str::from_utf8(&b).expect("utf-8")),
-            None => break,
-        }
-    }
-    out
+/// (id, data) of each SSE event, reading at most `max`; every event has an id.
+async fn read_sse(resp: reqwest::Response, max: usize) -> Vec<(u64, String)> {
+    replay::read_sse(resp, max)
+        .await
+        .into_iter()
+        .map(|e| (e.id.expect("every event has an id"), e.data))
+        .collect()
 }
 
 fn citations(events: &[(u64, String)]) -> Vec<(u64, String)> {

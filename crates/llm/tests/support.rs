@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 use citeflow_llm::{
     FinishReason, Generate, GenerateError, GenerationStats, Job, LocalServer, ModelState, Piece,
 };
+pub(crate) use citeflow_server::replay::{read_sse, Received};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -72,47 +73,6 @@ pub(crate) async fn serve(generator: Arc<dyn Generate>) -> LocalServer {
     LocalServer::start_loopback(ModelState::new(generator, 64))
         .await
         .expect("loopback")
-}
-
-/// One SSE event: its id (if any) and data.
-#[derive(Debug, Clone)]
-pub(crate) struct Received {
-    #[cfg_attr(
-        not(feature = "local-model"),
-        expect(dead_code, reason = "read only by the real-model tests")
-    )]
-    pub(crate) id: Option<u64>,
-    pub(crate) data: String,
-}
-
-/// Reads SSE events until the body ends or `max` events arrived (then drops the body).
-pub(crate) async fn read_sse(mut resp: reqwest::Response, max: usize) -> Vec<Received> {
-    let mut dec = citeflow_core::sse::SseDecoder::default();
-    let mut out = Vec::new();
-    loop {
-        while let Some(e) = dec.poll_event() {
-            out.push(Received {
-                id: e.id.as_deref().map(|i| i.parse().expect("numeric id")),
-                data: e.data,
-            });
-            if out.len() >= max {
-                return out;
-            }
-        }
-        match resp.chunk().await.expect("body") {
-            Some(b) => dec.write(&b).expect("valid sse"),
-            None => {
-                dec.end().expect("valid sse");
-                while let Some(e) = dec.poll_event() {
-                    out.push(Received {
-                        id: e.id.as_deref().map(|i| i.parse().expect("numeric id")),
-                        data: e.data,
-                    });
-                }
-                return out;
-            }
-        }
-    }
 }
 
 /// The JSON payloads (not `[DONE]`).

@@ -358,3 +358,42 @@ pub fn comparable(data: &str, stream_id: &str) -> String {
     *stats = json!(keys);
     v.to_string()
 }
+
+/// One SSE event as a test client received it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Received {
+    /// The event's `id:` (citeflow's ids are numbers).
+    pub id: Option<u64>,
+    /// The event's `data:`.
+    pub data: String,
+}
+
+/// Reads SSE events from a response until the body ends or `max` events arrived (then drops
+/// the body, as a client that goes away does). For tests and benchmarks: panics on a broken
+/// body, invalid SSE or an id that is not a number.
+pub async fn read_sse(mut resp: reqwest::Response, max: usize) -> Vec<Received> {
+    let mut dec = citeflow_core::sse::SseDecoder::default();
+    let mut out = Vec::new();
+    let mut ended = false;
+    loop {
+        while let Some(e) = dec.poll_event() {
+            out.push(Received {
+                id: e.id.as_deref().map(|i| i.parse().expect("numeric id")),
+                data: e.data,
+            });
+            if out.len() >= max {
+                return out;
+            }
+        }
+        if ended {
+            return out;
+        }
+        match resp.chunk().await.expect("body") {
+            Some(b) => dec.write(&b).expect("valid sse"),
+            None => {
+                dec.end().expect("valid sse");
+                ended = true;
+            }
+        }
+    }
+}

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+pub(crate) use citeflow_server::replay::{read_sse, Received};
 use citeflow_server::replay::{self, Replay};
 use citeflow_server::{router, AppState, Limits, ServerSettings};
 use citeflow_store::{MemoryStore, Store};
@@ -82,43 +83,6 @@ pub(crate) fn limits(f: impl FnOnce(&mut Limits)) -> Limits {
 }
 
 /// One SSE event as received.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Received {
-    pub(crate) id: Option<u64>,
-    pub(crate) data: String,
-}
-
-/// Reads SSE events until the body ends or `max` events arrived (then drops the body).
-pub(crate) async fn read_sse(resp: reqwest::Response, max: usize) -> Vec<Received> {
-    let mut resp = resp;
-    let mut dec = citeflow_core::sse::SseDecoder::default();
-    let mut out = Vec::new();
-    loop {
-        while let Some(e) = dec.poll_event() {
-            out.push(Received {
-                id: e.id.as_deref().map(|i| i.parse().expect("numeric id")),
-                data: e.data,
-            });
-            if out.len() >= max {
-                return out;
-            }
-        }
-        match resp.chunk().await.expect("body") {
-            Some(b) => dec.write(&b).expect("valid sse"),
-            None => {
-                dec.end().expect("valid sse");
-                while let Some(e) = dec.poll_event() {
-                    out.push(Received {
-                        id: e.id.as_deref().map(|i| i.parse().expect("numeric id")),
-                        data: e.data,
-                    });
-                }
-                return out;
-            }
-        }
-    }
-}
-
 /// The answer text of received chunks (content or text fields).
 pub(crate) fn text_of(events: &[Received]) -> String {
     events

@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
-use citeflow_server::replay::{self, Replay, Script};
+use citeflow_server::replay::{self, read_sse, Received, Replay, Script};
 use serde_json::{json, Value};
 
 use crate::support::{fresh_prefix, redis_url};
@@ -72,40 +72,6 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Received {
-    id: Option<u64>,
-    data: String,
-}
-
-/// Reads SSE events until the body ends or `max` arrived (then drops the connection).
-async fn read_sse(mut resp: reqwest::Response, max: usize) -> Vec<Received> {
-    let mut dec = citeflow_core::sse::SseDecoder::default();
-    let mut out = Vec::new();
-    let mut ended = false;
-    loop {
-        while let Some(e) = dec.poll_event() {
-            out.push(Received {
-                id: e.id.as_deref().map(|i| i.parse().expect("numeric id")),
-                data: e.data,
-            });
-            if out.len() >= max {
-                return out;
-            }
-        }
-        if ended {
-            return out;
-        }
-        match resp.chunk().await.expect("body") {
-            Some(b) => dec.write(&b).expect("valid sse"),
-            None => {
-                dec.end().expect("valid sse");
-                ended = true;
-            }
-        }
     }
 }
 
