@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub(crate) use citeflow_server::replay::{read_sse, Received};
 use citeflow_server::replay::{self, Replay};
+pub(crate) use citeflow_server::replay::{read_sse, Received};
 use citeflow_server::{router, AppState, Limits, ServerSettings};
 use citeflow_store::{MemoryStore, Store};
 use serde_json::Value;
