@@ -5,11 +5,11 @@
 //! `spawn_blocking`. Searches share a read lock; adding a book takes the write lock only for
 //! the index write, after the book was read and cut.
 
-use std::path::Path;
+use std::path::Path as FsPath;
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -19,7 +19,9 @@ use citeflow_index::{book_key, fingerprint, BookInfo, BookPassage, Index, IndexE
 use serde_json::{json, Value};
 
 use crate::auth::owner;
+use crate::body::read_json;
 use crate::error::ApiError;
+use crate::settings::Limits;
 use crate::state::AppState;
 
 /// The book index a server answers from.
@@ -29,7 +31,7 @@ pub(crate) struct Library {
 
 impl Library {
     /// Opens (or creates) the index in `dir`.
-    pub(crate) fn open(dir: &Path) -> Result<Library, IndexError> {
+    pub(crate) fn open(dir: &FsPath) -> Result<Library, IndexError> {
         Ok(Library {
             index: RwLock::new(Index::open_or_create(dir)?),
         })
@@ -48,6 +50,7 @@ impl Library {
             if index.fingerprint(key)?.is_none() {
                 return Err(ApiError::BookNotFound {
                     key: key.to_owned(),
+                    param: Some("citeflow.book"),
                 });
             }
         }
@@ -180,6 +183,67 @@ pub(crate) async fn upload(
     Ok((status, Json(v)).into_response())
 }
 
+/// Passages retrieved from a book when `top_k` is not given.
+const DEFAULT_TOP_K: usize = 6;
+
+/// How many passages to retrieve: `top_k` or the default, refused outside 1 to
+/// `max_top_k` (`field` names the request field in the error).
+pub(crate) fn top_k(
+    top_k: Option<usize>,
+    limits: &Limits,
+    field: &'static str,
+) -> Result<usize, ApiError> {
+    let k = top_k.unwrap_or(DEFAULT_TOP_K);
+    if k == 0 || k > limits.max_top_k {
+        return Err(ApiError::invalid(
+            format!("{field} {k} is out of range (1 to {})", limits.max_top_k),
+            Some(field),
+        ));
+    }
+    Ok(k)
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SearchRequest {
+    query: String,
+    top_k: Option<usize>,
+}
+
+/// `POST /v1/books/{key}/search`: the passages of the book that best match `query`, as
+/// sources with chapter and CFI: what `citeflow.book` gives the model for that question. An
+/// app (or the page's client-side rendering) can show or filter them, then send them as
+/// `sources`.
+pub(crate) async fn search(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(key): Path<String>,
+    body: Body,
+) -> Result<Json<Value>, ApiError> {
+    owner(&state, &headers)?;
+    let limits = &state.settings.limits;
+    let body = read_json(body, limits).await?;
+    let req: SearchRequest = serde_json::from_value(body)
+        .map_err(|e| ApiError::invalid(format!("search request: {e}"), None))?;
+    let k = top_k(req.top_k, limits, "top_k")?;
+    if req.query.trim().is_empty() {
+        return Err(ApiError::invalid("query is empty", Some("query")));
+    }
+    let sources = retrieve(&state, &key, &req.query, k)
+        .await
+        .map_err(|e| match e {
+            // The key is in the path, not in a field of the body.
+            ApiError::BookNotFound { key, .. } => ApiError::BookNotFound { key, param: None },
+            e => e,
+        })?;
+    Ok(Json(json!({
+        "object": "list",
+        "book": key,
+        "query": req.query,
+        "data": sources,
+    })))
+}
+
 /// The passages of book `key` that best match `query` (at most `k`), as sources. A key the
 /// index does not hold, or a server without an index, gives `book_not_found`.
 pub(crate) async fn retrieve(
@@ -191,6 +255,7 @@ pub(crate) async fn retrieve(
     let Some(lib) = state.books.clone() else {
         return Err(ApiError::BookNotFound {
             key: key.to_owned(),
+            param: Some("citeflow.book"),
         });
     };
     let (key, query) = (key.to_owned(), query.to_owned());

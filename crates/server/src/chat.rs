@@ -53,9 +53,6 @@ struct Options {
     top_k: Option<usize>,
 }
 
-/// Passages retrieved from a book when `citeflow.top_k` is not given.
-const DEFAULT_TOP_K: usize = 6;
-
 /// A parsed request, ready to go upstream.
 pub(crate) struct Plan {
     pub(crate) owner: Owner,
@@ -100,16 +97,7 @@ async fn plan(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Plan,
             ))
         }
         (Some(key), top_k) => {
-            let k = top_k.unwrap_or(DEFAULT_TOP_K);
-            if k == 0 || k > limits.max_top_k {
-                return Err(ApiError::invalid(
-                    format!(
-                        "citeflow.top_k {k} is out of range (1 to {})",
-                        limits.max_top_k
-                    ),
-                    Some("citeflow.top_k"),
-                ));
-            }
+            let k = books::top_k(top_k, limits, "citeflow.top_k")?;
             let q = last_user_text(&body["messages"]).ok_or_else(|| {
                 ApiError::invalid(
                     "citeflow.book needs a user message with text to search the book for",

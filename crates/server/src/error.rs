@@ -26,6 +26,8 @@ pub enum ApiError {
     BookNotFound {
         /// The key asked for.
         key: String,
+        /// The request field that named it (`None`: the path).
+        param: Option<&'static str>,
     },
     /// `POST /v1/books` on a server without a book index.
     #[error("this server keeps no book index (start it with --index DIR)")]
@@ -178,7 +180,7 @@ impl ApiError {
             ApiError::TooManySources { .. } | ApiError::SourceTooLarge { .. } => {
                 Some("sources".to_owned())
             }
-            ApiError::BookNotFound { .. } => Some("citeflow.book".to_owned()),
+            ApiError::BookNotFound { param, .. } => param.map(str::to_owned),
             _ => None,
         };
         envelope(self.code(), &self.to_string(), self.kind(), param)

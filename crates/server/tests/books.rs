@@ -298,6 +298,110 @@ async fn in_a_session_the_retrieval_is_a_round_with_the_question_as_query() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_book_search_gives_the_passages_a_chat_with_the_book_shows_the_model() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let books = build_index(dir.path(), &[ALICE, KUSAMAKURA]);
+    let key = books[0][0].book_key.clone();
+    let question = "What did the Rabbit take out of its waistcoat-pocket?";
+    let hits = expected_hits(dir.path(), &key, question, 4);
+    let h = Harness::with(|s| s.with_index(dir.path()), Arc::new(MemoryStore::new())).await;
+    let r = h
+        .post(&format!("/v1/books/{key}/search"))
+        .json(&json!({"query": question, "top_k": 4}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 200);
+    let found: Value = r.json().await.expect("json");
+    assert_eq!(found["object"], "list");
+    assert_eq!(found["book"], key.as_str());
+    let data = found["data"].as_array().expect("data");
+    let ids: Vec<&str> = data.iter().filter_map(|s| s["id"].as_str()).collect();
+    let want: Vec<&str> = hits.iter().map(|p| p.id.as_str()).collect();
+    assert_eq!(ids, want, "the index's passages, best first");
+    for (s, p) in data.iter().zip(&hits) {
+        assert_eq!(s["locator"]["cfi"], p.cfi.as_str());
+        assert_eq!(s["locator"]["chapter_title"], json!(p.chapter_title));
+    }
+
+    // Sent back as `sources`, they give the model the same prompt as `citeflow.book` does.
+    h.replay.insert("book", Script::chat(&["Ok."]));
+    let ask = |extra: Value| {
+        let mut body = json!({"model": "book", "stream": true,
+            "messages": [{"role": "user", "content": question}]});
+        body.as_object_mut()
+            .expect("object")
+            .extend(extra.as_object().expect("object").clone());
+        body
+    };
+    let mut prompts = Vec::new();
+    for extra in [
+        json!({"citeflow": {"book": key, "top_k": 4}}),
+        json!({"sources": data, "citeflow": {"render": "client"}}),
+    ] {
+        let r = h
+            .post("/v1/chat/completions")
+            .json(&ask(extra))
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(r.status(), 200);
+        read_sse(r, usize::MAX).await;
+        prompts.push(system_prompt(&h));
+    }
+    assert_eq!(prompts[0], prompts[1]);
+
+    // Japanese text is searched with the CJK tokenizer.
+    let jp = books[1][0].book_key.clone();
+    let r = h
+        .post(&format!("/v1/books/{jp}/search"))
+        .json(&json!({"query": "智に働けば角が立つ"}))
+        .send()
+        .await
+        .expect("send");
+    let v: Value = r.json().await.expect("json");
+    let first = v["data"][0]["text"].as_str().unwrap_or_default().to_owned();
+    assert!(first.contains("智に働けば"), "{v}");
+
+    for (path, body, status, code, param) in [
+        (
+            "/v1/books/no-such-book-123456/search".to_owned(),
+            json!({"query": "rabbit"}),
+            404,
+            "book_not_found",
+            None,
+        ),
+        (
+            format!("/v1/books/{key}/search"),
+            json!({"query": "  "}),
+            400,
+            "invalid_request",
+            Some("query"),
+        ),
+        (
+            format!("/v1/books/{key}/search"),
+            json!({"query": "rabbit", "top_k": 0}),
+            400,
+            "invalid_request",
+            Some("top_k"),
+        ),
+        (
+            format!("/v1/books/{key}/search"),
+            json!({"q": "rabbit"}),
+            400,
+            "invalid_request",
+            None,
+        ),
+    ] {
+        let r = h.post(&path).json(&body).send().await.expect("send");
+        assert_eq!(r.status().as_u16(), status, "{path} {body}");
+        let v: Value = r.json().await.expect("json");
+        assert_eq!(v["error"]["code"], code, "{v}");
+        assert_eq!(v["error"]["param"].as_str(), param, "{v}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_books_and_bad_options_are_errors_before_streaming() {
     let dir = tempfile::tempdir().expect("tempdir");
     let books = build_index(dir.path(), &[ALICE]);

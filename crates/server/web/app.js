@@ -674,8 +674,7 @@ async function registerRounds() {
 
 async function ask(question) {
   const mode = currentMode();
-  // A book's passages are chosen by the server, so only the server can number them.
-  const render = mode === "book" ? "server" : app.render;
+  const render = app.render;
   const style = app.style;
   // Empty: the server's default marker (and grammar), e.g. the one chosen for its local model.
   // The browser's own rewriter needs to know the marker, so client rendering names one.
@@ -699,8 +698,21 @@ async function ask(question) {
     const key = $("#book").value;
     if (!key) throw new Error("choose a book first, or upload an .epub");
     const k = Number($("#top-k").value);
-    body.citeflow.book = key;
-    if (Number.isInteger(k) && k > 0) body.citeflow.top_k = k;
+    const topK = Number.isInteger(k) && k > 0 ? k : undefined;
+    if (render === "client") {
+      // The browser numbers the answer itself, so it needs the passages before the answer:
+      // the server searches the book as it would for citeflow.book, and they go back as the
+      // sources (the model sees the same prompt).
+      const found = await api("POST", `/v1/books/${encodeURIComponent(key)}/search`, {
+        query: question,
+        top_k: topK,
+      });
+      sources = found.data;
+      body.sources = sources;
+    } else {
+      body.citeflow.book = key;
+      if (topK) body.citeflow.top_k = topK;
+    }
   } else {
     sources = parseSources($("#sources-json").value);
     body.sources = sources;
@@ -724,11 +736,7 @@ async function ask(question) {
     }
     answer.rewriter = new cf.Rewriter(src, opts);
   }
-  status(
-    mode === "book" && app.render === "client"
-      ? "Streaming… (answers from a book are numbered by the server: it picks the passages)"
-      : "Streaming…",
-  );
+  status("Streaming…");
   await runStream(answer, (signal) =>
     fetch("/v1/chat/completions", {
       method: "POST",

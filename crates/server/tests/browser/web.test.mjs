@@ -493,6 +493,27 @@ test("asking against a book picked in the list: the server retrieves its passage
   await page.mouse.move(1, 1);
   await page.waitForFunction(() => document.querySelector("#tip").hidden);
   await shot(page, page.locator(".layout"), "book-source.png");
+
+  // Rendered in the browser: the page searches the book first and sends the passages as
+  // sources; the model sees the same passages, and the numbers and the list are the same.
+  await page.locator("#render").selectOption("client");
+  const cid = await ask(page, "What did the White Rabbit take out of its waistcoat-pocket?", { model: "book-pick" });
+  assert.equal(await finished(page, cid), "done");
+  const search = requests.filter((r) => r.url.endsWith(`/v1/books/${encodeURIComponent(alice.key)}/search`));
+  assert.equal(search.length, 1, "one book search for the client-rendered answer");
+  assert.deepEqual(JSON.parse(search[0].body), { query: "What did the White Rabbit take out of its waistcoat-pocket?", top_k: 4 });
+  const clientSent = JSON.parse(requests.filter((r) => r.url.endsWith("/v1/chat/completions")).pop().body);
+  assert.equal(clientSent.citeflow.book, undefined);
+  assert.equal(clientSent.citeflow.render, "client");
+  assert.deepEqual(clientSent.sources.map((x) => x.id), context.map((c) => c.id));
+  const c = await view(page, cid);
+  assert.equal(c.text, v.text);
+  assert.deepEqual(c.numbers, v.numbers);
+  assert.deepEqual(c.list, v.list);
+  assert.match(c.report, /rendered in the browser \(WASM\)/);
+  const centry = page.locator(`#${cid}-src-1`);
+  assert.equal(await centry.locator(".cfi").textContent(), context[1].cfi);
+  await page.locator("#render").selectOption("server");
   assert.deepEqual(errors, []);
   await ctx.close();
 });
