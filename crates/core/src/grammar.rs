@@ -22,9 +22,10 @@ pub enum GrammarMode {
     WellFormed,
     /// As `WellFormed`, and the answer must cite at least once before it may end.
     RequireCitation,
-    /// Every sentence is at most 160 characters of text and ends with one or more markers
+    /// Every sentence is at most 160 characters of text and ends with one to three markers
     /// before its full stop (`…text [2].`); plain text may then hold no `.`, `!`, `?`, `。`
-    /// or line break.
+    /// or line break. The cap keeps a small model from stacking markers to its token limit
+    /// (`[3][1][2][1][1]…`), which it did with no cap.
     CitePerSentence,
 }
 
@@ -105,7 +106,7 @@ pub fn citation_grammar(marker: PromptMarker, ids: &[&str], mode: GrammarMode) -
             ("root ::= text* marker (text | marker)*", opener.to_owned())
         }
         GrammarMode::CitePerSentence => (
-            "root ::= sentence (\" \" sentence)*\nsentence ::= text{1,160} \" \"? marker+ [.!?。]",
+            "root ::= sentence (\" \" sentence)*\nsentence ::= text{1,160} \" \"? marker{1,3} [.!?。]",
             format!("{}.!?。\\n]", &opener[..opener.len() - 1]),
         ),
     };
@@ -137,7 +138,7 @@ mod tests {
         let g = citation_grammar(PromptMarker::Rank, &["x"], GrammarMode::CitePerSentence);
         assert_eq!(
             g,
-            "root ::= sentence (\" \" sentence)*\nsentence ::= text{1,160} \" \"? marker+ [.!?。]\ntext ::= [^\\[.!?。\\n]\nmarker ::= \"[1]\"\n"
+            "root ::= sentence (\" \" sentence)*\nsentence ::= text{1,160} \" \"? marker{1,3} [.!?。]\ntext ::= [^\\[.!?。\\n]\nmarker ::= \"[1]\"\n"
         );
         let g = citation_grammar(
             PromptMarker::CiteColon,

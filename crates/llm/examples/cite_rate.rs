@@ -9,6 +9,9 @@
 //! cargo run -p citeflow-llm --features local-model --example cite_rate -- \
 //!     --model target/models/SmolLM2-135M-Instruct.Q4_1.gguf [--books DIR] [--max-tokens 64]
 //! ```
+//!
+//! `--grammar MODE` measures only the few-shot prompt with that grammar (e.g.
+//! `cite_per_sentence`); `--all-variants` adds the `well_formed` grammar to both prompts.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -79,6 +82,8 @@ struct Args {
     max_chars: usize,
     questions: usize,
     verbose: bool,
+    /// Only the few-shot prompt with this grammar (`--grammar MODE`).
+    grammar: Option<GrammarMode>,
 }
 
 fn args() -> Args {
@@ -93,6 +98,7 @@ fn args() -> Args {
         max_chars: 400,
         questions: QUESTIONS.len(),
         verbose: false,
+        grammar: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -105,6 +111,9 @@ fn args() -> Args {
             "--max-chars" => a.max_chars = value().parse().expect("--max-chars N"),
             "--questions" => a.questions = value().parse().expect("--questions N"),
             "-v" | "--verbose" => a.verbose = true,
+            "--grammar" => {
+                a.grammar = Some(GrammarMode::from_name(&value()).expect("--grammar MODE"));
+            }
             "--all-variants" => {}
             other => panic!("unknown argument {other}"),
         }
@@ -164,6 +173,8 @@ struct Cell {
     answers: u32,
     citing: u32,
     unresolved: u32,
+    /// The most citations in one answer (a run of stacked markers shows here).
+    most: usize,
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -195,7 +206,9 @@ async fn main() {
         ("few-shot", true, Some(GrammarMode::RequireCitation)),
         ("few-shot", true, Some(GrammarMode::CitePerSentence)),
     ];
-    if all {
+    if let Some(g) = a.grammar {
+        variants = vec![("few-shot", true, Some(g))];
+    } else if all {
         variants.insert(
             1,
             (
@@ -255,6 +268,7 @@ async fn main() {
                 c.answers += 1;
                 c.citing += u32::from(citations > 0);
                 c.unresolved += u32::from(unresolved > 0);
+                c.most = c.most.max(citations);
                 if a.verbose {
                     eprintln!("[{:?} v{vi}] {question} -> {text:?} ({citations} cited, {unresolved} unresolved)", marker);
                 }
@@ -281,8 +295,8 @@ async fn main() {
                 100.0 * f64::from(c.citing) / f64::from(c.answers)
             };
             row.push_str(&format!(
-                " {pct:.0}% ({}/{}; {} with unresolved) |",
-                c.citing, c.answers, c.unresolved
+                " {pct:.0}% ({}/{}; {} with unresolved; most citations in one answer {}) |",
+                c.citing, c.answers, c.unresolved, c.most
             ));
         }
         println!("{row}");

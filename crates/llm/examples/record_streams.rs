@@ -103,7 +103,7 @@ const CASES: [Case; 8] = [
         few_shot: true,
         grammar: Some(GrammarMode::CitePerSentence),
         temperature: 0.0,
-        exercises: "the default letting the model stack markers (`marker+`): a long run of ranks",
+        exercises: "the default on a question where the model stacks markers (a long run of ranks under the uncapped `marker+` of the time; at most three a sentence since)",
     },
     Case {
         file: "smollm2-local-07.sse",
