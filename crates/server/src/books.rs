@@ -41,8 +41,15 @@ impl Library {
         self.index.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The passages of book `key` that best match `query`, as sources.
-    fn retrieve(&self, key: &str, query: &str, k: usize) -> Result<Vec<Source>, ApiError> {
+    /// The passages of book `key` that best match `query`, as sources. `param` is the request
+    /// field that named the book, for the `book_not_found` error (`None`: the path).
+    fn retrieve(
+        &self,
+        key: &str,
+        query: &str,
+        k: usize,
+        param: Option<&'static str>,
+    ) -> Result<Vec<Source>, ApiError> {
         let index = self.read();
         if index.fingerprint(key)?.is_none() {
             // Another process may have added it since: look again.
@@ -50,7 +57,7 @@ impl Library {
             if index.fingerprint(key)?.is_none() {
                 return Err(ApiError::BookNotFound {
                     key: key.to_owned(),
-                    param: Some("citeflow.book"),
+                    param,
                 });
             }
         }
@@ -229,13 +236,8 @@ pub(crate) async fn search(
     if req.query.trim().is_empty() {
         return Err(ApiError::invalid("query is empty", Some("query")));
     }
-    let sources = retrieve(&state, &key, &req.query, k)
-        .await
-        .map_err(|e| match e {
-            // The key is in the path, not in a field of the body.
-            ApiError::BookNotFound { key, .. } => ApiError::BookNotFound { key, param: None },
-            e => e,
-        })?;
+    // The key is in the path, not in a field of the body.
+    let sources = retrieve(&state, &key, &req.query, k, None).await?;
     Ok(Json(json!({
         "object": "list",
         "book": key,
@@ -245,21 +247,23 @@ pub(crate) async fn search(
 }
 
 /// The passages of book `key` that best match `query` (at most `k`), as sources. A key the
-/// index does not hold, or a server without an index, gives `book_not_found`.
+/// index does not hold, or a server without an index, gives `book_not_found` naming
+/// `param`, the request field that named the book (`None`: the path).
 pub(crate) async fn retrieve(
     state: &AppState,
     key: &str,
     query: &str,
     k: usize,
+    param: Option<&'static str>,
 ) -> Result<Vec<Source>, ApiError> {
     let Some(lib) = state.books.clone() else {
         return Err(ApiError::BookNotFound {
             key: key.to_owned(),
-            param: Some("citeflow.book"),
+            param,
         });
     };
     let (key, query) = (key.to_owned(), query.to_owned());
-    blocking(move || lib.retrieve(&key, &query, k)).await
+    blocking(move || lib.retrieve(&key, &query, k, param)).await
 }
 
 /// The text of the last user message (a string, or the `text` parts of a content array).

@@ -104,7 +104,7 @@ async fn plan(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Plan,
                     Some("messages"),
                 )
             })?;
-            let passages = books::retrieve(state, key, &q, k).await?;
+            let passages = books::retrieve(state, key, &q, k, Some("citeflow.book")).await?;
             for p in passages {
                 if !given.iter().any(|s| s.id == p.id) {
                     given.push(p);

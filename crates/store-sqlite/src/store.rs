@@ -196,7 +196,6 @@ fn read_stream(conn: &Connection, id: &str) -> Result<(StreamRecord, u64), Store
     ))
 }
 
-/// Creates or upgrades the schema and tunes the writer's connection.
 /// The newest event id of a stream that may take events: `StreamClosed` when it finished,
 /// `NotFound` when there is no such stream.
 fn last_in_file(c: &Connection, id: &str) -> Result<u64, StoreError> {
@@ -225,6 +224,7 @@ fn last_in_file(c: &Connection, id: &str) -> Result<u64, StoreError> {
     Ok(last as u64)
 }
 
+/// Creates or upgrades the schema and tunes the writer's connection.
 fn set_up(conn: &Connection) -> Result<(), StoreError> {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
