@@ -3,7 +3,9 @@
 # upstream, then through a pass-through proxy on the same stack (bytes copied, no work: the
 # floor for any proxy here), then through citeflow (SQLite store), in one run. Prints a
 # Markdown table: throughput ratio, per-chunk latency p50/p99 of each path and what it adds,
-# CPU time per chunk of each process, and citeflow's resident memory per open stream.
+# CPU time per chunk of each process, and citeflow's resident memory per open stream. Each
+# count runs with all streams starting together (every stream's chunk in the same instant:
+# the worst case) and with starts spread evenly over one pace interval.
 #
 #   scripts/bench-server.sh [STREAMS] [PACE_MS] [MODEL]
 #   defaults: 100,1000  20  smollm2-01.sse (200 chunks, about one token each)
@@ -56,4 +58,4 @@ CITEFLOW="$(first_line "$WORK/citeflow.out" | sed 's/^citeflow listening on //')
 echo "machine: $(nproc) cores, $(uname -sr); $(rustc --version)"
 echo "model $MODEL, upstream pace ${PACE_MS} ms per chunk, store sqlite (WAL)"
 "$TARGET_DIR/release/examples/bench" "$UPSTREAM" "$UPSTREAM_PID" "$PASS" "$PASS_PID" \
-    "$CITEFLOW" "$CITEFLOW_PID" "$MODEL" "$STREAMS"
+    "$CITEFLOW" "$CITEFLOW_PID" "$MODEL" "$STREAMS" "$PACE_MS"

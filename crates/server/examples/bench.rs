@@ -6,7 +6,12 @@
 //! disturbs far less than throughput. Run by `scripts/bench-server.sh`, which starts the
 //! upstream (with send stamps), the pass-through proxy and `citeflow serve`.
 //!
-//! `bench UPSTREAM_URL UPSTREAM_PID PASSTHROUGH_URL PASSTHROUGH_PID CITEFLOW_URL CITEFLOW_PID MODEL N[,N…]`
+//! Each count of streams runs twice: all streams starting at once, so that every stream's
+//! chunks arrive in the same instant (a burst of N chunks each pace interval: the worst case),
+//! then with starts spread evenly over one pace interval `SPREAD_MS` (chunks arrive evenly, as
+//! independent users' streams do).
+//!
+//! `bench UPSTREAM_URL UPSTREAM_PID PASSTHROUGH_URL PASSTHROUGH_PID CITEFLOW_URL CITEFLOW_PID MODEL N[,N…] [SPREAD_MS]`
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -104,7 +109,8 @@ async fn one(
     Ok((chunks, bytes, lat))
 }
 
-async fn run(url: &str, model: &str, n: usize, pids: [Option<&str>; 2]) -> Run {
+/// `n` streams at once, the `i`-th starting `spread * i / n` after the first.
+async fn run(url: &str, model: &str, n: usize, pids: [Option<&str>; 2], spread: Duration) -> Run {
     let [upstream_pid, pid] = pids;
     let me = std::process::id().to_string();
     let cpu_before = [
@@ -119,7 +125,8 @@ async fn run(url: &str, model: &str, n: usize, pids: [Option<&str>; 2]) -> Run {
     let barrier = Arc::new(Barrier::new(n));
     let start = Instant::now();
     let tasks: Vec<_> = (0..n)
-        .map(|_| {
+        .map(|i| {
+            let delay = spread.mul_f64(i as f64 / n as f64);
             let (c, u, m, b) = (
                 client.clone(),
                 url.to_owned(),
@@ -128,6 +135,7 @@ async fn run(url: &str, model: &str, n: usize, pids: [Option<&str>; 2]) -> Run {
             );
             tokio::spawn(async move {
                 b.wait().await;
+                tokio::time::sleep(delay).await;
                 one(c, u, m).await
             })
         })
@@ -199,7 +207,7 @@ fn pct(v: &[u64], p: f64) -> f64 {
     v[i] as f64 / 1000.0
 }
 
-fn row(n: usize, name: &str, r: &Run, direct: &Run) -> String {
+fn row(n: usize, starts: &str, name: &str, r: &Run, direct: &Run) -> String {
     let rate = r.chunks as f64 / r.seconds;
     // Chunks per second counts upstream chunks on every path: citeflow adds one source-list
     // chunk per stream, which is not counted.
@@ -209,7 +217,7 @@ fn row(n: usize, name: &str, r: &Run, direct: &Run) -> String {
     let added = |p| pct(&r.latencies_us, p) - pct(&direct.latencies_us, p);
     let [u, p, c] = r.cpu_per_chunk_us;
     format!(
-        "| {n} | {name} | {:.2} | {rate:.0} | {:.1}% | {:.2} | {:.2} | {:.2} | {:.2} | {} | {u:.1} / {p:.1} / {c:.1} |",
+        "| {n} | {starts} | {name} | {:.2} | {rate:.0} | {:.1}% | {:.2} | {:.2} | {:.2} | {:.2} | {} | {u:.1} / {p:.1} / {c:.1} |",
         r.seconds,
         100.0 * upstream_rate / d_rate,
         pct(&r.latencies_us, 0.5),
@@ -231,27 +239,38 @@ async fn main() {
     let (pass, pass_pid) = (&a[2], a[3].as_str());
     let (citeflow, pid, model) = (&a[4], a[5].as_str(), &a[6]);
     let counts: Vec<usize> = a[7].split(',').filter_map(|s| s.parse().ok()).collect();
-    println!("| streams | path | seconds | chunks/s | throughput vs direct | chunk latency p50 ms | p99 ms | added p50 ms | added p99 ms | failed | CPU µs per chunk: upstream / proxy / client |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    let spread_ms: u64 = a.get(8).and_then(|s| s.parse().ok()).unwrap_or(20);
+    println!("| streams | starts | path | seconds | chunks/s | throughput vs direct | chunk latency p50 ms | p99 ms | added p50 ms | added p99 ms | failed | CPU µs per chunk: upstream / proxy / client |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut memory = Vec::new();
     for n in counts {
         // Warm every path (connections, caches).
         for url in [upstream, pass, citeflow] {
-            run(url, model, n.min(50), [None, None]).await;
+            run(url, model, n.min(50), [None, None], Duration::ZERO).await;
         }
-        let direct = run(upstream, model, n, [Some(upstream_pid), None]).await;
-        println!("{}", row(n, "direct", &direct, &direct));
-        let through = run(pass, model, n, [Some(upstream_pid), Some(pass_pid)]).await;
-        println!("{}", row(n, "pass-through proxy", &through, &direct));
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        let idle = rss_kib(pid);
-        let cf = run(citeflow, model, n, [Some(upstream_pid), Some(pid)]).await;
-        println!("{}", row(n, "citeflow", &cf, &direct));
-        let per_stream_kib = cf.peak_rss_kib.saturating_sub(idle) as f64 / n as f64;
-        memory.push(format!(
-            "{n} streams: citeflow RSS {idle} → {} KiB, {per_stream_kib:.0} KiB per open stream",
-            cf.peak_rss_kib
-        ));
+        let spread_label = format!("spread over {spread_ms} ms");
+        for (starts, spread) in [
+            ("together", Duration::ZERO),
+            (spread_label.as_str(), Duration::from_millis(spread_ms)),
+        ] {
+            let direct = run(upstream, model, n, [Some(upstream_pid), None], spread).await;
+            println!("{}", row(n, starts, "direct", &direct, &direct));
+            let pids = [Some(upstream_pid), Some(pass_pid)];
+            let through = run(pass, model, n, pids, spread).await;
+            println!(
+                "{}",
+                row(n, starts, "pass-through proxy", &through, &direct)
+            );
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let idle = rss_kib(pid);
+            let cf = run(citeflow, model, n, [Some(upstream_pid), Some(pid)], spread).await;
+            println!("{}", row(n, starts, "citeflow", &cf, &direct));
+            let per_stream_kib = cf.peak_rss_kib.saturating_sub(idle) as f64 / n as f64;
+            memory.push(format!(
+                "{n} streams, starts {starts}: citeflow RSS {idle} → {} KiB, {per_stream_kib:.0} KiB per open stream",
+                cf.peak_rss_kib
+            ));
+        }
     }
     println!();
     for m in memory {

@@ -35,26 +35,43 @@ CREATE TABLE IF NOT EXISTS streams (
     owner TEXT NOT NULL,
     session_id TEXT,
     status TEXT NOT NULL,
-    created_ms INTEGER NOT NULL
+    created_ms INTEGER NOT NULL,
+    first_pos INTEGER
 );
 CREATE TABLE IF NOT EXISTS event_log (
+    pos INTEGER PRIMARY KEY,
     stream_id TEXT NOT NULL,
     id INTEGER NOT NULL,
     data TEXT NOT NULL
 );
-CREATE UNIQUE INDEX IF NOT EXISTS event_log_by_stream ON event_log (stream_id, id);
+CREATE TABLE IF NOT EXISTS event_index (
+    stream_id TEXT NOT NULL,
+    id INTEGER NOT NULL,
+    pos INTEGER NOT NULL,
+    PRIMARY KEY (stream_id, id)
+) WITHOUT ROWID;
 ";
 
 /// The schema version this code writes (`PRAGMA user_version`).
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 3;
 
-/// Version 1 kept events in a `WITHOUT ROWID` table keyed by stream: with many streams
-/// running, every append landed on a different page. Version 2 appends them to a rowid table
-/// (its pages fill in order) with a small index by stream.
-const MIGRATE_1_TO_2: &str = "
-INSERT INTO event_log (stream_id, id, data) SELECT stream_id, id, data FROM events
+// The event log, by version:
+// 1. a `WITHOUT ROWID` table keyed by stream: with many streams running, every append landed
+//    on a different page;
+// 2. a rowid table (its pages fill in order) with a unique index by stream, which still took
+//    one index page per append, so a commit wrote one page per running stream to the WAL;
+// 3. the rowid table alone on the hot path (`pos`, in append order; `streams.first_pos` is a
+//    stream's first event) and an index by stream written when the stream finishes, from the
+//    writer's memory, or when the file is opened, for streams that were running.
+
+/// Version 1 and 2 to 3, run after [`SCHEMA`] created the new tables; `{old}` is the old
+/// table of events.
+const MIGRATE_TO_3: &str = "
+INSERT INTO event_log (stream_id, id, data) SELECT stream_id, id, data FROM {old}
     ORDER BY stream_id, id;
-DROP TABLE events;
+INSERT INTO event_index (stream_id, id, pos) SELECT stream_id, id, pos FROM event_log;
+UPDATE streams SET first_pos = (SELECT MIN(pos) FROM event_index WHERE stream_id = streams.id);
+DROP TABLE {old};
 ";
 
 /// Pages the writer's connection may cache (`PRAGMA cache_size`, in KiB when negative): the
@@ -164,12 +181,11 @@ fn read_session(conn: &Connection, id: &str) -> Result<SessionRecord, StoreError
     })
 }
 
-fn read_stream(conn: &Connection, id: &str) -> Result<(StreamRecord, u64), StoreError> {
+/// A stream's row: its record and `first_pos` (the log position of its first event).
+fn read_stream(conn: &Connection, id: &str) -> Result<(StreamRecord, Option<i64>), StoreError> {
     let row = query_opt(
         conn,
-        "SELECT owner, session_id, status, created_ms,
-                (SELECT COALESCE(MAX(id), 0) FROM event_log WHERE stream_id = ?1)
-         FROM streams WHERE id = ?1",
+        "SELECT owner, session_id, status, created_ms, first_pos FROM streams WHERE id = ?1",
         params![id],
         |r| {
             Ok((
@@ -177,7 +193,7 @@ fn read_stream(conn: &Connection, id: &str) -> Result<(StreamRecord, u64), Store
                 r.get::<_, Option<String>>(1)?,
                 r.get::<_, String>(2)?,
                 r.get::<_, i64>(3)?,
-                r.get::<_, i64>(4)?,
+                r.get::<_, Option<i64>>(4)?,
             ))
         },
     )?
@@ -192,11 +208,84 @@ fn read_stream(conn: &Connection, id: &str) -> Result<(StreamRecord, u64), Store
             status,
             created_ms: row.3 as u64,
         },
-        row.4 as u64,
+        row.4,
     ))
 }
 
-/// The newest event id of a stream that may take events: `StreamClosed` when it finished,
+/// Up to `limit` events of a stream after event `after`, read on a reader connection.
+///
+/// A finished stream's events are all in the index. A running stream's newest ones reach the
+/// index only when it finishes, so its events are read from the log itself, from its first
+/// position on: a scan over every stream's events since it began, taken only by a follower
+/// too far behind for the in-memory tail (or a stream left running by a crash).
+fn read_events(
+    c: &Connection,
+    stream: &StreamRecord,
+    first_pos: Option<i64>,
+    after: u64,
+    limit: usize,
+) -> Result<Vec<StoredEvent>, StoreError> {
+    let (sql, from) = if stream.status.is_finished() {
+        (
+            "SELECT i.id, e.data FROM event_index i JOIN event_log e ON e.pos = i.pos
+             WHERE i.stream_id = ?1 AND i.id > ?2 ORDER BY i.id LIMIT ?3",
+            None,
+        )
+    } else {
+        let Some(first) = first_pos else {
+            return Ok(Vec::new());
+        };
+        (
+            "SELECT id, data FROM event_log WHERE pos >= ?4 AND stream_id = ?1 AND id > ?2
+             ORDER BY pos LIMIT ?3",
+            Some(first),
+        )
+    };
+    let mut st = c.prepare_cached(sql).map_err(backend)?;
+    let row = |r: &rusqlite::Row<'_>| {
+        Ok(StoredEvent {
+            id: r.get::<_, i64>(0)? as u64,
+            data: r.get(1)?,
+        })
+    };
+    let rows = match from {
+        None => st.query_map(params![stream.id, after as i64, limit as i64], row),
+        Some(first) => st.query_map(params![stream.id, after as i64, limit as i64, first], row),
+    }
+    .map_err(backend)?;
+    rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+}
+
+/// The newest event id of a stream in the file (0: none), read as [`read_events`] does.
+fn last_event(
+    c: &Connection,
+    stream: &StreamRecord,
+    first_pos: Option<i64>,
+) -> Result<u64, StoreError> {
+    let last: Option<i64> = if stream.status.is_finished() {
+        query_opt(
+            c,
+            "SELECT MAX(id) FROM event_index WHERE stream_id = ?1",
+            params![stream.id],
+            |r| r.get(0),
+        )?
+        .flatten()
+    } else if let Some(first) = first_pos {
+        query_opt(
+            c,
+            "SELECT MAX(id) FROM event_log WHERE pos >= ?2 AND stream_id = ?1",
+            params![stream.id, first],
+            |r| r.get(0),
+        )?
+        .flatten()
+    } else {
+        None
+    };
+    Ok(last.unwrap_or(0) as u64)
+}
+
+/// The newest event id of a stream that may take events and that the writer's [`Running`]
+/// table does not hold (so the index holds all its events): `StreamClosed` when it finished,
 /// `NotFound` when there is no such stream.
 fn last_in_file(c: &Connection, id: &str) -> Result<u64, StoreError> {
     let status: String = query_opt(
@@ -214,17 +303,42 @@ fn last_in_file(c: &Connection, id: &str) -> Result<u64, StoreError> {
             status: status.as_str(),
         });
     }
-    let last: i64 = query_opt(
+    let last: Option<i64> = query_opt(
         c,
-        "SELECT COALESCE(MAX(id), 0) FROM event_log WHERE stream_id = ?1",
+        "SELECT MAX(id) FROM event_index WHERE stream_id = ?1",
         params![id],
         |r| r.get(0),
     )?
-    .unwrap_or(0);
-    Ok(last as u64)
+    .flatten();
+    Ok(last.unwrap_or(0) as u64)
 }
 
-/// Creates or upgrades the schema and tunes the writer's connection.
+/// Indexes every event of every running stream (those already indexed are kept): run when
+/// the file is opened (streams a crash left running) and after a failed commit, when the
+/// writer's [`Running`] table is lost. Scans the log from the oldest running stream's first
+/// event.
+fn index_running(c: &Connection) -> Result<(), StoreError> {
+    let from: Option<i64> = query_opt(
+        c,
+        "SELECT MIN(first_pos) FROM streams WHERE status = 'running'",
+        [],
+        |r| r.get(0),
+    )?
+    .flatten();
+    if let Some(from) = from {
+        exec(
+            c,
+            "INSERT OR IGNORE INTO event_index (stream_id, id, pos)
+             SELECT stream_id, id, pos FROM event_log
+             WHERE pos >= ?1 AND stream_id IN (SELECT id FROM streams WHERE status = 'running')",
+            params![from],
+        )?;
+    }
+    Ok(())
+}
+
+/// Creates or upgrades the schema, indexes the streams a crash left running, and tunes the
+/// writer's connection.
 fn set_up(conn: &Connection) -> Result<(), StoreError> {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
@@ -237,17 +351,32 @@ fn set_up(conn: &Connection) -> Result<(), StoreError> {
     }
     conn.execute_batch("BEGIN IMMEDIATE").map_err(backend)?;
     let upgrade = (|| {
+        let old = match version {
+            1 => Some("events"),
+            2 => Some("event_log_v2"),
+            _ => None,
+        };
+        if old.is_some() {
+            conn.execute_batch("ALTER TABLE streams ADD COLUMN first_pos INTEGER")?;
+        }
+        if version == 2 {
+            conn.execute_batch(
+                "DROP INDEX event_log_by_stream; ALTER TABLE event_log RENAME TO event_log_v2;",
+            )?;
+        }
         conn.execute_batch(SCHEMA)?;
-        if version == 1 {
-            conn.execute_batch(MIGRATE_1_TO_2)?;
+        if let Some(old) = old {
+            conn.execute_batch(&MIGRATE_TO_3.replace("{old}", old))?;
         }
         conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))
-    })();
+    })()
+    .map_err(backend)
+    .and_then(|()| index_running(conn));
     match upgrade {
         Ok(()) => conn.execute_batch("COMMIT").map_err(backend)?,
         Err(e) => {
             let _ = conn.execute_batch("ROLLBACK");
-            return Err(backend(e));
+            return Err(e);
         }
     }
     // The checkpoint thread moves the WAL into the file, so that the writer never waits for it.
@@ -270,7 +399,7 @@ impl SqliteStore {
         let (tx, rx) = mpsc::channel();
         std::thread::Builder::new()
             .name("citeflow-sqlite-writer".into())
-            .spawn(move || writer::run(conn, rx))
+            .spawn(move || writer::run(conn, rx, index_running))
             .map_err(|e| StoreError::Unavailable(format!("writer thread: {e}")))?;
         let checkpoints = open_conn(&path)?;
         let (stop_checkpoints, stop) = mpsc::channel();
@@ -531,7 +660,7 @@ impl Store for SqliteStore {
                 });
             }
             if running {
-                streams.set(&stream.id, 0);
+                streams.insert(&stream.id, 0);
             }
             Ok(())
         })
@@ -556,20 +685,21 @@ impl Store for SqliteStore {
     ) -> Result<(), StoreError> {
         let id = stream_id.to_owned();
         let batch = events;
-        // The hot path: the inserts, no savepoint. The stream's newest id comes from the
-        // writer's table of running streams (the file is asked only for a stream it has not
-        // seen running). Everything that can refuse the batch is checked before the first
+        // The hot path: appends to the log, no savepoint, no index. The stream's newest id
+        // comes from the writer's table of running streams (the file is asked only for a
+        // stream it has not seen running), and the new rows' positions go there until the
+        // stream finishes. Everything that can refuse the batch is checked before the first
         // insert; an insert that still fails (a disk error) has the rows before it deleted.
         let events = self
             .write_bare(move |c, running| {
-                let last = match running.last(&id) {
-                    Some(last) => last,
+                let stream = match running.get_mut(&id) {
+                    Some(s) => s,
                     None => {
                         let last = last_in_file(c, &id)?;
-                        running.set(&id, last);
-                        last
+                        running.insert(&id, last)
                     }
                 };
+                let last = stream.last;
                 for (i, e) in batch.iter().enumerate() {
                     let want = last + 1 + i as u64;
                     if e.id != want {
@@ -585,17 +715,34 @@ impl Store for SqliteStore {
                         "INSERT INTO event_log (stream_id, id, data) VALUES (?1, ?2, ?3)",
                     )
                     .map_err(backend)?;
+                let before = stream.unindexed.len();
+                let mut failed = None;
                 for e in &batch {
-                    if let Err(err) = insert.execute(params![id, e.id as i64, e.data]) {
-                        let _ = exec(
-                            c,
-                            "DELETE FROM event_log WHERE stream_id = ?1 AND id > ?2",
-                            params![id, last as i64],
-                        );
-                        return Err(backend(err));
+                    match insert.execute(params![id, e.id as i64, e.data]) {
+                        Ok(_) => stream.unindexed.push((e.id, c.last_insert_rowid())),
+                        Err(err) => {
+                            failed = Some(backend(err));
+                            break;
+                        }
                     }
                 }
-                running.set(&id, last + batch.len() as u64);
+                if last == 0 && failed.is_none() {
+                    if let Some(&(_, first)) = stream.unindexed.first() {
+                        failed = exec(
+                            c,
+                            "UPDATE streams SET first_pos = ?2 WHERE id = ?1",
+                            params![id, first],
+                        )
+                        .err();
+                    }
+                }
+                if let Some(err) = failed {
+                    for (_, pos) in stream.unindexed.drain(before..) {
+                        let _ = exec(c, "DELETE FROM event_log WHERE pos = ?1", params![pos]);
+                    }
+                    return Err(err);
+                }
+                stream.last = last + batch.len() as u64;
                 // The events go back to the caller for the tail: no copy of their data.
                 Ok(batch)
             })
@@ -614,15 +761,34 @@ impl Store for SqliteStore {
 
     async fn finish_stream(&self, stream_id: &str, status: StreamStatus) -> Result<(), StoreError> {
         let id = stream_id.to_owned();
+        // The stream's events that are not in the index yet go there now, with the status,
+        // in one savepoint: a finished stream is read through the index alone.
         self.write_bare(move |c, running| {
-            let n = exec(
-                c,
-                "UPDATE streams SET status = ?2 WHERE id = ?1",
-                params![id, status.as_str()],
-            )?;
-            if n == 0 {
-                return Err(StoreError::not_found("stream", &id));
-            }
+            let unindexed = running
+                .get_mut(&id)
+                .map(|s| s.unindexed.as_slice())
+                .unwrap_or_default();
+            in_savepoint(c, |c| {
+                let n = exec(
+                    c,
+                    "UPDATE streams SET status = ?2 WHERE id = ?1",
+                    params![id, status.as_str()],
+                )?;
+                if n == 0 {
+                    return Err(StoreError::not_found("stream", &id));
+                }
+                let mut index = c
+                    .prepare_cached(
+                        "INSERT OR IGNORE INTO event_index (stream_id, id, pos) VALUES (?1, ?2, ?3)",
+                    )
+                    .map_err(backend)?;
+                for &(event, pos) in unindexed {
+                    index
+                        .execute(params![id, event as i64, pos])
+                        .map_err(backend)?;
+                }
+                Ok(())
+            })?;
             running.remove(&id);
             Ok(())
         })
@@ -648,25 +814,8 @@ impl Store for SqliteStore {
             return Ok(events);
         }
         self.read(|c| {
-            let mut st = c
-                .prepare_cached(
-                    "SELECT id, data FROM event_log WHERE stream_id = ?1 AND id > ?2
-                     ORDER BY id LIMIT ?3",
-                )
-                .map_err(backend)?;
-            let rows = st
-                .query_map(params![stream_id, after as i64, limit as i64], |r| {
-                    Ok(StoredEvent {
-                        id: r.get::<_, i64>(0)? as u64,
-                        data: r.get(1)?,
-                    })
-                })
-                .map_err(backend)?;
-            let events = rows.collect::<Result<Vec<_>, _>>().map_err(backend)?;
-            if events.is_empty() {
-                read_stream(c, stream_id)?;
-            }
-            Ok(events)
+            let (stream, first_pos) = read_stream(c, stream_id)?;
+            read_events(c, &stream, first_pos, after, limit)
         })
     }
 
@@ -687,7 +836,15 @@ impl Store for SqliteStore {
             }
             None => {}
         }
-        let (s, last) = self.read(|c| read_stream(c, stream_id))?;
+        let (s, last) = self.read(|c| {
+            let (s, first_pos) = read_stream(c, stream_id)?;
+            let last = if s.status.is_finished() {
+                0
+            } else {
+                last_event(c, &s, first_pos)?
+            };
+            Ok((s, last))
+        })?;
         if s.status.is_finished() || last > after {
             return Ok(());
         }
@@ -723,7 +880,15 @@ impl Store for SqliteStore {
                 .map_err(backend)? as u64;
             let old = "SELECT id FROM streams WHERE status != 'running' AND created_ms < ?1";
             c.execute(
-                &format!("DELETE FROM event_log WHERE stream_id IN ({old})"),
+                &format!(
+                    "DELETE FROM event_log WHERE pos IN
+                     (SELECT pos FROM event_index WHERE stream_id IN ({old}))"
+                ),
+                params![cutoff],
+            )
+            .map_err(backend)?;
+            c.execute(
+                &format!("DELETE FROM event_index WHERE stream_id IN ({old})"),
                 params![cutoff],
             )
             .map_err(backend)?;

@@ -9,32 +9,44 @@ use rusqlite::Connection;
 /// A job run inside the batch transaction; it answers through its own channel after commit.
 pub(crate) type Job = Box<dyn FnOnce(&Connection, &mut Running) -> Reply + Send>;
 
-/// The newest event id of each running stream as the writer's transaction stands, so that an
-/// append checks its order without two index searches. Only the writer's jobs change streams
-/// and events; a stream missing here is looked up in the file (and then remembered). Emptied
-/// whenever a transaction does not commit.
+/// What the writer's transaction knows of each running stream: its newest event id, and the
+/// log positions of the events it appended that the by-stream index does not hold yet (the
+/// index gets them when the stream finishes, so that appends touch only the log's last page).
+///
+/// Invariant: for every running stream, the index plus this table's positions cover every
+/// event in the file. A stream missing here has all its events indexed (it was recovered when
+/// the file was opened, or every event came before a failed commit and was re-indexed), and
+/// is looked up in the index (then remembered). Only the writer's jobs change streams and
+/// events.
 #[derive(Debug, Default)]
-pub(crate) struct Running(HashMap<String, u64>);
+pub(crate) struct Running(HashMap<String, RunningStream>);
+
+/// One running stream in [`Running`].
+#[derive(Debug, Default)]
+pub(crate) struct RunningStream {
+    /// The newest event id.
+    pub(crate) last: u64,
+    /// `(event id, log position)` of events not yet in the index, oldest first.
+    pub(crate) unindexed: Vec<(u64, i64)>,
+}
 
 impl Running {
-    /// The newest event id of a running stream, if known.
-    pub(crate) fn last(&self, stream_id: &str) -> Option<u64> {
-        self.0.get(stream_id).copied()
+    /// The state of a running stream, if known.
+    pub(crate) fn get_mut(&mut self, stream_id: &str) -> Option<&mut RunningStream> {
+        self.0.get_mut(stream_id)
     }
 
-    /// Records the newest event id of a running stream.
-    pub(crate) fn set(&mut self, stream_id: &str, last: u64) {
-        match self.0.get_mut(stream_id) {
-            Some(v) => *v = last,
-            None => {
-                self.0.insert(stream_id.to_owned(), last);
-            }
-        }
+    /// Starts tracking a running stream whose events up to `last` are all indexed.
+    pub(crate) fn insert(&mut self, stream_id: &str, last: u64) -> &mut RunningStream {
+        self.0.entry(stream_id.to_owned()).or_insert(RunningStream {
+            last,
+            unindexed: Vec::new(),
+        })
     }
 
-    /// Forgets a stream (it finished).
-    pub(crate) fn remove(&mut self, stream_id: &str) {
-        self.0.remove(stream_id);
+    /// Forgets a stream (it finished) and returns what it held.
+    pub(crate) fn remove(&mut self, stream_id: &str) -> Option<RunningStream> {
+        self.0.remove(stream_id)
     }
 }
 
@@ -75,8 +87,17 @@ pub(crate) fn query_opt<T>(
 }
 
 /// Runs jobs until every sender is gone.
-pub(crate) fn run(conn: Connection, jobs: mpsc::Receiver<Job>) {
+///
+/// `reindex` restores the [`Running`] invariant on a table that is empty: it indexes every
+/// event of every running stream. It runs first in the batch after a commit failed (the
+/// positions the table held are lost with it).
+pub(crate) fn run(
+    conn: Connection,
+    jobs: mpsc::Receiver<Job>,
+    reindex: fn(&Connection) -> Result<(), StoreError>,
+) {
     let mut running = Running::default();
+    let mut lost = false;
     while let Ok(first) = jobs.recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -85,8 +106,9 @@ pub(crate) fn run(conn: Connection, jobs: mpsc::Receiver<Job>) {
                 Err(_) => break,
             }
         }
-        if exec(&conn, "BEGIN IMMEDIATE", []).is_err() {
+        if exec(&conn, "BEGIN IMMEDIATE", []).is_err() || (lost && reindex(&conn).is_err()) {
             // Dropping the jobs drops their answer channels: each caller gets `Unavailable`.
+            let _ = exec(&conn, "ROLLBACK", []);
             drop(batch);
             continue;
         }
@@ -98,6 +120,9 @@ pub(crate) fn run(conn: Connection, jobs: mpsc::Receiver<Job>) {
         if failed.is_some() {
             let _ = exec(&conn, "ROLLBACK", []);
             running = Running::default();
+            lost = true;
+        } else {
+            lost = false;
         }
         for reply in replies {
             reply(failed.clone());

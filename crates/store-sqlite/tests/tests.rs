@@ -88,7 +88,7 @@ fn data_survives_reopening_the_file() {
 }
 
 /// A file written by schema version 1 (events in a `WITHOUT ROWID` table, `last_event` kept on
-/// the stream row) opens with everything in it, and is upgraded to version 2.
+/// the stream row) opens with everything in it, and is upgraded to the current version.
 #[test]
 fn a_version_1_file_is_upgraded_without_losing_events() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -156,5 +156,152 @@ fn a_version_1_file_is_upgraded_without_losing_events() {
     let v: i64 = c
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .expect("version");
-    assert_eq!(v, 2);
+    assert_eq!(v, 3);
+}
+
+/// Every event of a stream, read page by page.
+async fn read_all(store: &SqliteStore, stream: &str) -> Vec<StoredEvent> {
+    let mut got = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = store.events_after(stream, after, 37).await.expect("read");
+        let Some(last) = page.last() else { break };
+        after = last.id;
+        got.extend(page);
+    }
+    got
+}
+
+fn running(id: &str) -> StreamRecord {
+    StreamRecord {
+        id: id.into(),
+        owner: "o".into(),
+        session_id: None,
+        status: StreamStatus::Running,
+        created_ms: 1,
+    }
+}
+
+/// Streams written in turns, as a busy server writes them: each stream reads back exactly its
+/// own events while running (far past the in-memory tail, so from the log), after finishing
+/// (through the index written then), and after the file is reopened with one stream left
+/// running (indexed on opening); the running one then goes on and finishes.
+#[test]
+fn interleaved_streams_read_back_running_finished_and_after_reopening() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("interleaved.db");
+    let names = ["a", "b", "c"];
+    let event = |s: &str, id: u64| StoredEvent {
+        id,
+        data: format!("{s}{id}"),
+    };
+    let expected = |s: &str, n: u64| (1..=n).map(|id| event(s, id)).collect::<Vec<_>>();
+    futures_executor::block_on(async {
+        let store = SqliteStore::open(&path).expect("open");
+        for s in names {
+            store.create_stream(running(s)).await.expect("create");
+        }
+        for id in 1..=400 {
+            for s in names {
+                store
+                    .append_events(s, vec![event(s, id)])
+                    .await
+                    .expect("append");
+            }
+        }
+        for s in names {
+            assert_eq!(read_all(&store, s).await, expected(s, 400), "{s} running");
+        }
+        store
+            .finish_stream("a", StreamStatus::Completed)
+            .await
+            .expect("finish a");
+        store
+            .finish_stream("b", StreamStatus::Failed)
+            .await
+            .expect("finish b");
+        assert_eq!(read_all(&store, "a").await, expected("a", 400));
+        assert_eq!(read_all(&store, "b").await, expected("b", 400));
+        // A finished stream's followers are not kept waiting.
+        store.wait_for_events("a", 400).await.expect("wait");
+    });
+    futures_executor::block_on(async {
+        let store = SqliteStore::open(&path).expect("reopen");
+        assert_eq!(store.running_streams().await.expect("running"), ["c"]);
+        for s in names {
+            assert_eq!(read_all(&store, s).await, expected(s, 400), "{s} reopened");
+        }
+        let more: Vec<_> = (401..=450).map(|id| event("c", id)).collect();
+        store.append_events("c", more).await.expect("append c");
+        assert_eq!(read_all(&store, "c").await, expected("c", 450));
+        store
+            .finish_stream("c", StreamStatus::Interrupted)
+            .await
+            .expect("finish c");
+        assert_eq!(read_all(&store, "c").await, expected("c", 450));
+        // Finished streams old enough are purged with their events; the others stay whole.
+        assert_eq!(store.purge_idle(2).await.expect("purge"), 3);
+        for s in names {
+            assert!(store.events_after(s, 0, 10).await.is_err(), "{s} purged");
+        }
+    });
+}
+
+/// A file written by schema version 2 (a rowid log with a unique index by stream) opens with
+/// everything in it: a finished and a running stream read back whole, and the running one
+/// continues.
+#[test]
+fn a_version_2_file_is_upgraded_without_losing_events() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("v2.db");
+    {
+        let c = rusqlite::Connection::open(&path).expect("create v2 file");
+        c.execute_batch(
+            "PRAGMA journal_mode = WAL;
+             CREATE TABLE sessions (id TEXT PRIMARY KEY, owner TEXT NOT NULL, sources TEXT NOT NULL,
+                 created_ms INTEGER NOT NULL, last_used_ms INTEGER NOT NULL);
+             CREATE TABLE numbers (namespace TEXT NOT NULL, key TEXT NOT NULL,
+                 number INTEGER NOT NULL, source_id TEXT NOT NULL,
+                 PRIMARY KEY (namespace, key), UNIQUE (namespace, number)) WITHOUT ROWID;
+             CREATE TABLE streams (id TEXT PRIMARY KEY, owner TEXT NOT NULL, session_id TEXT,
+                 status TEXT NOT NULL, created_ms INTEGER NOT NULL);
+             CREATE TABLE event_log (stream_id TEXT NOT NULL, id INTEGER NOT NULL,
+                 data TEXT NOT NULL);
+             CREATE UNIQUE INDEX event_log_by_stream ON event_log (stream_id, id);
+             INSERT INTO streams VALUES ('done', 'o', NULL, 'completed', 1),
+                 ('live', 'o', NULL, 'running', 1);
+             INSERT INTO event_log VALUES ('live', 1, 'l1'), ('done', 1, 'd1'),
+                 ('live', 2, 'l2'), ('done', 2, 'd2');
+             PRAGMA user_version = 2;",
+        )
+        .expect("v2 schema");
+    }
+    let ev = |id, data: &str| StoredEvent {
+        id,
+        data: data.into(),
+    };
+    futures_executor::block_on(async {
+        let store = SqliteStore::open(&path).expect("open and upgrade");
+        assert_eq!(read_all(&store, "done").await, [ev(1, "d1"), ev(2, "d2")]);
+        assert_eq!(read_all(&store, "live").await, [ev(1, "l1"), ev(2, "l2")]);
+        let bad = store.append_events("live", vec![ev(4, "l4")]).await;
+        assert!(bad.is_err(), "{bad:?}");
+        store
+            .append_events("live", vec![ev(3, "l3")])
+            .await
+            .expect("append after the migrated events");
+        store
+            .finish_stream("live", StreamStatus::Completed)
+            .await
+            .expect("finish");
+        assert_eq!(
+            read_all(&store, "live").await,
+            [ev(1, "l1"), ev(2, "l2"), ev(3, "l3")]
+        );
+    });
+    let c = rusqlite::Connection::open(&path).expect("reopen");
+    let v: i64 = c
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .expect("version");
+    assert_eq!(v, 3);
 }
