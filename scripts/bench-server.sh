@@ -56,6 +56,6 @@ PIDS+=("$CITEFLOW_PID")
 CITEFLOW="$(first_line "$WORK/citeflow.out" | sed 's/^citeflow listening on //')/v1"
 
 echo "machine: $(nproc) cores, $(uname -sr); $(rustc --version)"
-echo "model $MODEL, upstream pace ${PACE_MS} ms per chunk, store sqlite (WAL)"
+echo "model $MODEL, upstream pace ${PACE_MS} ms per chunk, citeflow store ${BENCH_STORE:-sqlite (WAL)}"
 "$TARGET_DIR/release/examples/bench" "$UPSTREAM" "$UPSTREAM_PID" "$PASS" "$PASS_PID" \
     "$CITEFLOW" "$CITEFLOW_PID" "$MODEL" "$STREAMS" "$PACE_MS"

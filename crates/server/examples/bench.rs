@@ -265,11 +265,15 @@ async fn main() {
             let idle = rss_kib(pid);
             let cf = run(citeflow, model, n, [Some(upstream_pid), Some(pid)], spread).await;
             println!("{}", row(n, starts, "citeflow", &cf, &direct));
-            let per_stream_kib = cf.peak_rss_kib.saturating_sub(idle) as f64 / n as f64;
-            memory.push(format!(
-                "{n} streams, starts {starts}: citeflow RSS {idle} → {} KiB, {per_stream_kib:.0} KiB per open stream",
-                cf.peak_rss_kib
-            ));
+            // Memory per open stream from the first run of each count only: the allocator
+            // keeps what a run freed, so the growth in a later run says little.
+            if spread.is_zero() {
+                let per_stream_kib = cf.peak_rss_kib.saturating_sub(idle) as f64 / n as f64;
+                memory.push(format!(
+                    "{n} streams: citeflow RSS {idle} → {} KiB, {per_stream_kib:.0} KiB per open stream",
+                    cf.peak_rss_kib
+                ));
+            }
         }
     }
     println!();
