@@ -87,22 +87,31 @@ fn data_survives_reopening_the_file() {
     });
 }
 
+/// Writes a file as an older citeflow did: the `sessions` and `numbers` tables, which no
+/// version changed, then `rest` (that version's streams and events).
+fn old_file(path: &std::path::Path, rest: &str) {
+    let c = rusqlite::Connection::open(path).expect("create old file");
+    c.execute_batch(&format!(
+        "PRAGMA journal_mode = WAL;
+             CREATE TABLE sessions (id TEXT PRIMARY KEY, owner TEXT NOT NULL, sources TEXT NOT NULL,
+                 created_ms INTEGER NOT NULL, last_used_ms INTEGER NOT NULL);
+             CREATE TABLE numbers (namespace TEXT NOT NULL, key TEXT NOT NULL,
+                 number INTEGER NOT NULL, source_id TEXT NOT NULL,
+                 PRIMARY KEY (namespace, key), UNIQUE (namespace, number)) WITHOUT ROWID;
+{rest}"
+    ))
+    .expect("old schema");
+}
+
 /// A file written by schema version 1 (events in a `WITHOUT ROWID` table, `last_event` kept on
 /// the stream row) opens with everything in it, and is upgraded to the current version.
 #[test]
 fn a_version_1_file_is_upgraded_without_losing_events() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("v1.db");
-    {
-        let c = rusqlite::Connection::open(&path).expect("create v1 file");
-        c.execute_batch(
-            "PRAGMA journal_mode = WAL;
-             CREATE TABLE sessions (id TEXT PRIMARY KEY, owner TEXT NOT NULL, sources TEXT NOT NULL,
-                 created_ms INTEGER NOT NULL, last_used_ms INTEGER NOT NULL);
-             CREATE TABLE numbers (namespace TEXT NOT NULL, key TEXT NOT NULL,
-                 number INTEGER NOT NULL, source_id TEXT NOT NULL,
-                 PRIMARY KEY (namespace, key), UNIQUE (namespace, number)) WITHOUT ROWID;
-             CREATE TABLE streams (id TEXT PRIMARY KEY, owner TEXT NOT NULL, session_id TEXT,
+    old_file(
+        &path,
+        "CREATE TABLE streams (id TEXT PRIMARY KEY, owner TEXT NOT NULL, session_id TEXT,
                  status TEXT NOT NULL, created_ms INTEGER NOT NULL,
                  last_event INTEGER NOT NULL DEFAULT 0);
              CREATE TABLE events (stream_id TEXT NOT NULL, id INTEGER NOT NULL,
@@ -111,9 +120,7 @@ fn a_version_1_file_is_upgraded_without_losing_events() {
              INSERT INTO events VALUES ('old', 1, 'a'), ('old', 2, 'b'), ('old', 3, 'c');
              INSERT INTO numbers VALUES ('stream:old', 'id:x', 1, 'x');
              PRAGMA user_version = 1;",
-        )
-        .expect("v1 schema");
-    }
+    );
     futures_executor::block_on(async {
         let store = SqliteStore::open(&path).expect("open and upgrade");
         let got: Vec<(u64, String)> = store
@@ -254,16 +261,9 @@ fn interleaved_streams_read_back_running_finished_and_after_reopening() {
 fn a_version_2_file_is_upgraded_without_losing_events() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("v2.db");
-    {
-        let c = rusqlite::Connection::open(&path).expect("create v2 file");
-        c.execute_batch(
-            "PRAGMA journal_mode = WAL;
-             CREATE TABLE sessions (id TEXT PRIMARY KEY, owner TEXT NOT NULL, sources TEXT NOT NULL,
-                 created_ms INTEGER NOT NULL, last_used_ms INTEGER NOT NULL);
-             CREATE TABLE numbers (namespace TEXT NOT NULL, key TEXT NOT NULL,
-                 number INTEGER NOT NULL, source_id TEXT NOT NULL,
-                 PRIMARY KEY (namespace, key), UNIQUE (namespace, number)) WITHOUT ROWID;
-             CREATE TABLE streams (id TEXT PRIMARY KEY, owner TEXT NOT NULL, session_id TEXT,
+    old_file(
+        &path,
+        "CREATE TABLE streams (id TEXT PRIMARY KEY, owner TEXT NOT NULL, session_id TEXT,
                  status TEXT NOT NULL, created_ms INTEGER NOT NULL);
              CREATE TABLE event_log (stream_id TEXT NOT NULL, id INTEGER NOT NULL,
                  data TEXT NOT NULL);
@@ -273,9 +273,7 @@ fn a_version_2_file_is_upgraded_without_losing_events() {
              INSERT INTO event_log VALUES ('live', 1, 'l1'), ('done', 1, 'd1'),
                  ('live', 2, 'l2'), ('done', 2, 'd2');
              PRAGMA user_version = 2;",
-        )
-        .expect("v2 schema");
-    }
+    );
     let ev = |id, data: &str| StoredEvent {
         id,
         data: data.into(),
