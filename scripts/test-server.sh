@@ -3,9 +3,10 @@
 # the replaying upstream (crates/server/examples/replay_upstream.rs), starts both on free
 # loopback ports, and runs crates/server/tests/python with pytest (warnings are errors).
 #
-# Needs: python3 (3.9+) with the venv module, cargo. Installs `openai` and `pytest` into
-# target/venv-server. Idempotent: a second run reuses the venv and the cargo cache. Both
-# servers are stopped on exit, whatever happens.
+# Needs: python3 (3.9+) with the venv module, cargo. Installs `openai` and `pytest` (exact
+# versions: crates/server/tests/python/requirements.txt) into target/venv-server. Idempotent:
+# a second run reuses the venv and the cargo cache. Both servers are stopped on exit, whatever
+# happens.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,7 +21,9 @@ if [ ! -x "$VENV/bin/python" ]; then
     mkdir -p "$ROOT/target"
     "$PYTHON" -m venv "$VENV"
 fi
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check 'openai>=1.40,<3' pytest
+# Exact versions, so that a run today and a run next month test the same client.
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    -r crates/server/tests/python/requirements.txt
 
 cargo build --quiet --locked -p citeflow-cli
 cargo build --quiet --locked -p citeflow-server --features _replay --example replay_upstream
