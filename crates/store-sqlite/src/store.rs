@@ -114,13 +114,25 @@ impl std::fmt::Debug for SqliteStore {
 /// are served from here, so that a stream's hot path touches the file only to write.
 ///
 /// Tails are updated after each commit; one file belongs to one process, so the tail and the
-/// file agree once the writer has answered.
+/// file agree once the writer has answered. A tail is made when the stream is created, so it
+/// has seen every event of its stream.
 #[derive(Debug)]
 struct Tail {
     record: StreamRecord,
     events: VecDeque<StoredEvent>,
     /// The id of the newest event dropped from `events` (0: none was).
     dropped: u64,
+    /// The log position of every event: `positions[i]` holds event `i + 1` (8 bytes an event),
+    /// so that a follower far behind reads its events by position, not by a scan of the log.
+    positions: Vec<i64>,
+}
+
+/// Where [`Tail::after`] finds the events asked for.
+enum FromTail {
+    /// In memory.
+    Events(Vec<StoredEvent>),
+    /// In the log, at these positions (`(event id, position)`, in order).
+    Positions(Vec<(u64, i64)>),
 }
 
 impl Tail {
@@ -129,17 +141,24 @@ impl Tail {
             record,
             events: VecDeque::new(),
             dropped: 0,
+            positions: Vec::new(),
         }
     }
 
-    /// The events after `after`, at most `limit`; `None` when some of them were dropped and
-    /// must come from the file.
-    fn after(&self, after: u64, limit: usize) -> Option<Vec<StoredEvent>> {
-        if after < self.dropped {
-            return None;
+    /// The events after `after`, at most `limit`: from memory, or the positions of those that
+    /// were dropped from it.
+    fn after(&self, after: u64, limit: usize) -> FromTail {
+        if after >= self.dropped {
+            let skip = (after - self.dropped) as usize;
+            return FromTail::Events(self.events.iter().skip(skip).take(limit).cloned().collect());
         }
-        let skip = (after - self.dropped) as usize;
-        Some(self.events.iter().skip(skip).take(limit).cloned().collect())
+        let from = after as usize;
+        let to = self.positions.len().min(from.saturating_add(limit));
+        FromTail::Positions(
+            (from..to)
+                .map(|i| (i as u64 + 1, self.positions[i]))
+                .collect(),
+        )
     }
 }
 
@@ -216,8 +235,9 @@ fn read_stream(conn: &Connection, id: &str) -> Result<(StreamRecord, Option<i64>
 ///
 /// A finished stream's events are all in the index. A running stream's newest ones reach the
 /// index only when it finishes, so its events are read from the log itself, from its first
-/// position on: a scan over every stream's events since it began, taken only by a follower
-/// too far behind for the in-memory tail (or a stream left running by a crash).
+/// position on: a scan over every stream's events since it began. Only a running stream without
+/// a tail takes it (one a crash left running, until the server closes it); a tail knows the
+/// position of each of its stream's events.
 fn read_events(
     c: &Connection,
     stream: &StreamRecord,
@@ -254,6 +274,36 @@ fn read_events(
     }
     .map_err(backend)?;
     rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+}
+
+/// The events of a stream at these log positions (`(event id, position)`).
+fn read_at(
+    c: &Connection,
+    stream_id: &str,
+    at: &[(u64, i64)],
+) -> Result<Vec<StoredEvent>, StoreError> {
+    let mut st = c
+        .prepare_cached("SELECT stream_id, id, data FROM event_log WHERE pos = ?1")
+        .map_err(backend)?;
+    let mut events = Vec::with_capacity(at.len());
+    for &(id, pos) in at {
+        let row = st
+            .query_row(params![pos], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            })
+            .map_err(backend)?;
+        if row.0 != stream_id || row.1 as u64 != id {
+            return Err(StoreError::Backend(format!(
+                "event {id} of stream {stream_id} is not at log position {pos}"
+            )));
+        }
+        events.push(StoredEvent { id, data: row.2 });
+    }
+    Ok(events)
 }
 
 /// The newest event id of a stream in the file (0: none), read as [`read_events`] does.
@@ -744,10 +794,14 @@ impl Store for SqliteStore {
                 }
                 stream.last = last + batch.len() as u64;
                 // The events go back to the caller for the tail: no copy of their data.
-                Ok(batch)
+                let positions: Vec<i64> =
+                    stream.unindexed[before..].iter().map(|&(_, p)| p).collect();
+                Ok((batch, positions))
             })
             .await?;
+        let (events, positions) = events;
         if let Some(tail) = self.tails().get_mut(stream_id) {
+            tail.positions.extend(positions);
             tail.events.extend(events);
             while tail.events.len() > TAIL_EVENTS {
                 if let Some(e) = tail.events.pop_front() {
@@ -806,17 +860,15 @@ impl Store for SqliteStore {
     ) -> Result<Vec<StoredEvent>, StoreError> {
         // A running stream is answered from its tail, even with nothing new: its followers
         // wait on the tail too (`wait_for_events`), so they never see more than it holds.
-        if let Some(events) = self
-            .tails()
-            .get(stream_id)
-            .and_then(|t| t.after(after, limit))
-        {
-            return Ok(events);
+        let from_tail = self.tails().get(stream_id).map(|t| t.after(after, limit));
+        match from_tail {
+            Some(FromTail::Events(events)) => Ok(events),
+            Some(FromTail::Positions(at)) => self.read(|c| read_at(c, stream_id, &at)),
+            None => self.read(|c| {
+                let (stream, first_pos) = read_stream(c, stream_id)?;
+                read_events(c, &stream, first_pos, after, limit)
+            }),
         }
-        self.read(|c| {
-            let (stream, first_pos) = read_stream(c, stream_id)?;
-            read_events(c, &stream, first_pos, after, limit)
-        })
     }
 
     async fn wait_for_events(&self, stream_id: &str, after: u64) -> Result<(), StoreError> {
