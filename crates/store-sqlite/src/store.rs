@@ -306,31 +306,23 @@ fn read_at(
     Ok(events)
 }
 
-/// The newest event id of a stream in the file (0: none), read as [`read_events`] does.
-fn last_event(
+/// The newest event id of a running stream in the file (0: none), read as [`read_events`]
+/// reads it: from the log, from `first_pos` on.
+fn last_running(
     c: &Connection,
-    stream: &StreamRecord,
+    stream_id: &str,
     first_pos: Option<i64>,
 ) -> Result<u64, StoreError> {
-    let last: Option<i64> = if stream.status.is_finished() {
-        query_opt(
-            c,
-            "SELECT MAX(id) FROM event_index WHERE stream_id = ?1",
-            params![stream.id],
-            |r| r.get(0),
-        )?
-        .flatten()
-    } else if let Some(first) = first_pos {
-        query_opt(
-            c,
-            "SELECT MAX(id) FROM event_log WHERE pos >= ?2 AND stream_id = ?1",
-            params![stream.id, first],
-            |r| r.get(0),
-        )?
-        .flatten()
-    } else {
-        None
+    let Some(first) = first_pos else {
+        return Ok(0);
     };
+    let last: Option<i64> = query_opt(
+        c,
+        "SELECT MAX(id) FROM event_log WHERE pos >= ?2 AND stream_id = ?1",
+        params![stream_id, first],
+        |r| r.get(0),
+    )?
+    .flatten();
     Ok(last.unwrap_or(0) as u64)
 }
 
@@ -893,7 +885,7 @@ impl Store for SqliteStore {
             let last = if s.status.is_finished() {
                 0
             } else {
-                last_event(c, &s, first_pos)?
+                last_running(c, stream_id, first_pos)?
             };
             Ok((s, last))
         })?;

@@ -235,6 +235,12 @@ fn interleaved_streams_read_back_running_finished_and_after_reopening() {
     futures_executor::block_on(async {
         let store = SqliteStore::open(&path).expect("reopen");
         assert_eq!(store.running_streams().await.expect("running"), ["c"]);
+        // Without a tail, a follower of the running stream learns from the log what is new.
+        use futures_util::FutureExt;
+        let behind = store.wait_for_events("c", 399).now_or_never();
+        assert!(matches!(behind, Some(Ok(()))), "{behind:?}");
+        let caught_up = store.wait_for_events("c", 400).now_or_never();
+        assert!(caught_up.is_none(), "{caught_up:?}");
         for s in names {
             assert_eq!(read_all(&store, s).await, expected(s, 400), "{s} reopened");
         }
