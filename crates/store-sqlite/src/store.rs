@@ -732,7 +732,7 @@ impl Store for SqliteStore {
         // stream it has not seen running), and the new rows' positions go there until the
         // stream finishes. Everything that can refuse the batch is checked before the first
         // insert; an insert that still fails (a disk error) has the rows before it deleted.
-        let events = self
+        let (events, positions) = self
             .write_bare(move |c, running| {
                 let stream = match running.get_mut(&id) {
                     Some(s) => s,
@@ -769,7 +769,7 @@ impl Store for SqliteStore {
                     }
                 }
                 if last == 0 && failed.is_none() {
-                    if let Some(&(_, first)) = stream.unindexed.first() {
+                    if let Some(&(_, first)) = stream.unindexed.get(before) {
                         failed = exec(
                             c,
                             "UPDATE streams SET first_pos = ?2 WHERE id = ?1",
@@ -791,7 +791,6 @@ impl Store for SqliteStore {
                 Ok((batch, positions))
             })
             .await?;
-        let (events, positions) = events;
         if let Some(tail) = self.tails().get_mut(stream_id) {
             tail.positions.extend(positions);
             tail.events.extend(events);

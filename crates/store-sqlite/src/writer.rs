@@ -22,7 +22,7 @@ pub(crate) type Job = Box<dyn FnOnce(&Connection, &mut Running) -> Reply + Send>
 pub(crate) struct Running(HashMap<String, RunningStream>);
 
 /// One running stream in [`Running`].
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct RunningStream {
     /// The newest event id.
     pub(crate) last: u64,
@@ -44,9 +44,9 @@ impl Running {
         })
     }
 
-    /// Forgets a stream (it finished) and returns what it held.
-    pub(crate) fn remove(&mut self, stream_id: &str) -> Option<RunningStream> {
-        self.0.remove(stream_id)
+    /// Forgets a stream (it finished).
+    pub(crate) fn remove(&mut self, stream_id: &str) {
+        self.0.remove(stream_id);
     }
 }
 
