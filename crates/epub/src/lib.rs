@@ -10,7 +10,9 @@
 //! non-whitespace text node with the [`Cfi`] of its first character;
 //! [`Book::passages`] cuts the reading text into overlapping,
 //! paragraph-aware [`Passage`]s, each with a range CFI; and
-//! [`Book::resolve`] maps a CFI back to a [`Location`] and its text.
+//! [`Book::resolve`] maps a CFI back to a [`Location`] and its text;
+//! [`Book::reading`] gives the chapter around a CFI as paragraphs with the
+//! cited place marked, for a reader that opens the book there.
 //!
 //! The crate never touches the file system, the network, the clock or the
 //! environment, and builds for `wasm32-unknown-unknown`.
@@ -61,6 +63,7 @@ mod error;
 mod limits;
 mod package;
 mod passage;
+mod reading;
 mod text;
 mod toc;
 mod xml;
@@ -72,6 +75,7 @@ pub use error::{OpenError, ResolveError, Warning};
 pub use limits::Limits;
 pub use package::{ManifestItem, Metadata, PageProgression, SpineItem};
 pub use passage::{ChunkSettings, Passage};
+pub use reading::{Reading, ReadingParagraph, Span, TextPosition};
 pub use text::{Point, Resolved, TextNode};
 pub use toc::TocEntry;
 pub use xml::NodeId;

@@ -163,18 +163,19 @@ const CLOSERS: [char; 14] = [
     '」', '』', '）', '〕', '】', '〉', '》', '"', '\'', '’', '”', '»', ')', ']',
 ];
 
-fn is_collapsible(c: char) -> bool {
+pub(crate) fn is_collapsible(c: char) -> bool {
     matches!(c, ' ' | '\t' | '\n' | '\r' | '\u{c}')
 }
 
 /// One chapter's text inside one document, with a map back to the nodes.
 #[derive(Default)]
-struct Section {
-    chars: Vec<char>,
+pub(crate) struct Section {
+    pub(crate) chars: Vec<char>,
     /// `(char index, node, utf16 offset in node)` where a contiguous run
     /// of mapped characters starts.
-    map: Vec<(usize, NodeId, u32)>,
-    para_starts: Vec<usize>,
+    pub(crate) map: Vec<(usize, NodeId, u32)>,
+    /// Where each paragraph after a `\n\n` break starts (may repeat).
+    pub(crate) para_starts: Vec<usize>,
     expect: Option<(NodeId, u32)>,
 }
 
@@ -229,7 +230,7 @@ impl Section {
     }
 
     /// Node and UTF-16 offset of the character at `i` (a mapped one).
-    fn lookup(&self, i: usize) -> Option<(NodeId, u32)> {
+    pub(crate) fn lookup(&self, i: usize) -> Option<(NodeId, u32)> {
         let k = self.map.partition_point(|m| m.0 <= i).checked_sub(1)?;
         let (start, node, u) = self.map[k];
         let extra: u32 = self.chars[start..i]
@@ -330,42 +331,56 @@ impl Book {
     pub fn passages(&self, settings: &ChunkSettings) -> Vec<Passage> {
         let mut out = Vec::new();
         for spine_index in 0..self.spine.len() {
-            let Some(doc) = self.document(spine_index) else {
-                continue;
-            };
-            let Some(body) = doc.body() else { continue };
-            let mut sec = Section::default();
-            let mut chapter = None;
-            let mut block = None;
-            for node in doc.descendants(body) {
-                if doc.element_name(node) == Some("br") {
-                    sec.soft_break();
-                    continue;
-                }
-                let Some(t) = doc.text(node) else { continue };
-                let Some(b) = classify(doc, node, body, settings.ruby_text) else {
-                    continue;
-                };
-                let ch = self.chapter_index_at(spine_index, node);
-                if chapter != Some(ch) {
-                    if let Some(c) = chapter {
-                        self.cut(&sec, spine_index, c, settings, &mut out);
-                    }
-                    sec = Section::default();
-                    chapter = Some(ch);
-                    block = None;
-                }
-                if block != Some(b) {
-                    sec.paragraph_break();
-                    block = Some(b);
-                }
-                sec.push_text(node, t);
-            }
-            if let Some(c) = chapter {
-                self.cut(&sec, spine_index, c, settings, &mut out);
-            }
+            self.sections(spine_index, settings.ruby_text, |chapter, sec| {
+                self.cut(sec, spine_index, chapter, settings, &mut out);
+            });
         }
         out
+    }
+
+    /// Hands the reading text of each chapter of spine document `spine_index` to `f`, in
+    /// order: the text [`Book::passages`] cuts and [`Book::reading`](crate::Book::reading)
+    /// shows.
+    pub(crate) fn sections(
+        &self,
+        spine_index: usize,
+        ruby_text: bool,
+        mut f: impl FnMut(usize, &Section),
+    ) {
+        let Some(doc) = self.document(spine_index) else {
+            return;
+        };
+        let Some(body) = doc.body() else { return };
+        let mut sec = Section::default();
+        let mut chapter = None;
+        let mut block = None;
+        for node in doc.descendants(body) {
+            if doc.element_name(node) == Some("br") {
+                sec.soft_break();
+                continue;
+            }
+            let Some(t) = doc.text(node) else { continue };
+            let Some(b) = classify(doc, node, body, ruby_text) else {
+                continue;
+            };
+            let ch = self.chapter_index_at(spine_index, node);
+            if chapter != Some(ch) {
+                if let Some(c) = chapter {
+                    f(c, &sec);
+                }
+                sec = Section::default();
+                chapter = Some(ch);
+                block = None;
+            }
+            if block != Some(b) {
+                sec.paragraph_break();
+                block = Some(b);
+            }
+            sec.push_text(node, t);
+        }
+        if let Some(c) = chapter {
+            f(c, &sec);
+        }
     }
 
     fn cut(

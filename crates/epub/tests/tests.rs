@@ -6,4 +6,5 @@ mod chapters;
 mod errors;
 mod oracle;
 mod passages;
+mod reading;
 mod vectors;

@@ -1,8 +1,8 @@
 //! [`Index`]: the tantivy index of book passages.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use tantivy::collector::TopDocs;
 use tantivy::directory::MmapDirectory;
@@ -39,7 +39,12 @@ pub struct Index {
     /// The last [`Index::books`] answer and the segments (with their delete opstamps) it
     /// was read from.
     catalog: Mutex<Option<(Segments, Vec<BookInfo>)>>,
+    /// The book files of an index in memory (a directory index keeps them in `epub/`).
+    epubs: Mutex<HashMap<String, Arc<[u8]>>>,
 }
+
+/// The folder of a directory index that holds a copy of each book's file.
+const EPUB_DIR: &str = "epub";
 
 type Segments = BTreeMap<SegmentId, Option<Opstamp>>;
 
@@ -139,6 +144,7 @@ impl Index {
             fields,
             path,
             catalog: Mutex::new(None),
+            epubs: Mutex::new(HashMap::new()),
         })
     }
 
@@ -204,6 +210,55 @@ impl Index {
         writer.wait_merging_threads().map_err(write_err)?;
         self.reader.reload().map_err(write_err)?;
         Ok(passages.len())
+    }
+
+    /// Keeps a copy of a book's `.epub` file with the index (in `epub/<book_key>.epub` of
+    /// the directory, or in memory), so the book can be opened again at a cited place
+    /// ([`Index::epub`]). Replaces an earlier copy; the file is written whole, then renamed.
+    ///
+    /// # Errors
+    ///
+    /// [`IndexError::Write`] when the file cannot be written, or `book_key` is not a key
+    /// made by [`book_key`](crate::book_key) (ASCII letters, digits and `-`).
+    pub fn keep_epub(&self, book_key: &str, bytes: &[u8]) -> Result<(), IndexError> {
+        let Some(dir) = &self.path else {
+            self.epubs
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(book_key.to_owned(), Arc::from(bytes));
+            return Ok(());
+        };
+        let file = epub_path(dir, book_key)?;
+        let write_err = |e: std::io::Error| IndexError::Write {
+            reason: format!("{}: {e}", file.display()),
+        };
+        std::fs::create_dir_all(dir.join(EPUB_DIR)).map_err(write_err)?;
+        let tmp = file.with_extension("epub.tmp");
+        std::fs::write(&tmp, bytes).map_err(write_err)?;
+        std::fs::rename(&tmp, &file).map_err(write_err)
+    }
+
+    /// The copy of a book's `.epub` file kept by [`Index::keep_epub`], or `None` if there is
+    /// none (the book is not in the index, or was added without its file).
+    ///
+    /// # Errors
+    ///
+    /// [`IndexError::Search`] when the file exists but cannot be read.
+    pub fn epub(&self, book_key: &str) -> Result<Option<Arc<[u8]>>, IndexError> {
+        let Some(dir) = &self.path else {
+            let kept = self.epubs.lock().unwrap_or_else(|e| e.into_inner());
+            return Ok(kept.get(book_key).cloned());
+        };
+        let Ok(file) = epub_path(dir, book_key) else {
+            return Ok(None);
+        };
+        match std::fs::read(&file) {
+            Ok(bytes) => Ok(Some(Arc::from(bytes))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(IndexError::Search {
+                reason: format!("{}: {e}", file.display()),
+            }),
+        }
     }
 
     /// The fingerprint stored with a book's passages, or `None` if the book is not indexed.
@@ -387,4 +442,19 @@ fn search_err(e: tantivy::TantivyError) -> IndexError {
     IndexError::Search {
         reason: e.to_string(),
     }
+}
+
+/// Where a directory index keeps a book's file; refuses keys that could leave the folder.
+fn epub_path(dir: &Path, book_key: &str) -> Result<PathBuf, IndexError> {
+    let valid = !book_key.is_empty()
+        && book_key.len() <= 64
+        && book_key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    if !valid {
+        return Err(IndexError::Write {
+            reason: format!("{book_key:?} is not a book key"),
+        });
+    }
+    Ok(dir.join(EPUB_DIR).join(format!("{book_key}.epub")))
 }

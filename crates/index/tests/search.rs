@@ -153,3 +153,33 @@ fn books_lists_each_book_with_its_passages_and_chapters() {
     other.reload().unwrap();
     assert_eq!(other.books().unwrap().len(), 3);
 }
+
+#[test]
+fn a_book_file_is_kept_with_the_index_and_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = book_bytes("wasteland.epub");
+    let key = passages("wasteland.epub")[0].book_key.clone();
+    {
+        let index = Index::open_or_create(dir.path()).unwrap();
+        assert_eq!(index.epub(&key).unwrap(), None);
+        index.keep_epub(&key, b"old").unwrap();
+        index.keep_epub(&key, &bytes).unwrap();
+    }
+    // A second handle (another process, or after a restart) reads the same bytes.
+    let index = Index::open_or_create(dir.path()).unwrap();
+    assert_eq!(index.epub(&key).unwrap().as_deref(), Some(&bytes[..]));
+    assert!(dir
+        .path()
+        .join("epub")
+        .join(format!("{key}.epub"))
+        .is_file());
+    // Keys that could name another file are refused, and never found.
+    let err = index.keep_epub("../escape", &bytes).unwrap_err();
+    assert!(matches!(err, IndexError::Write { .. }), "{err}");
+    assert_eq!(index.epub("../escape").unwrap(), None);
+
+    let memory = Index::in_memory().unwrap();
+    assert_eq!(memory.epub(&key).unwrap(), None);
+    memory.keep_epub(&key, &bytes).unwrap();
+    assert_eq!(memory.epub(&key).unwrap().as_deref(), Some(&bytes[..]));
+}

@@ -1,0 +1,262 @@
+//! [`Book::reading`]: the chapter around a CFI as paragraphs of reading text, with the place
+//! the CFI names marked, so a reader can open a book at a cited passage.
+
+use crate::cfi::Cfi;
+use crate::document::{Document, Location};
+use crate::passage::{is_collapsible, Section};
+use crate::text::Point;
+use crate::xml::NodeId;
+use crate::{Book, ResolveError};
+
+/// The chapter that holds a CFI, as a reader shows it: see [`Book::reading`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Reading {
+    /// The spine document the CFI points into.
+    pub spine_index: usize,
+    /// That document's manifest `href`.
+    pub href: String,
+    /// The chapter ([`Book::chapters`] index).
+    pub chapter_index: usize,
+    /// The chapter's title (`None` for untitled leading content).
+    pub chapter_title: Option<String>,
+    /// The chapter's paragraphs in that document, in reading order.
+    pub paragraphs: Vec<ReadingParagraph>,
+    /// What the CFI covers: a range's text, or an empty span at a point. `None` when the
+    /// place has no reading text after it in the chapter (such as an image at its end).
+    pub mark: Option<Span>,
+}
+
+/// One paragraph of a [`Reading`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReadingParagraph {
+    /// The text, runs of whitespace collapsed to one space (as in a passage).
+    pub text: String,
+    /// CFI of the paragraph's first character.
+    pub cfi: Cfi,
+}
+
+/// A place in a [`Reading`]: a paragraph and a character (Unicode scalar value) offset in
+/// its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[non_exhaustive]
+pub struct TextPosition {
+    /// Index into [`Reading::paragraphs`].
+    pub paragraph: usize,
+    /// Characters from the paragraph's start (at most its length).
+    pub char_offset: usize,
+}
+
+/// The marked part of a [`Reading`], from `start` up to (not including) `end`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Span {
+    /// The first marked character.
+    pub start: TextPosition,
+    /// Just after the last marked character (`start` for a point).
+    pub end: TextPosition,
+}
+
+impl Reading {
+    /// The marked text, paragraphs joined by a blank line (for a passage's range CFI, the
+    /// passage text).
+    pub fn marked_text(&self) -> String {
+        let Some(span) = self.mark else {
+            return String::new();
+        };
+        let mut out = String::new();
+        for p in span.start.paragraph..=span.end.paragraph {
+            let text = &self.paragraphs[p].text;
+            let from = if p == span.start.paragraph {
+                span.start.char_offset
+            } else {
+                0
+            };
+            let to = if p == span.end.paragraph {
+                span.end.char_offset
+            } else {
+                text.chars().count()
+            };
+            if p > span.start.paragraph {
+                out.push_str("\n\n");
+            }
+            out.extend(text.chars().skip(from).take(to.saturating_sub(from)));
+        }
+        out
+    }
+}
+
+impl Book {
+    /// The chapter that holds `cfi`, as paragraphs of reading text, with what the CFI covers
+    /// marked: how a reader opens the book at a cited passage. Only the part of the chapter
+    /// in the CFI's spine document is given (passages never cross documents). The text is
+    /// the text [`Book::passages`] cuts with the same `ruby_text` choice, so the mark of a
+    /// passage's range CFI is exactly that passage's text.
+    ///
+    /// # Errors
+    ///
+    /// [`ResolveError`] when the CFI does not resolve in this book (see [`Book::resolve`]).
+    pub fn reading(&self, cfi: &Cfi, ruby_text: bool) -> Result<Reading, ResolveError> {
+        let resolved = self.resolve(cfi)?;
+        let spine_index = resolved.start.spine_index;
+        let doc = self
+            .document(spine_index)
+            .ok_or_else(|| ResolveError::MissingDocument {
+                cfi: cfi.to_string(),
+                spine_index,
+            })?;
+        let anchor = match resolved.start.location {
+            Some(Location::Element(n)) | Some(Location::Text { node: n, .. }) => Some(n),
+            Some(Location::EmptyChunk { parent, .. }) => Some(parent),
+            None => doc.body(),
+        };
+        let chapter_index = match anchor {
+            Some(n) => self.chapter_index_at(spine_index, n),
+            None => self.chapter_index_at(spine_index, NodeId(0)),
+        };
+        let mut found = None;
+        self.sections(spine_index, ruby_text, |c, sec| {
+            if c == chapter_index {
+                found =
+                    Some(self.read_section(doc, sec, spine_index, resolved.start, resolved.end));
+            }
+        });
+        let (paragraphs, mark) = found.unwrap_or_default();
+        let item = &self.spine[spine_index];
+        Ok(Reading {
+            spine_index,
+            href: item.href.clone(),
+            chapter_index,
+            chapter_title: self
+                .chapters
+                .get(chapter_index)
+                .and_then(|c| c.title.clone()),
+            paragraphs,
+            mark,
+        })
+    }
+}
+
+impl Book {
+    /// The paragraphs of one chapter's section and the span from `start` to `end`.
+    fn read_section(
+        &self,
+        doc: &Document,
+        sec: &Section,
+        spine_index: usize,
+        start: Point,
+        end: Option<Point>,
+    ) -> (Vec<ReadingParagraph>, Option<Span>) {
+        let bounds = paragraph_bounds(sec);
+        let position = |p: &Point| {
+            let key = p.location.map_or((0, 0), |loc| order_key(doc, loc));
+            first_at_or_after(sec, key)
+        };
+        let mark = position(&start).map(|s| {
+            let start = text_position(&bounds, s, false);
+            let end = match end {
+                Some(e) => {
+                    let e = position(&e).unwrap_or(sec.chars.len());
+                    text_position(&bounds, e, true).max(start)
+                }
+                None => start,
+            };
+            Span { start, end }
+        });
+        let paragraphs = bounds
+            .iter()
+            .filter_map(|&(a, b)| {
+                let (node, u) = sec.lookup(a)?;
+                let path = self.path_at(spine_index, node, Some(u))?;
+                Some(ReadingParagraph {
+                    text: sec.chars[a..b].iter().collect(),
+                    cfi: Cfi::point(path),
+                })
+            })
+            .collect();
+        (paragraphs, mark)
+    }
+}
+
+/// Document order of a location: `(node index, UTF-16 offset)`. Character data inside an
+/// element comes after the element's own key, so an element's key is the place just before
+/// its content.
+fn order_key(doc: &Document, loc: Location) -> (u32, u32) {
+    match loc {
+        Location::Text { node, utf16_offset } => (node.0, utf16_offset),
+        Location::Element(node) => (node.0, 0),
+        Location::EmptyChunk { parent, chunk } => {
+            match doc.child_elements(parent).nth(chunk as usize) {
+                Some(child) => (child.0, 0),
+                None => (doc.dom.subtree_end(parent).0, 0),
+            }
+        }
+    }
+}
+
+/// The first character of the section at or after document position `key` (`None`: none is).
+fn first_at_or_after(sec: &Section, key: (u32, u32)) -> Option<usize> {
+    // Runs of mapped characters are in document order; characters between runs (a soft
+    // break, a paragraph break) belong to no node.
+    let after = sec.map.partition_point(|&(_, node, u)| (node.0, u) <= key);
+    if let Some(k) = after.checked_sub(1) {
+        let (start, node, u0) = sec.map[k];
+        let run_end = sec.map.get(k + 1).map_or(sec.chars.len(), |m| m.0);
+        if node.0 == key.0 {
+            let mut u = u0;
+            for i in start..run_end {
+                if u >= key.1 {
+                    return Some(i);
+                }
+                u += sec.chars[i].len_utf16() as u32;
+            }
+        }
+    }
+    sec.map.get(after).map(|m| m.0)
+}
+
+/// `[start, end)` of each non-empty paragraph of the section, trailing spaces left out.
+fn paragraph_bounds(sec: &Section) -> Vec<(usize, usize)> {
+    let n = sec.chars.len();
+    let mut starts = vec![0];
+    starts.extend(sec.para_starts.iter().copied().filter(|&s| s <= n));
+    starts.dedup();
+    let mut out = Vec::new();
+    for (i, &a) in starts.iter().enumerate() {
+        let mut b = starts.get(i + 1).map_or(n, |&next| next.saturating_sub(2));
+        let mut a = a;
+        while a < b && is_collapsible(sec.chars[a]) {
+            a += 1;
+        }
+        while b > a && is_collapsible(sec.chars[b - 1]) {
+            b -= 1;
+        }
+        if b > a {
+            out.push((a, b));
+        }
+    }
+    out
+}
+
+/// The paragraph and offset of section character `i`. A start between paragraphs is the
+/// start of the next one; an end there (`is_end`) is the end of the one before.
+fn text_position(paragraphs: &[(usize, usize)], i: usize, is_end: bool) -> TextPosition {
+    let at = |paragraph: usize, char_offset: usize| TextPosition {
+        paragraph,
+        char_offset,
+    };
+    if is_end {
+        let p = paragraphs.partition_point(|&(a, _)| a < i);
+        return match p.checked_sub(1) {
+            Some(q) => at(q, i.min(paragraphs[q].1) - paragraphs[q].0),
+            None => at(0, 0),
+        };
+    }
+    let p = paragraphs.partition_point(|&(_, b)| b <= i);
+    match (paragraphs.get(p), paragraphs.last()) {
+        (Some(&(a, _)), _) => at(p, i.saturating_sub(a)),
+        (None, Some(&(a, b))) => at(paragraphs.len() - 1, b - a),
+        (None, None) => at(0, 0),
+    }
+}

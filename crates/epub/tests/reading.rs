@@ -1,0 +1,83 @@
+//! Reading views: the chapter around a CFI with the cited place marked.
+
+use citeflow_epub::{Cfi, ChunkSettings};
+
+use crate::support::{book, BOOKS};
+
+/// For every passage of every fixture book (with and without ruby text), the reading view of
+/// its range CFI is its chapter, in its document, and marks exactly the passage's text; the
+/// view of its start CFI marks the point where that text starts; every paragraph's CFI
+/// resolves to the paragraph's first characters. Ruby readings are only in the Japanese book.
+#[test]
+fn a_passage_cfi_opens_its_chapter_with_exactly_the_passage_marked() {
+    for ruby in [false, true] {
+        let settings = ChunkSettings::default().with_ruby_text(ruby);
+        for name in BOOKS {
+            if ruby && !name.starts_with("kusamakura") {
+                continue;
+            }
+            let b = book(name);
+            let mut checked_paragraphs = std::collections::BTreeSet::new();
+            for p in b.passages(&settings) {
+                let r = b
+                    .reading(&p.cfi, ruby)
+                    .unwrap_or_else(|e| panic!("{name}: {}: {e}", p.cfi));
+                assert_eq!(r.spine_index, p.spine_index, "{name}: {}", p.cfi);
+                assert_eq!(r.href, p.href);
+                assert_eq!(r.chapter_index, p.chapter_index, "{name}: {}", p.cfi);
+                assert_eq!(r.chapter_title, p.chapter_title);
+                assert_eq!(r.marked_text(), p.text, "{name} ruby={ruby}: {}", p.cfi);
+                // The paragraphs are the chapter's text: the passage is inside it.
+                let all: Vec<&str> = r.paragraphs.iter().map(|q| q.text.as_str()).collect();
+                assert!(all.join("\n\n").contains(&p.text), "{name}: {}", p.cfi);
+
+                let point = b.reading(&p.start_cfi, ruby).expect("start cfi");
+                let span = point.mark.expect("a point is marked");
+                assert_eq!(span.start, span.end);
+                let full = r.mark.expect("a range is marked");
+                assert_eq!(span.start, full.start, "{name}: {}", p.start_cfi);
+                let para = &point.paragraphs[span.start.paragraph].text;
+                let first_line = p.text.split("\n\n").next().unwrap_or_default();
+                let after: String = para.chars().skip(span.start.char_offset).collect();
+                assert!(after.starts_with(first_line), "{name}: {}", p.start_cfi);
+
+                if checked_paragraphs.insert((r.spine_index, r.chapter_index)) {
+                    for q in &r.paragraphs {
+                        let back = b.reading(&q.cfi, ruby).expect("paragraph cfi");
+                        let s = back.mark.expect("marked");
+                        assert_eq!(back.paragraphs[s.start.paragraph].text, q.text, "{}", q.cfi);
+                        assert_eq!(s.start.char_offset, 0, "{}", q.cfi);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_spec_example_range_marks_the_spec_text() {
+    let b = book("cfi-spec-example.epub");
+    let cfi = Cfi::parse("epubcfi(/6/4[chap01ref]!/4[body01]/10[para05],/2/1:1,/3:4)").unwrap();
+    let r = b.reading(&cfi, false).unwrap();
+    assert_eq!(r.marked_text(), "yy0123");
+    assert_eq!(r.chapter_title.as_deref(), Some("Chapter 1"));
+}
+
+#[test]
+fn chapters_sharing_a_file_are_read_apart_and_errors_are_typed() {
+    let b = book("childrens-literature.epub");
+    let passages = b.passages(&ChunkSettings::default());
+    let (x, y) = passages
+        .windows(2)
+        .find(|w| w[0].spine_index == w[1].spine_index && w[0].chapter_index != w[1].chapter_index)
+        .map(|w| (&w[0], &w[1]))
+        .expect("two chapters in one file");
+    let rx = b.reading(&x.cfi, false).unwrap();
+    let ry = b.reading(&y.cfi, false).unwrap();
+    assert_ne!(rx.chapter_index, ry.chapter_index);
+    assert!(!rx.paragraphs.iter().any(|p| ry.paragraphs.contains(p)));
+
+    let bad = Cfi::parse("epubcfi(/6/9999!/4/2/1:0)").unwrap();
+    let err = b.reading(&bad, false).unwrap_err();
+    assert!(err.to_string().contains("9999"), "{err}");
+}
