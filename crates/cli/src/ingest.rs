@@ -182,7 +182,17 @@ pub(crate) fn ensure_indexed(
         progress.phase(format!("indexing {} passages", passages.len()));
         index.add_book(&passages, &state.fingerprint)?;
     }
+    keep_file(index, &state, &opened.bytes)?;
     Ok(state)
+}
+
+/// Keeps the book's file with the index (so a server can open the book at a cited place),
+/// unless an unchanged book already has its copy there.
+fn keep_file(index: &Index, state: &IndexState, bytes: &[u8]) -> Result<()> {
+    if !state.is_current || index.epub(&state.key)?.is_none() {
+        index.keep_epub(&state.key, bytes)?;
+    }
+    Ok(())
 }
 
 enum Sink {
@@ -318,6 +328,10 @@ fn ingest_one(
     };
     let writer = sink.writer();
     if writer.is_none() && reused {
+        if let (Some(index), Some(state)) = (&index, &state) {
+            keep_file(index, state, &opened.bytes)
+                .with_context(|| format!("cannot keep a copy of {}", path.display()))?;
+        }
         return Ok(stats);
     }
     progress.phase(format!("cutting {} into passages", path.display()));
@@ -345,6 +359,8 @@ fn ingest_one(
                 .add_book(&passages, &state.fingerprint)
                 .with_context(|| format!("cannot index {}", path.display()))?;
         }
+        keep_file(index, &state, &opened.bytes)
+            .with_context(|| format!("cannot keep a copy of {}", path.display()))?;
     }
     Ok(stats)
 }

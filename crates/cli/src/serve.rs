@@ -89,6 +89,10 @@ pub(crate) struct ServeArgs {
     /// 67108864].
     #[arg(long)]
     max_book_bytes: Option<usize>,
+    /// Most characters of a chapter GET /v1/books/{key}/read returns; a longer chapter is cut
+    /// to the paragraphs around the cited place [default: 200000].
+    #[arg(long)]
+    max_reading_chars: Option<usize>,
 }
 
 /// `$CITEFLOW_DATA_DIR`, else `$XDG_DATA_HOME/citeflow`, else `~/.local/share/citeflow`.
@@ -126,6 +130,9 @@ fn limits(a: &ServeArgs) -> Limits {
     }
     if let Some(v) = a.max_book_bytes {
         l.max_book_bytes = v;
+    }
+    if let Some(v) = a.max_reading_chars {
+        l.max_reading_chars = v;
     }
     set(&mut l.max_stream_duration_ms, a.max_stream_duration_ms);
     set(

@@ -1,20 +1,21 @@
-//! Books: the optional book index (`citeflow-index`), `GET /v1/books`, `POST /v1/books`, and
-//! the passages of a book as the sources of a chat (`citeflow.book`).
+//! Books: the optional book index (`citeflow-index`), `GET /v1/books`, `POST /v1/books`, the
+//! passages of a book as the sources of a chat (`citeflow.book`), and a book opened at a
+//! cited place (`GET /v1/books/{key}/read`).
 //!
 //! Every index call (reading, searching, cutting an uploaded book into passages) runs in
 //! `spawn_blocking`. Searches share a read lock; adding a book takes the write lock only for
 //! the index write, after the book was read and cut.
 
 use std::path::Path as FsPath;
-use std::sync::{Arc, RwLock, RwLockReadGuard};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use citeflow_core::Source;
-use citeflow_epub::{Book, ChunkSettings};
+use citeflow_epub::{Book, Cfi, ChunkSettings, PageProgression, Reading};
 use citeflow_index::{book_key, fingerprint, BookInfo, BookPassage, Index, IndexError};
 use serde_json::{json, Value};
 
@@ -27,13 +28,19 @@ use crate::state::AppState;
 /// The book index a server answers from.
 pub(crate) struct Library {
     index: RwLock<Index>,
+    /// Books opened for reading, newest first: (key, fingerprint, book).
+    opened: Mutex<Vec<(String, String, Arc<Book>)>>,
 }
+
+/// How many opened books [`Library::open_book`] keeps.
+const OPENED_BOOKS: usize = 4;
 
 impl Library {
     /// Opens (or creates) the index in `dir`.
     pub(crate) fn open(dir: &FsPath) -> Result<Library, IndexError> {
         Ok(Library {
             index: RwLock::new(Index::open_or_create(dir)?),
+            opened: Mutex::new(Vec::new()),
         })
     }
 
@@ -101,6 +108,11 @@ impl Library {
                 .unwrap_or_else(|e| e.into_inner())
                 .add_book(&passages, &print)?;
         }
+        let index = self.read();
+        if added || index.epub(&key)?.is_none() {
+            index.keep_epub(&key, bytes)?;
+        }
+        drop(index);
         let info = self
             .read()
             .books()?
@@ -108,6 +120,45 @@ impl Library {
             .find(|b| b.key == key)
             .ok_or_else(|| ApiError::Internal(format!("book {key} missing after indexing")))?;
         Ok((info, added, warnings))
+    }
+}
+
+impl Library {
+    /// Book `key` opened from the file the index keeps (re-used while its fingerprint holds).
+    fn open_book(&self, key: &str) -> Result<(Arc<Book>, BookInfo), ApiError> {
+        let index = self.read();
+        index.reload()?;
+        let info = index
+            .books()?
+            .into_iter()
+            .find(|b| b.key == key)
+            .ok_or_else(|| ApiError::BookNotFound {
+                key: key.to_owned(),
+                param: None,
+            })?;
+        let mut opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = opened
+            .iter()
+            .position(|(k, f, _)| k == key && *f == info.fingerprint)
+        {
+            let entry = opened.remove(i);
+            let book = Arc::clone(&entry.2);
+            opened.insert(0, entry);
+            return Ok((book, info));
+        }
+        let bytes = index.epub(key)?.ok_or_else(|| ApiError::BookFileMissing {
+            key: key.to_owned(),
+        })?;
+        let book = Book::open(&bytes, &citeflow_epub::Limits::default())
+            .map_err(|e| ApiError::Internal(format!("book {key}: its kept file: {e}")))?;
+        let book = Arc::new(book);
+        opened.retain(|(k, _, _)| k != key);
+        opened.insert(
+            0,
+            (key.to_owned(), info.fingerprint.clone(), Arc::clone(&book)),
+        );
+        opened.truncate(OPENED_BOOKS);
+        Ok((book, info))
     }
 }
 
@@ -188,6 +239,154 @@ pub(crate) async fn upload(
         StatusCode::OK
     };
     Ok((status, Json(v)).into_response())
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ReadQuery {
+    cfi: Option<String>,
+}
+
+/// `GET /v1/books/{key}/read?cfi=…`: the chapter that holds a CFI (such as a cited passage's
+/// `locator.cfi`) as paragraphs, each a list of segments, the segments the CFI covers
+/// marked: the book opened at the cited place. The text is the passages' text (whitespace
+/// collapsed, ruby readings left out); a chapter longer than `max_reading_chars` is cut to
+/// whole paragraphs around the mark.
+pub(crate) async fn read(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(key): Path<String>,
+    query: Result<Query<ReadQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    owner(&state, &headers)?;
+    let Query(query) = query.map_err(|e| ApiError::invalid(e.body_text(), None))?;
+    let text = query
+        .cfi
+        .filter(|c| !c.trim().is_empty())
+        .ok_or_else(|| ApiError::invalid("cfi is missing: ?cfi=epubcfi(…)", Some("cfi")))?;
+    let cfi = Cfi::parse(text.trim())
+        .map_err(|e| ApiError::invalid(format!("invalid cfi: {e}"), Some("cfi")))?;
+    let Some(lib) = state.books.clone() else {
+        return Err(ApiError::BookNotFound { key, param: None });
+    };
+    let max_chars = state.settings.limits.max_reading_chars;
+    blocking(move || {
+        let (book, info) = lib.open_book(&key)?;
+        let reading = book
+            .reading(&cfi, false)
+            .map_err(|e| ApiError::CfiNotFound {
+                key: key.clone(),
+                reason: e.to_string(),
+            })?;
+        let direction = match book.page_progression() {
+            PageProgression::Rtl => "rtl",
+            PageProgression::Ltr => "ltr",
+            _ => "default",
+        };
+        let mut v = reading_view(&reading, max_chars);
+        v["book"] = json!(key);
+        v["title"] = json!(info.title);
+        v["url"] = json!(info.url);
+        v["language"] = json!(book.metadata().language);
+        v["page_progression"] = json!(direction);
+        v["cfi"] = json!(cfi.to_string());
+        Ok(Json(v))
+    })
+    .await
+}
+
+/// A reading as the API shows it: each paragraph's text cut into segments at the mark's
+/// ends, whole paragraphs around the mark kept up to `max_chars` characters.
+fn reading_view(r: &Reading, max_chars: usize) -> Value {
+    let lens: Vec<usize> = r
+        .paragraphs
+        .iter()
+        .map(|p| p.text.chars().count())
+        .collect();
+    let (mut first, mut last) = match r.mark {
+        Some(m) => (m.start.paragraph, m.end.paragraph),
+        None => (0, 0),
+    };
+    if r.paragraphs.is_empty() {
+        (first, last) = (0, 0);
+    } else {
+        // Grow around the mark, one paragraph on each side in turn, while it fits.
+        let mut used: usize = lens[first..=last].iter().sum();
+        loop {
+            let before = first
+                .checked_sub(1)
+                .filter(|&i| used + lens[i] <= max_chars);
+            if let Some(i) = before {
+                first = i;
+                used += lens[i];
+            }
+            let after = (last + 1 < lens.len())
+                .then_some(last + 1)
+                .filter(|&i| used + lens[i] <= max_chars);
+            if let Some(i) = after {
+                last = i;
+                used += lens[i];
+            }
+            if before.is_none() && after.is_none() {
+                break;
+            }
+        }
+    }
+    let shown = if r.paragraphs.is_empty() {
+        &r.paragraphs[..]
+    } else {
+        &r.paragraphs[first..=last]
+    };
+    let paragraphs: Vec<Value> = shown
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let i = first + i;
+            let chars: Vec<char> = p.text.chars().collect();
+            let (a, b) = match r.mark {
+                Some(m) if i >= m.start.paragraph && i <= m.end.paragraph => (
+                    if i == m.start.paragraph {
+                        m.start.char_offset
+                    } else {
+                        0
+                    },
+                    if i == m.end.paragraph {
+                        m.end.char_offset
+                    } else {
+                        chars.len()
+                    },
+                ),
+                _ => (0, 0),
+            };
+            let piece = |x: usize, y: usize| chars[x..y].iter().collect::<String>();
+            let mut segments = Vec::new();
+            if a < b {
+                if a > 0 {
+                    segments.push(json!({"text": piece(0, a)}));
+                }
+                segments.push(json!({"text": piece(a, b), "marked": true}));
+                if b < chars.len() {
+                    segments.push(json!({"text": piece(b, chars.len())}));
+                }
+            } else {
+                segments.push(json!({"text": p.text}));
+            }
+            json!({"index": i, "cfi": p.cfi.to_string(), "segments": segments})
+        })
+        .collect();
+    let pos =
+        |t: citeflow_epub::TextPosition| json!({"paragraph": t.paragraph, "offset": t.char_offset});
+    json!({
+        "object": "citeflow.reading",
+        "spine_index": r.spine_index,
+        "href": r.href,
+        "chapter_index": r.chapter_index,
+        "chapter_title": r.chapter_title,
+        "mark": r.mark.map(|m| json!({"start": pos(m.start), "end": pos(m.end)})),
+        "marked_text": r.marked_text(),
+        "paragraphs": paragraphs,
+        "omitted": {"before": first, "after": r.paragraphs.len().saturating_sub(last + 1)},
+    })
 }
 
 /// Passages retrieved from a book when `top_k` is not given.

@@ -29,6 +29,24 @@ pub enum ApiError {
         /// The request field that named it (`None`: the path).
         param: Option<&'static str>,
     },
+    /// A book whose file the index does not keep (it was added by an older citeflow).
+    #[error(
+        "the book index keeps no copy of book {key:?}'s file (it was added by an older \
+         citeflow): add the book again (citeflow serve --book, citeflow ingest --index, or \
+         POST /v1/books)"
+    )]
+    BookFileMissing {
+        /// The book's key.
+        key: String,
+    },
+    /// A CFI that names no place in the book.
+    #[error("cfi not found in book {key:?}: {reason}")]
+    CfiNotFound {
+        /// The book's key.
+        key: String,
+        /// Why it does not resolve.
+        reason: String,
+    },
     /// `POST /v1/books` on a server without a book index.
     #[error("this server keeps no book index (start it with --index DIR)")]
     NoBookIndex,
@@ -116,7 +134,9 @@ impl ApiError {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::NotFound { .. }
             | ApiError::NoRoute { .. }
-            | ApiError::BookNotFound { .. } => StatusCode::NOT_FOUND,
+            | ApiError::BookNotFound { .. }
+            | ApiError::BookFileMissing { .. }
+            | ApiError::CfiNotFound { .. } => StatusCode::NOT_FOUND,
             ApiError::NoBookIndex => StatusCode::CONFLICT,
             ApiError::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::InvalidRequest { .. }
@@ -145,6 +165,8 @@ impl ApiError {
             ApiError::NotFound { .. } => "not_found",
             ApiError::NoRoute { .. } => "unknown_route",
             ApiError::BookNotFound { .. } => "book_not_found",
+            ApiError::BookFileMissing { .. } => "book_file_missing",
+            ApiError::CfiNotFound { .. } => "cfi_not_found",
             ApiError::NoBookIndex => "no_book_index",
             ApiError::InvalidEpub(_) => "invalid_epub",
             ApiError::BodyTooLarge { .. } => "body_too_large",
@@ -181,6 +203,7 @@ impl ApiError {
                 Some("sources".to_owned())
             }
             ApiError::BookNotFound { param, .. } => param.map(str::to_owned),
+            ApiError::CfiNotFound { .. } => Some("cfi".to_owned()),
             _ => None,
         };
         envelope(self.code(), &self.to_string(), self.kind(), param)

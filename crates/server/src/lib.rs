@@ -68,6 +68,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("get", "/openapi.json"),
     ("get", "/v1/books"),
     ("post", "/v1/books"),
+    ("get", "/v1/books/{key}/read"),
     ("post", "/v1/books/{key}/search"),
     ("post", "/v1/chat/completions"),
     ("post", "/v1/sessions"),
@@ -85,6 +86,7 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(metrics))
         .route("/openapi.json", get(openapi))
         .route("/v1/books", get(books::list).post(books::upload))
+        .route("/v1/books/{key}/read", get(books::read))
         .route("/v1/books/{key}/search", post(books::search))
         .route("/v1/chat/completions", post(chat::completions))
         .route("/v1/sessions", post(sessions::create))

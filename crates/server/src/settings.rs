@@ -104,6 +104,12 @@ pub struct Limits {
     /// ### Default
     /// 64 MiB.
     pub max_book_bytes: usize,
+    /// Most characters of a chapter `GET /v1/books/{key}/read` returns; a longer chapter is
+    /// cut to whole paragraphs around the cited place (`omitted` says how many).
+    ///
+    /// ### Default
+    /// 200,000.
+    pub max_reading_chars: usize,
 }
 
 impl Default for Limits {
@@ -119,6 +125,7 @@ impl Default for Limits {
             session_idle_ttl_ms: 7 * 24 * 3600 * 1000,
             max_top_k: 32,
             max_book_bytes: 64 << 20,
+            max_reading_chars: 200_000,
         }
     }
 }

@@ -559,3 +559,178 @@ async fn an_uploaded_epub_is_indexed_once_and_bad_uploads_say_why() {
     let v: Value = r.json().await.expect("json");
     assert_eq!(v["error"]["code"], "no_book_index");
 }
+
+/// `GET /v1/books/{key}/read?cfi=…` for `cfi`.
+async fn read_at(h: &Harness, key: &str, cfi: &str) -> (u16, Value) {
+    let r = h
+        .get(&format!("/v1/books/{key}/read"))
+        .query(&[("cfi", cfi)])
+        .send()
+        .await
+        .expect("send");
+    let status = r.status().as_u16();
+    (status, r.json().await.expect("json"))
+}
+
+/// The marked segments of a reading, paragraphs joined by a blank line.
+fn marked_segments(v: &Value) -> String {
+    let mut parts = Vec::new();
+    for p in v["paragraphs"].as_array().expect("paragraphs") {
+        for s in p["segments"].as_array().expect("segments") {
+            if s["marked"] == true {
+                parts.push(s["text"].as_str().expect("text").to_owned());
+            }
+        }
+    }
+    parts.join("\n\n")
+}
+
+#[tokio::test]
+async fn a_cited_passage_opens_its_chapter_with_the_passage_marked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // An index written without the book files, as citeflow before 0.1 wrote it.
+    let alice = build_index(dir.path(), &[ALICE]).remove(0);
+    let h = Harness::with(
+        |s| {
+            s.with_index(dir.path())
+                .with_limits(limits(|l| l.max_reading_chars = 2_000))
+        },
+        Arc::new(MemoryStore::new()),
+    )
+    .await;
+    let key = alice[0].book_key.clone();
+    let p = &alice[alice.len() / 2];
+    let (status, v) = read_at(&h, &key, &p.cfi.to_string()).await;
+    assert_eq!(
+        (status, v["error"]["code"].clone()),
+        (404, json!("book_file_missing")),
+        "{v}"
+    );
+    assert!(v["error"]["message"]
+        .as_str()
+        .expect("message")
+        .contains("add the book again"));
+
+    // Adding it again (unchanged, so not re-indexed) keeps its file.
+    let r = h
+        .post("/v1/books")
+        .body(epub(ALICE))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 200);
+    for p in [&alice[0], &alice[alice.len() / 2], &alice[alice.len() - 1]] {
+        let (status, v) = read_at(&h, &key, &p.cfi.to_string()).await;
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(v["object"], "citeflow.reading");
+        assert_eq!(v["book"], json!(key));
+        assert_eq!(v["title"], "Alice's Adventures in Wonderland");
+        assert_eq!(v["chapter_index"], json!(p.chapter_index));
+        assert_eq!(v["chapter_title"], json!(p.chapter_title));
+        assert_eq!(v["href"], json!(p.href));
+        assert_eq!(v["marked_text"], json!(p.text), "{}", p.cfi);
+        assert_eq!(marked_segments(&v), p.text, "{}", p.cfi);
+        // Cut to about max_reading_chars around the passage; what is cut is counted.
+        let shown: usize = v["paragraphs"]
+            .as_array()
+            .expect("paragraphs")
+            .iter()
+            .flat_map(|q| q["segments"].as_array().expect("segments").clone())
+            .map(|s| s["text"].as_str().expect("text").chars().count())
+            .sum();
+        assert!(
+            shown <= 2_000 || shown <= p.text.chars().count() + 2_000,
+            "{shown}"
+        );
+        let first = v["paragraphs"][0]["index"].as_u64().expect("index");
+        assert_eq!(v["omitted"]["before"], json!(first));
+    }
+    let middle = &alice[alice.len() / 2];
+    let (_, v) = read_at(&h, &key, &middle.cfi.to_string()).await;
+    let omitted = &v["omitted"];
+    assert!(
+        omitted["before"].as_u64().expect("n") + omitted["after"].as_u64().expect("n") > 0,
+        "a 2,000-character window cuts a chapter of Alice: {omitted}"
+    );
+    // Each paragraph's CFI opens the book at that paragraph.
+    let para = &v["paragraphs"][1];
+    let (status, at) = read_at(&h, &key, para["cfi"].as_str().expect("cfi")).await;
+    assert_eq!(status, 200);
+    assert_eq!(at["mark"]["start"]["paragraph"], para["index"]);
+    assert_eq!(at["mark"]["start"]["offset"], 0);
+
+    // A Japanese vertical book, uploaded: its text, direction and language.
+    let r = h
+        .post("/v1/books")
+        .body(epub(KUSAMAKURA))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 201);
+    let k: Value = r.json().await.expect("json");
+    let k = k["key"].as_str().expect("key").to_owned();
+    let hit = &h
+        .post(&format!("/v1/books/{k}/search"))
+        .json(&json!({"query": "智に働けば角が立つ", "top_k": 1}))
+        .send()
+        .await
+        .expect("send")
+        .json::<Value>()
+        .await
+        .expect("json")["data"][0];
+    let (status, v) = read_at(&h, &k, hit["locator"]["cfi"].as_str().expect("cfi")).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["marked_text"], hit["text"]);
+    assert!(v["marked_text"]
+        .as_str()
+        .expect("text")
+        .contains("智に働けば角が立つ"));
+    assert_eq!(v["page_progression"], "rtl");
+    assert_eq!(v["language"], "ja-jp");
+
+    // Errors name what was wrong.
+    for (query, status, code, param) in [
+        ("", 400, "invalid_request", json!("cfi")),
+        (
+            "?cfi=epubcfi(/6/4!/4/x)",
+            400,
+            "invalid_request",
+            json!("cfi"),
+        ),
+        (
+            "?cfi=epubcfi(/6/400!/4/2/1:0)",
+            404,
+            "cfi_not_found",
+            json!("cfi"),
+        ),
+        (
+            "?cfi=epubcfi(/6/4)&page=2",
+            400,
+            "invalid_request",
+            Value::Null,
+        ),
+    ] {
+        let r = h
+            .get(&format!("/v1/books/{key}/read{query}"))
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(r.status().as_u16(), status, "{query}");
+        let e: Value = r.json().await.expect("json");
+        assert_eq!(
+            (&e["error"]["code"], &e["error"]["param"]),
+            (&json!(code), &param),
+            "{e}"
+        );
+    }
+    let (status, v) = read_at(&h, "nope-000000", "epubcfi(/6/4)").await;
+    assert_eq!(
+        (status, &v["error"]["code"]),
+        (404, &json!("book_not_found"))
+    );
+    let (status, v) = read_at(&Harness::start().await, &key, "epubcfi(/6/4)").await;
+    assert_eq!(
+        (status, &v["error"]["code"]),
+        (404, &json!("book_not_found"))
+    );
+}
