@@ -352,6 +352,16 @@ class Answer {
     if (loc.chapter_title) where.push(h("span", { class: "chapter" }, `Chapter: ${loc.chapter_title}`));
     if (loc.page) where.push(h("span", {}, `p. ${loc.page}`));
     if (loc.cfi) where.push(h("code", { class: "cfi" }, loc.cfi));
+    const bookKey = bookOf(source);
+    if (bookKey && loc.cfi) {
+      where.push(
+        h(
+          "button",
+          { type: "button", class: "open-book", "data-book": bookKey, "data-cfi": loc.cfi, "data-answer": this.id, "data-n": n },
+          "Open in book",
+        ),
+      );
+    }
     const whereEl = where.length ? h("span", { class: "where" }) : null;
     where.forEach((w, i) => {
       if (i) whereEl.append(" · ");
@@ -816,11 +826,89 @@ document.addEventListener("keydown", (e) => {
   if (e.key === "Escape" && !tip().hidden) hideTip(document.activeElement);
 });
 document.addEventListener("click", (e) => {
+  const open = e.target.closest?.(".open-book");
+  if (open) {
+    openBook(open);
+    return;
+  }
   const a = e.target.closest?.(".cite a");
   if (!a) return;
   e.preventDefault();
   app.answers.get(a.dataset.answer)?.reveal(Number(a.dataset.n));
 });
+
+// ---------------------------------------------------------------------------------------------
+// The book reader: a cited passage opened in its chapter (GET /v1/books/{key}/read)
+
+/** The key of the server's book a source is a passage of (by its `book:` url), or null. */
+function bookOf(source) {
+  if (!source.url?.startsWith("book:") || !source.locator?.cfi) return null;
+  for (const b of books.values()) if (b.url === source.url) return b.key;
+  const prefix = source.id.split("#p")[0];
+  return books.has(prefix) ? prefix : null;
+}
+
+/** Japanese and Chinese books that turn pages right to left are read in vertical lines. */
+function readsVertically(r) {
+  return r.page_progression === "rtl" && /^(ja|zh)/i.test(r.language ?? "");
+}
+
+async function openBook(button) {
+  const dialog = $("#reader");
+  const body = $(".reader-body", dialog);
+  const { book, cfi } = button.dataset;
+  app.readerOpener = button;
+  $("#reader-title").textContent = books.get(book)?.title ?? book;
+  $(".reader-where", dialog).textContent = "Opening the book…";
+  body.replaceChildren();
+  dialog.dataset.state = "loading";
+  if (!dialog.open) dialog.showModal();
+  let r;
+  try {
+    const resp = await fetch(`/v1/books/${encodeURIComponent(book)}/read?cfi=${encodeURIComponent(cfi)}`, {
+      headers: headers(),
+    });
+    if (!resp.ok) throw await apiError(resp);
+    r = await resp.json();
+  } catch (e) {
+    $(".reader-where", dialog).textContent = `The book cannot be opened here: ${e.message}`;
+    dialog.dataset.state = "error";
+    return;
+  }
+  $("#reader-title").textContent = r.title || book;
+  const where = $(".reader-where", dialog);
+  where.replaceChildren(
+    r.chapter_title ? `Chapter: ${r.chapter_title} · ` : "",
+    h("code", { class: "cfi" }, r.cfi),
+  );
+  body.lang = r.language ?? "";
+  if (r.omitted.before) body.append(h("p", { class: "omitted" }, `… ${r.omitted.before} paragraphs before`));
+  for (const p of r.paragraphs) {
+    const el = h("p", { dir: "auto", "data-index": p.index, "data-cfi": p.cfi });
+    for (const seg of p.segments) el.append(seg.marked ? h("mark", {}, seg.text) : seg.text);
+    body.append(el);
+  }
+  if (r.omitted.after) body.append(h("p", { class: "omitted" }, `… ${r.omitted.after} paragraphs after`));
+  const vertical = $("#reader-vertical");
+  vertical.hidden = !readsVertically(r);
+  setVertical(readsVertically(r));
+  dialog.dataset.state = "ready";
+  dialog.dataset.book = book;
+  showMark();
+}
+
+function setVertical(on) {
+  $("#reader").classList.toggle("vertical", on);
+  $("#reader-vertical").setAttribute("aria-pressed", String(on));
+  $("#reader-vertical").textContent = on ? "Horizontal" : "Vertical";
+}
+
+/** Scrolls the first marked segment (or the paragraph of a point) into the middle. */
+function showMark() {
+  const body = $("#reader .reader-body");
+  const target = $("mark", body) ?? $("p[data-index]", body);
+  target?.scrollIntoView({ block: "center", inline: "center" });
+}
 
 // ---------------------------------------------------------------------------------------------
 // Controls
@@ -1000,6 +1088,15 @@ function init() {
     app.active.ctl?.abort();
   });
   $("#book").addEventListener("change", showBook);
+  $("#reader-close").addEventListener("click", () => $("#reader").close());
+  $("#reader-vertical").addEventListener("click", () => {
+    setVertical(!$("#reader").classList.contains("vertical"));
+    showMark();
+  });
+  $("#reader").addEventListener("close", () => {
+    app.readerOpener?.focus();
+    app.readerOpener = null;
+  });
   $("#book-file").addEventListener("change", async (e) => {
     const f = e.target.files?.[0];
     if (!f) return;

@@ -494,6 +494,45 @@ test("asking against a book picked in the list: the server retrieves its passage
   await page.waitForFunction(() => document.querySelector("#tip").hidden);
   await shot(page, page.locator(".layout"), "book-source.png");
 
+  // "Open in book": the chapter of the cited passage, with exactly the passage marked, scrolled
+  // into view; Escape closes the reader and gives the focus back to the button.
+  const found = await (
+    await fetch(`${env.base}/v1/books/${encodeURIComponent(alice.key)}/search`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ query: "What did the White Rabbit take out of its waistcoat-pocket?", top_k: 4 }),
+    })
+  ).json();
+  const cited = found.data.find((p) => p.id === context[1].id);
+  const open = page.locator(`#${id}-src-1 .open-book`);
+  await open.click();
+  await page.waitForFunction(() => document.querySelector("#reader").dataset.state === "ready");
+  const reader = await page.evaluate(() => {
+    const d = document.querySelector("#reader");
+    const body = d.querySelector(".reader-body");
+    const marks = [...body.querySelectorAll("mark")];
+    const box = body.getBoundingClientRect();
+    const m = marks[0].getBoundingClientRect();
+    return {
+      open: d.open,
+      title: d.querySelector("#reader-title").textContent,
+      where: d.querySelector(".reader-where").textContent,
+      marked: marks.map((x) => x.textContent).join("\n\n"),
+      paragraphs: body.querySelectorAll("p[data-index]").length,
+      markInView: m.top >= box.top && m.top < box.bottom,
+    };
+  });
+  assert.equal(reader.open, true);
+  assert.equal(reader.title, alice.title);
+  assert.ok(reader.where.includes(`Chapter: ${context[1].chapter}`) && reader.where.includes(context[1].cfi), reader.where);
+  assert.equal(reader.marked, cited.text, "the reader marks exactly the cited passage");
+  assert.ok(reader.paragraphs > 3, "the whole chapter around it");
+  assert.ok(reader.markInView, "the passage is scrolled into view");
+  await shot(page, page.locator("#reader"), "book-reader.png");
+  await page.keyboard.press("Escape");
+  await page.waitForFunction(() => !document.querySelector("#reader").open);
+  assert.equal(await page.evaluate(() => document.activeElement?.classList.contains("open-book")), true);
+
   // Rendered in the browser: the page searches the book first and sends the passages as
   // sources; the model sees the same passages, and the numbers and the list are the same.
   await page.locator("#render").selectOption("client");
@@ -535,6 +574,52 @@ test("an .epub uploaded in the page joins the book list and can be asked at once
   writeFileSync(join(dir, "fake.epub"), "not a zip at all");
   await page.locator("#book-file").setInputFiles(join(dir, "fake.epub"));
   await page.waitForFunction(() => /fake\.epub: not a readable EPUB/.test(document.querySelector("#status").textContent));
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});
+
+test("a Japanese book opens at the cited place in vertical lines, and switches to horizontal", async () => {
+  const up = await fetch(`${env.base}/v1/books`, {
+    method: "POST",
+    headers: { "content-type": "application/epub+zip" },
+    body: readFileSync(join(sharedDir, "fixtures/epub/kusamakura-japanese-vertical-writing.epub")),
+  });
+  assert.ok(up.ok, `upload: ${up.status}`);
+  const book = await up.json();
+  const found = await (
+    await fetch(`${env.base}/v1/books/${encodeURIComponent(book.key)}/search`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ query: "智に働けば角が立つ", top_k: 2 }),
+    })
+  ).json();
+  await script(env.upstream, "kusamakura", ["山路を登りながら、こう考えた{{cite:1}}。"], { paceMs: 20 });
+  const { ctx, page, errors } = await openPage();
+  const id = await ask(page, "智に働けば？", { model: "kusamakura", sources: found.data });
+  assert.equal(await finished(page, id), "done");
+  await page.locator(`#${id}-src-1 .open-book`).click();
+  await page.waitForFunction(() => document.querySelector("#reader").dataset.state === "ready");
+  const r = await page.evaluate(() => {
+    const d = document.querySelector("#reader");
+    const body = d.querySelector(".reader-body");
+    return {
+      vertical: d.classList.contains("vertical"),
+      mode: getComputedStyle(body).writingMode,
+      lang: body.lang,
+      marked: [...body.querySelectorAll("mark")].map((x) => x.textContent).join("\n\n"),
+      toggle: d.querySelector("#reader-vertical").textContent,
+    };
+  });
+  assert.equal(r.vertical, true);
+  assert.equal(r.mode, "vertical-rl");
+  assert.equal(r.lang, "ja-jp");
+  assert.equal(r.marked, found.data[0].text);
+  assert.ok(r.marked.includes("智に働けば角が立つ"), r.marked);
+  await shot(page, page.locator("#reader"), "book-reader-vertical.png");
+  await page.locator("#reader-vertical").click();
+  assert.equal(await page.evaluate(() => getComputedStyle(document.querySelector("#reader .reader-body")).writingMode), "horizontal-tb");
+  await page.locator("#reader-close").click();
+  await page.waitForFunction(() => !document.querySelector("#reader").open);
   assert.deepEqual(errors, []);
   await ctx.close();
 });
