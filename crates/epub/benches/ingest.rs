@@ -3,6 +3,7 @@
 //! `ingest` = `Book::open` (unzip, parse container, package, toc and every
 //! spine document) + every text node's CFI rendered as a string.
 //! `passages` = `Book::open` + `Book::passages` with the default settings.
+//! `reading` = `Book::reading` of a passage's range CFI in an opened book.
 #![expect(missing_docs, reason = "criterion_group! generates an undocumented fn")]
 
 use std::path::PathBuf;
@@ -77,6 +78,20 @@ fn bench(c: &mut Criterion) {
                 .sum::<usize>()
         })
     });
+    g.finish();
+
+    // Opening an opened book at a cited place (what GET /v1/books/{key}/read does per
+    // request): the chapter of a passage in the middle of each book, the passage marked.
+    let mut g = c.benchmark_group("reading");
+    g.sample_size(20);
+    for (name, bytes, _) in &books {
+        let book = Book::open(bytes, &Limits::default()).expect("opens");
+        let passages = book.passages(&settings);
+        let cfi = passages[passages.len() / 2].cfi.clone();
+        g.bench_function(*name, |b| {
+            b.iter(|| book.reading(black_box(&cfi), false).expect("resolves"))
+        });
+    }
     g.finish();
 }
 

@@ -331,20 +331,21 @@ impl Book {
     pub fn passages(&self, settings: &ChunkSettings) -> Vec<Passage> {
         let mut out = Vec::new();
         for spine_index in 0..self.spine.len() {
-            self.sections(spine_index, settings.ruby_text, |chapter, sec| {
+            self.sections(spine_index, settings.ruby_text, None, |chapter, sec| {
                 self.cut(sec, spine_index, chapter, settings, &mut out);
             });
         }
         out
     }
 
-    /// Hands the reading text of each chapter of spine document `spine_index` to `f`, in
-    /// order: the text [`Book::passages`] cuts and [`Book::reading`](crate::Book::reading)
-    /// shows.
+    /// Hands the reading text of each chapter of spine document `spine_index` (or of chapter
+    /// `only`) to `f`, in order: the text [`Book::passages`] cuts and
+    /// [`Book::reading`](crate::Book::reading) shows.
     pub(crate) fn sections(
         &self,
         spine_index: usize,
         ruby_text: bool,
+        only: Option<usize>,
         mut f: impl FnMut(usize, &Section),
     ) {
         let Some(doc) = self.document(spine_index) else {
@@ -360,10 +361,13 @@ impl Book {
                 continue;
             }
             let Some(t) = doc.text(node) else { continue };
+            let ch = self.chapter_index_at(spine_index, node);
+            if only.is_some_and(|o| o != ch) {
+                continue;
+            }
             let Some(b) = classify(doc, node, body, ruby_text) else {
                 continue;
             };
-            let ch = self.chapter_index_at(spine_index, node);
             if chapter != Some(ch) {
                 if let Some(c) = chapter {
                     f(c, &sec);

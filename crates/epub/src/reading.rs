@@ -116,7 +116,7 @@ impl Book {
             None => self.chapter_index_at(spine_index, NodeId(0)),
         };
         let mut found = None;
-        self.sections(spine_index, ruby_text, |c, sec| {
+        self.sections(spine_index, ruby_text, Some(chapter_index), |c, sec| {
             if c == chapter_index {
                 found =
                     Some(self.read_section(doc, sec, spine_index, resolved.start, resolved.end));
