@@ -264,8 +264,7 @@ pub(crate) async fn read(
         .cfi
         .filter(|c| !c.trim().is_empty())
         .ok_or_else(|| ApiError::invalid("cfi is missing: ?cfi=epubcfi(…)", Some("cfi")))?;
-    let cfi = Cfi::parse(text.trim())
-        .map_err(|e| ApiError::invalid(format!("invalid cfi: {e}"), Some("cfi")))?;
+    let cfi = Cfi::parse(text.trim()).map_err(|e| ApiError::invalid(e.to_string(), Some("cfi")))?;
     let Some(lib) = state.books.clone() else {
         return Err(ApiError::BookNotFound { key, param: None });
     };

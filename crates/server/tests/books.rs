@@ -689,25 +689,28 @@ async fn a_cited_passage_opens_its_chapter_with_the_passage_marked() {
     assert_eq!(v["language"], "ja-jp");
 
     // Errors name what was wrong.
-    for (query, status, code, param) in [
-        ("", 400, "invalid_request", json!("cfi")),
+    for (query, status, code, param, says) in [
+        ("", 400, "invalid_request", json!("cfi"), "cfi is missing"),
         (
             "?cfi=epubcfi(/6/4!/4/x)",
             400,
             "invalid_request",
             json!("cfi"),
+            "at byte 16: expected a number",
         ),
         (
             "?cfi=epubcfi(/6/400!/4/2/1:0)",
             404,
             "cfi_not_found",
             json!("cfi"),
+            "(/400) has no target",
         ),
         (
             "?cfi=epubcfi(/6/4)&page=2",
             400,
             "invalid_request",
             Value::Null,
+            "unknown field `page`",
         ),
     ] {
         let r = h
@@ -722,6 +725,8 @@ async fn a_cited_passage_opens_its_chapter_with_the_passage_marked() {
             (&json!(code), &param),
             "{e}"
         );
+        let message = e["error"]["message"].as_str().expect("message");
+        assert!(message.contains(says), "{query}: {message}");
     }
     let (status, v) = read_at(&h, "nope-000000", "epubcfi(/6/4)").await;
     assert_eq!(
