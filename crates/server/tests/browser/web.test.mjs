@@ -142,6 +142,17 @@ function view(page, id) {
   }, id);
 }
 
+/** The passages `citeflow serve` retrieves from a book for `query` (POST /v1/books/{key}/search). */
+async function searchBook(key, query, topK) {
+  const r = await fetch(`${env.base}/v1/books/${encodeURIComponent(key)}/search`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ query, top_k: topK }),
+  });
+  assert.equal(r.status, 200, `search ${key}`);
+  return r.json();
+}
+
 async function shot(page, locator, name) {
   await locator.screenshot({ path: join(screenshots, name), animations: "disabled" });
 }
@@ -496,13 +507,7 @@ test("asking against a book picked in the list: the server retrieves its passage
 
   // "Open in book": the chapter of the cited passage, with exactly the passage marked, scrolled
   // into view; Escape closes the reader and gives the focus back to the button.
-  const found = await (
-    await fetch(`${env.base}/v1/books/${encodeURIComponent(alice.key)}/search`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ query: "What did the White Rabbit take out of its waistcoat-pocket?", top_k: 4 }),
-    })
-  ).json();
+  const found = await searchBook(alice.key, "What did the White Rabbit take out of its waistcoat-pocket?", 4);
   const cited = found.data.find((p) => p.id === context[1].id);
   const open = page.locator(`#${id}-src-1 .open-book`);
   await open.click();
@@ -586,13 +591,7 @@ test("a Japanese book opens at the cited place in vertical lines, and switches t
   });
   assert.ok(up.ok, `upload: ${up.status}`);
   const book = await up.json();
-  const found = await (
-    await fetch(`${env.base}/v1/books/${encodeURIComponent(book.key)}/search`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ query: "智に働けば角が立つ", top_k: 2 }),
-    })
-  ).json();
+  const found = await searchBook(book.key, "智に働けば角が立つ", 2);
   await script(env.upstream, "kusamakura", ["山路を登りながら、こう考えた{{cite:1}}。"], { paceMs: 20 });
   const { ctx, page, errors } = await openPage();
   const id = await ask(page, "智に働けば？", { model: "kusamakura", sources: found.data });
