@@ -269,6 +269,9 @@ fn ingest_into_an_index_reuses_an_unchanged_book() {
         .passage
         .text
         .contains("April is the cruellest month"));
+    // The book's file is kept with the index, byte for byte.
+    let kept = idx.epub(&hits[0].passage.book_key).unwrap().expect("kept");
+    assert_eq!(&kept[..], &std::fs::read(&path).unwrap()[..]);
     // Other chunk settings: the book is cut and indexed again.
     let other = run(&[
         "ingest",

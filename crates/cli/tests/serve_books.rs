@@ -1,6 +1,6 @@
 //! `citeflow serve --index DIR --book PATH.epub`: books are ingested before the server listens
 //! (and skipped when the index holds them already), listed at `GET /v1/books`, and a chat with
-//! `citeflow.book` answers from one.
+//! `citeflow.book` answers from one, and `GET /v1/books/{key}/read` opens one at a passage.
 
 use std::path::Path;
 use std::process::Command;
@@ -94,6 +94,36 @@ fn serve_ingests_books_at_start_once_and_answers_from_them() {
             "{system}"
         );
         assert!(system.contains("(chapter: "), "{system}");
+
+        // The book's file is kept with the index: a passage opens in its chapter, marked.
+        assert!(index
+            .join("epub")
+            .join(format!("{kusa_key}.epub"))
+            .is_file());
+        let found: Value = http
+            .post(format!("{}/v1/books/{kusa_key}/search", server.base))
+            .json(&json!({"query": "智に働けば角が立つ", "top_k": 1}))
+            .send()
+            .await
+            .expect("send")
+            .json()
+            .await
+            .expect("json");
+        let passage = &found["data"][0];
+        let reading: Value = http
+            .get(format!("{}/v1/books/{kusa_key}/read", server.base))
+            .query(&[("cfi", passage["locator"]["cfi"].as_str().expect("cfi"))])
+            .send()
+            .await
+            .expect("send")
+            .json()
+            .await
+            .expect("json");
+        assert_eq!(reading["marked_text"], passage["text"], "{reading}");
+        assert_eq!(
+            reading["chapter_title"],
+            passage["locator"]["chapter_title"]
+        );
         drop(server);
 
         // A book that cannot be read stops the server before it listens.
