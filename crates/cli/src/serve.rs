@@ -214,6 +214,45 @@ impl BookInput {
     }
 }
 
+/// Gives the sample books an index holds without their file (an index written before the
+/// index kept book files) their file, so they open at a cited place. Opens the sample books
+/// only when some book of the index has no file.
+fn keep_sample_files(dir: &Path) -> anyhow::Result<()> {
+    if !dir.exists() {
+        return Ok(());
+    }
+    let index = Index::open_or_create(dir)
+        .with_context(|| format!("cannot open the book index {}", dir.display()))?;
+    let mut missing = Vec::new();
+    for b in index.books()? {
+        if index.epub(&b.key)?.is_none() {
+            missing.push(b);
+        }
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let settings = ChunkSettings::default();
+    for (name, bytes) in SAMPLE_BOOKS {
+        let book = Book::open(bytes, &EpubLimits::default())
+            .with_context(|| format!("cannot open the sample book {name}"))?;
+        let meta = book.metadata();
+        let key = citeflow_index::book_key(
+            meta.identifier.as_deref().unwrap_or(""),
+            meta.title.as_deref().unwrap_or(""),
+        );
+        let print = citeflow_index::fingerprint(bytes, &settings);
+        if missing
+            .iter()
+            .any(|b| b.key == key && b.fingerprint == print)
+        {
+            index.keep_epub(&key, bytes)?;
+            eprintln!("citeflow: sample book {name}: kept its file with the index ({key})");
+        }
+    }
+    Ok(())
+}
+
 /// Adds `books` to the index in `dir` (skipping those it holds as they are), with progress on
 /// stderr.
 fn ingest_books(dir: &Path, books: &[BookInput]) -> anyhow::Result<()> {
@@ -277,6 +316,9 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     }
     if !books.is_empty() {
         ingest_books(&index, &books)?;
+    }
+    if !args.no_sample_books {
+        keep_sample_files(&index)?;
     }
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     // No --upstream: the local model, on a loopback port, is the upstream (kept until exit).

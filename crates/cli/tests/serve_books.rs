@@ -195,7 +195,22 @@ fn an_empty_index_gets_the_sample_books_unless_told_not_to() {
         let server = serve(&upstream, &index, &[], &log);
         let stderr = std::fs::read_to_string(&log).expect("stderr");
         assert!(!stderr.contains("sample books"), "{stderr}");
+        assert!(!stderr.contains("kept its file"), "{stderr}");
         assert_eq!(titles(&http, &server).await.len(), 2);
+        drop(server);
+
+        // An index written before book files were kept: the sample books get theirs back.
+        let kept = index.join("epub");
+        assert_eq!(std::fs::read_dir(&kept).expect("epub dir").count(), 2);
+        std::fs::remove_dir_all(&kept).expect("remove");
+        let server = serve(&upstream, &index, &[], &log);
+        let stderr = std::fs::read_to_string(&log).expect("stderr");
+        assert_eq!(
+            stderr.matches("kept its file with the index").count(),
+            2,
+            "{stderr}"
+        );
+        assert_eq!(std::fs::read_dir(&kept).expect("epub dir").count(), 2);
         drop(server);
 
         let bare = dir.path().join("bare");

@@ -93,6 +93,23 @@ test("the main command's page answers a question about a sample book with the lo
   assert.match(v.speed, /first token after .* · \d+\.\d tokens\/s/, context);
 
   await page.locator(".layout").screenshot({ path: join(screenshots, "local-model.png"), animations: "disabled" });
+
+  // The first cited passage opens in its chapter of the sample book, marked.
+  await page.locator(`#${id}-src-1 .open-book`).click();
+  await page.waitForFunction(() => ["ready", "error"].includes(document.querySelector("#reader").dataset.state));
+  const reader = await page.evaluate(() => {
+    const d = document.querySelector("#reader");
+    return {
+      state: d.dataset.state,
+      where: d.querySelector(".reader-where").textContent,
+      marked: [...d.querySelectorAll(".reader-body mark")].map((m) => m.textContent).join(""),
+    };
+  });
+  assert.equal(reader.state, "ready", JSON.stringify(reader));
+  assert.ok(reader.where.includes(v.list[0].cfi), JSON.stringify(reader));
+  assert.ok(reader.where.includes(v.list[0].chapter), JSON.stringify(reader));
+  assert.ok(reader.marked.trim().length > 0, JSON.stringify(reader));
+  await page.keyboard.press("Escape");
   assert.deepEqual(errors, []);
 
   // And in /metrics.
