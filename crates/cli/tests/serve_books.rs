@@ -35,6 +35,17 @@ fn serve_with(
     start_serve(cmd, Some(stderr_file))
 }
 
+/// Sends a request and reads its JSON answer.
+async fn json_of(request: reqwest::RequestBuilder) -> Value {
+    request
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json")
+}
+
 #[test]
 fn serve_ingests_books_at_start_once_and_answers_from_them() {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
@@ -52,14 +63,7 @@ fn serve_ingests_books_at_start_once_and_answers_from_them() {
         let stderr = std::fs::read_to_string(&log).expect("stderr");
         assert_eq!(stderr.matches(" indexed (").count(), 2, "{stderr}");
         assert!(stderr.contains("alice.epub: book alice-s-adve"), "{stderr}");
-        let books: Value = http
-            .get(format!("{}/v1/books", server.base))
-            .send()
-            .await
-            .expect("send")
-            .json()
-            .await
-            .expect("json");
+        let books = json_of(http.get(format!("{}/v1/books", server.base))).await;
         let books = books["data"].as_array().expect("data").clone();
         assert_eq!(books.len(), 2, "{books:?}");
         let kusa_key = books[1]["key"].as_str().expect("key").to_owned();
@@ -100,25 +104,17 @@ fn serve_ingests_books_at_start_once_and_answers_from_them() {
             .join("epub")
             .join(format!("{kusa_key}.epub"))
             .is_file());
-        let found: Value = http
-            .post(format!("{}/v1/books/{kusa_key}/search", server.base))
-            .json(&json!({"query": "智に働けば角が立つ", "top_k": 1}))
-            .send()
-            .await
-            .expect("send")
-            .json()
-            .await
-            .expect("json");
+        let found = json_of(
+            http.post(format!("{}/v1/books/{kusa_key}/search", server.base))
+                .json(&json!({"query": "智に働けば角が立つ", "top_k": 1})),
+        )
+        .await;
         let passage = &found["data"][0];
-        let reading: Value = http
-            .get(format!("{}/v1/books/{kusa_key}/read", server.base))
-            .query(&[("cfi", passage["locator"]["cfi"].as_str().expect("cfi"))])
-            .send()
-            .await
-            .expect("send")
-            .json()
-            .await
-            .expect("json");
+        let reading = json_of(
+            http.get(format!("{}/v1/books/{kusa_key}/read", server.base))
+                .query(&[("cfi", passage["locator"]["cfi"].as_str().expect("cfi"))]),
+        )
+        .await;
         assert_eq!(reading["marked_text"], passage["text"], "{reading}");
         assert_eq!(
             reading["chapter_title"],
@@ -154,14 +150,7 @@ fn serve_ingests_books_at_start_once_and_answers_from_them() {
 
 /// Titles of the books `GET /v1/books` lists.
 async fn titles(http: &reqwest::Client, server: &Server) -> Vec<String> {
-    let books: Value = http
-        .get(format!("{}/v1/books", server.base))
-        .send()
-        .await
-        .expect("send")
-        .json()
-        .await
-        .expect("json");
+    let books = json_of(http.get(format!("{}/v1/books", server.base))).await;
     books["data"]
         .as_array()
         .expect("data")
