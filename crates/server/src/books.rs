@@ -136,22 +136,27 @@ impl Library {
                 key: key.to_owned(),
                 param: None,
             })?;
-        let mut opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = opened
-            .iter()
-            .position(|(k, f, _)| k == key && *f == info.fingerprint)
         {
-            let entry = opened.remove(i);
-            let book = Arc::clone(&entry.2);
-            opened.insert(0, entry);
-            return Ok((book, info));
+            let mut opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(i) = opened
+                .iter()
+                .position(|(k, f, _)| k == key && *f == info.fingerprint)
+            {
+                let entry = opened.remove(i);
+                let book = Arc::clone(&entry.2);
+                opened.insert(0, entry);
+                return Ok((book, info));
+            }
         }
+        // Not open yet: read it without holding the cache, so other books are served meanwhile.
         let bytes = index.epub(key)?.ok_or_else(|| ApiError::BookFileMissing {
             key: key.to_owned(),
         })?;
+        drop(index);
         let book = Book::open(&bytes, &citeflow_epub::Limits::default())
             .map_err(|e| ApiError::Internal(format!("book {key}: its kept file: {e}")))?;
         let book = Arc::new(book);
+        let mut opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
         opened.retain(|(k, _, _)| k != key);
         opened.insert(
             0,
