@@ -136,9 +136,7 @@ impl Book {
             mark,
         })
     }
-}
 
-impl Book {
     /// The paragraphs of one chapter's section and the span from `start` to `end`.
     fn read_section(
         &self,
