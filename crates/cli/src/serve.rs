@@ -11,7 +11,7 @@ use citeflow_index::Index;
 use citeflow_server::{launch, Limits, ServerSettings, StoreLocation};
 
 use crate::epub_cmd::OpenedBook;
-use crate::ingest::{ensure_indexed, open_book, Progress};
+use crate::ingest::{ensure_indexed, index_state, open_book, Progress};
 
 /// Arguments of `citeflow serve`.
 #[derive(Debug, clap::Args)]
@@ -233,23 +233,19 @@ fn keep_sample_files(dir: &Path) -> anyhow::Result<()> {
         return Ok(());
     }
     let settings = ChunkSettings::default();
+    let progress = Progress::new();
     for (name, bytes) in SAMPLE_BOOKS {
-        let book = Book::open(bytes, &EpubLimits::default())
-            .with_context(|| format!("cannot open the sample book {name}"))?;
-        let meta = book.metadata();
-        let key = citeflow_index::book_key(
-            meta.identifier.as_deref().unwrap_or(""),
-            meta.title.as_deref().unwrap_or(""),
-        );
-        let print = citeflow_index::fingerprint(bytes, &settings);
-        if missing
-            .iter()
-            .any(|b| b.key == key && b.fingerprint == print)
-        {
-            index.keep_epub(&key, bytes)?;
-            eprintln!("citeflow: sample book {name}: kept its file with the index ({key})");
+        let opened = BookInput::Sample(name, bytes).open(&progress)?;
+        let state = index_state(&index, &opened, &settings)?;
+        if state.is_current && missing.iter().any(|b| b.key == state.key) {
+            index.keep_epub(&state.key, bytes)?;
+            progress.println(format!(
+                "citeflow: sample book {name}: kept its file with the index ({})",
+                state.key
+            ));
         }
     }
+    progress.finish();
     Ok(())
 }
 

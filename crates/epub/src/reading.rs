@@ -59,6 +59,27 @@ pub struct Span {
 }
 
 impl Reading {
+    /// The marked part of paragraph `paragraph` as a character range `(start, end)`, or `None`
+    /// when nothing of it is marked (a point marks nothing).
+    pub fn marked_range(&self, paragraph: usize) -> Option<(usize, usize)> {
+        let span = self.mark?;
+        let text = &self.paragraphs.get(paragraph)?.text;
+        if paragraph < span.start.paragraph || paragraph > span.end.paragraph {
+            return None;
+        }
+        let from = if paragraph == span.start.paragraph {
+            span.start.char_offset
+        } else {
+            0
+        };
+        let to = if paragraph == span.end.paragraph {
+            span.end.char_offset
+        } else {
+            text.chars().count()
+        };
+        (from < to).then_some((from, to))
+    }
+
     /// The marked text, paragraphs joined by a blank line (for a passage's range CFI, the
     /// passage text).
     pub fn marked_text(&self) -> String {
@@ -67,21 +88,12 @@ impl Reading {
         };
         let mut out = String::new();
         for p in span.start.paragraph..=span.end.paragraph {
-            let text = &self.paragraphs[p].text;
-            let from = if p == span.start.paragraph {
-                span.start.char_offset
-            } else {
-                0
-            };
-            let to = if p == span.end.paragraph {
-                span.end.char_offset
-            } else {
-                text.chars().count()
-            };
             if p > span.start.paragraph {
                 out.push_str("\n\n");
             }
-            out.extend(text.chars().skip(from).take(to.saturating_sub(from)));
+            if let Some((from, to)) = self.marked_range(p) {
+                out.extend(self.paragraphs[p].text.chars().skip(from).take(to - from));
+            }
         }
         out
     }
@@ -116,11 +128,8 @@ impl Book {
             None => self.chapter_index_at(spine_index, NodeId(0)),
         };
         let mut found = None;
-        self.sections(spine_index, ruby_text, Some(chapter_index), |c, sec| {
-            if c == chapter_index {
-                found =
-                    Some(self.read_section(doc, sec, spine_index, resolved.start, resolved.end));
-            }
+        self.sections(spine_index, ruby_text, Some(chapter_index), |_, sec| {
+            found = Some(self.read_section(doc, sec, spine_index, resolved.start, resolved.end));
         });
         let (paragraphs, mark) = found.unwrap_or_default();
         let item = &self.spine[spine_index];

@@ -112,30 +112,31 @@ impl Library {
         if added || index.epub(&key)?.is_none() {
             index.keep_epub(&key, bytes)?;
         }
-        drop(index);
-        let info = self
-            .read()
+        let info = index
             .books()?
             .into_iter()
             .find(|b| b.key == key)
             .ok_or_else(|| ApiError::Internal(format!("book {key} missing after indexing")))?;
         Ok((info, added, warnings))
     }
-}
 
-impl Library {
     /// Book `key` opened from the file the index keeps (re-used while its fingerprint holds).
     fn open_book(&self, key: &str) -> Result<(Arc<Book>, BookInfo), ApiError> {
         let index = self.read();
-        index.reload()?;
-        let info = index
-            .books()?
-            .into_iter()
-            .find(|b| b.key == key)
-            .ok_or_else(|| ApiError::BookNotFound {
-                key: key.to_owned(),
-                param: None,
-            })?;
+        let find = || -> Result<Option<BookInfo>, ApiError> {
+            Ok(index.books()?.into_iter().find(|b| b.key == key))
+        };
+        let info = match find()? {
+            Some(info) => info,
+            None => {
+                // Another process may have added it since: look again.
+                index.reload()?;
+                find()?.ok_or_else(|| ApiError::BookNotFound {
+                    key: key.to_owned(),
+                    param: None,
+                })?
+            }
+        };
         {
             let mut opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(i) = opened
@@ -346,35 +347,22 @@ fn reading_view(r: &Reading, max_chars: usize) -> Value {
         .enumerate()
         .map(|(i, p)| {
             let i = first + i;
-            let chars: Vec<char> = p.text.chars().collect();
-            let (a, b) = match r.mark {
-                Some(m) if i >= m.start.paragraph && i <= m.end.paragraph => (
-                    if i == m.start.paragraph {
-                        m.start.char_offset
-                    } else {
-                        0
-                    },
-                    if i == m.end.paragraph {
-                        m.end.char_offset
-                    } else {
-                        chars.len()
-                    },
-                ),
-                _ => (0, 0),
+            let segments = match r.marked_range(i) {
+                Some((a, b)) => {
+                    let chars: Vec<char> = p.text.chars().collect();
+                    let piece = |x: usize, y: usize| chars[x..y].iter().collect::<String>();
+                    let mut segments = Vec::new();
+                    if a > 0 {
+                        segments.push(json!({"text": piece(0, a)}));
+                    }
+                    segments.push(json!({"text": piece(a, b), "marked": true}));
+                    if b < chars.len() {
+                        segments.push(json!({"text": piece(b, chars.len())}));
+                    }
+                    segments
+                }
+                None => vec![json!({"text": p.text})],
             };
-            let piece = |x: usize, y: usize| chars[x..y].iter().collect::<String>();
-            let mut segments = Vec::new();
-            if a < b {
-                if a > 0 {
-                    segments.push(json!({"text": piece(0, a)}));
-                }
-                segments.push(json!({"text": piece(a, b), "marked": true}));
-                if b < chars.len() {
-                    segments.push(json!({"text": piece(b, chars.len())}));
-                }
-            } else {
-                segments.push(json!({"text": p.text}));
-            }
             json!({"index": i, "cfi": p.cfi.to_string(), "segments": segments})
         })
         .collect();
