@@ -31,10 +31,11 @@ echo "fetching the model into $MODELS_DIR"
 MODEL="$(cargo run --quiet --locked -p citeflow-llm --example fetch_model -- "$MODELS_DIR")"
 export CITEFLOW_LLM_MODEL="$MODEL"
 
-echo "clippy (citeflow-llm with local-model, -D warnings)"
-cargo clippy --quiet --locked -p citeflow-llm --features local-model --all-targets -- -D warnings
-echo "clippy (citeflow with local-model, -D warnings)"
-cargo clippy --quiet --locked -p citeflow-cli --features local-model --all-targets -- -D warnings
+# One clippy run for both crates: two runs resolve build-dependency features differently and
+# build llama.cpp twice.
+echo "clippy (citeflow-llm and citeflow with local-model, -D warnings)"
+cargo clippy --quiet --locked -p citeflow-llm -p citeflow-cli \
+    --features citeflow-llm/local-model,citeflow-cli/local-model --all-targets -- -D warnings
 
 echo "tests with the real model ($MODEL)"
 cargo test --locked -p citeflow-llm --features local-model -- --test-threads=1

@@ -6,6 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
+# No incremental caches (2-3 GB of target/ on a clean run, of no use to a run from scratch);
+# set CARGO_INCREMENTAL=1 to keep them.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 export CITEFLOW_SHARED_DIR="${CITEFLOW_SHARED_DIR:-$(cd .. && pwd)/shared}"
 [ -d "$CITEFLOW_SHARED_DIR/fixtures" ] || { echo "shared fixtures not found at $CITEFLOW_SHARED_DIR" >&2; exit 1; }
 
@@ -37,3 +40,4 @@ for part in scripts/test-*.sh; do
 done
 
 step "all tests passed"
+du -sh target 2>/dev/null | sed 's/^/disk used by target\/: /' || true
