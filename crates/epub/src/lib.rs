@@ -75,7 +75,7 @@ pub use error::{OpenError, ResolveError, Warning};
 pub use limits::Limits;
 pub use package::{ManifestItem, Metadata, PageProgression, SpineItem};
 pub use passage::{ChunkSettings, Passage};
-pub use reading::{Reading, ReadingParagraph, Span, TextPosition};
+pub use reading::{Reading, ReadingParagraph, Ruby, Span, TextPosition};
 pub use text::{Point, Resolved, TextNode};
 pub use toc::TocEntry;
 pub use xml::NodeId;

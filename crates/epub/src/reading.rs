@@ -35,6 +35,22 @@ pub struct ReadingParagraph {
     pub text: String,
     /// CFI of the paragraph's first character.
     pub cfi: Cfi,
+    /// The readings of its ruby (`<rt>`, the small kana printed beside kanji), in text order,
+    /// when they are not part of the text (`ruby_text` false); empty otherwise.
+    pub ruby: Vec<Ruby>,
+}
+
+/// A ruby annotation of a [`ReadingParagraph`]: `text` is printed beside the base characters
+/// `start..end` (character offsets in the paragraph's text), as `<ruby>` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Ruby {
+    /// The base's first character.
+    pub start: usize,
+    /// Just after the base's last character.
+    pub end: usize,
+    /// The reading, whitespace collapsed.
+    pub text: String,
 }
 
 /// A place in a [`Reading`]: a paragraph and a character (Unicode scalar value) offset in
@@ -129,7 +145,8 @@ impl Book {
         };
         let mut found = None;
         self.sections(spine_index, ruby_text, Some(chapter_index), |_, sec| {
-            found = Some(self.read_section(doc, sec, spine_index, resolved.start, resolved.end));
+            let ends = (resolved.start, resolved.end);
+            found = Some(self.read_section(doc, sec, spine_index, ends, ruby_text));
         });
         let (paragraphs, mark) = found.unwrap_or_default();
         let item = &self.spine[spine_index];
@@ -152,10 +169,14 @@ impl Book {
         doc: &Document,
         sec: &Section,
         spine_index: usize,
-        start: Point,
-        end: Option<Point>,
+        (start, end): (Point, Option<Point>),
+        ruby_text: bool,
     ) -> (Vec<ReadingParagraph>, Option<Span>) {
         let bounds = paragraph_bounds(sec);
+        let mut ruby = vec![Vec::new(); bounds.len()];
+        if !ruby_text {
+            annotate_ruby(doc, sec, &bounds, &mut ruby);
+        }
         let position = |p: &Point| {
             let key = p.location.map_or((0, 0), |loc| order_key(doc, loc));
             first_at_or_after(sec, key)
@@ -173,17 +194,115 @@ impl Book {
         });
         let paragraphs = bounds
             .iter()
-            .filter_map(|&(a, b)| {
+            .zip(ruby)
+            .filter_map(|(&(a, b), ruby)| {
                 let (node, u) = sec.lookup(a)?;
                 let path = self.path_at(spine_index, node, Some(u))?;
                 Some(ReadingParagraph {
                     text: sec.chars[a..b].iter().collect(),
                     cfi: Cfi::point(path),
+                    ruby,
                 })
             })
             .collect();
         (paragraphs, mark)
     }
+}
+
+/// Collects the [`Ruby`] readings of each paragraph (`bounds`) from the `<ruby>` elements
+/// whose base text is in the section. A `<ruby>` may pair several bases with readings
+/// (`<ruby>漢<rt>かん</rt>字<rt>じ</rt></ruby>`): each `<rt>` reads the base text since the
+/// previous one. `<rp>` fallback parentheses and `<rtc>` containers are skipped.
+fn annotate_ruby(doc: &Document, sec: &Section, bounds: &[(usize, usize)], out: &mut [Vec<Ruby>]) {
+    let (Some(first), Some(last)) = (sec.map.first(), sec.map.last()) else {
+        return;
+    };
+    let rubies = (first.1 .0..=last.1 .0)
+        .map(NodeId)
+        .filter(|&n| doc.element_name(n) == Some("ruby"));
+    for ruby in rubies {
+        let mut base: Option<(usize, usize)> = None;
+        for child in doc.child_nodes(ruby) {
+            match doc.element_name(child) {
+                Some("rt") => {
+                    let reading = collapse(&doc.text_content(child));
+                    if let (Some((s, e)), false) = (base.take(), reading.is_empty()) {
+                        add_ruby(sec, bounds, out, (s, e), reading);
+                    }
+                }
+                Some("rp" | "rtc") => {}
+                _ => {
+                    let texts = std::iter::once(child)
+                        .chain(doc.descendants(child))
+                        .filter(|&t| !doc.is_non_reading(t));
+                    for t in texts {
+                        if let Some(range) = text_chars(sec, t, doc.text(t)) {
+                            base = Some(match base {
+                                Some((s, e)) => (s.min(range.0), e.max(range.1)),
+                                None => range,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Records a reading of section characters `s..e` in the paragraph that holds them (a base
+/// across paragraphs, or of whitespace only, gets none).
+fn add_ruby(
+    sec: &Section,
+    bounds: &[(usize, usize)],
+    out: &mut [Vec<Ruby>],
+    (mut s, mut e): (usize, usize),
+    text: String,
+) {
+    while s < e && is_collapsible(sec.chars[s]) {
+        s += 1;
+    }
+    while e > s && is_collapsible(sec.chars[e - 1]) {
+        e -= 1;
+    }
+    let p = bounds.partition_point(|&(_, b)| b <= s);
+    let Some(&(a, b)) = bounds.get(p) else {
+        return;
+    };
+    if s < e && a <= s && e <= b {
+        out[p].push(Ruby {
+            start: s - a,
+            end: e - a,
+            text,
+        });
+    }
+}
+
+/// The section characters that came from text node `node` (`text`: its text), `None` when it
+/// has none there.
+fn text_chars(sec: &Section, node: NodeId, text: Option<&str>) -> Option<(usize, usize)> {
+    let len: u32 = text?.chars().map(|c| c.len_utf16() as u32).sum();
+    // The map is in document order, so a node's runs are contiguous in it.
+    let first = sec.map.partition_point(|m| m.1 .0 < node.0);
+    let last = sec.map.partition_point(|m| m.1 .0 <= node.0);
+    if first == last {
+        return None;
+    }
+    let (run, _, mut u) = sec.map[last - 1];
+    let limit = sec.map.get(last).map_or(sec.chars.len(), |m| m.0);
+    let mut end = run;
+    while end < limit && u < len {
+        u += sec.chars[end].len_utf16() as u32;
+        end += 1;
+    }
+    Some((sec.map[first].0, end))
+}
+
+/// `text` with runs of whitespace collapsed to one space and trimmed.
+fn collapse(text: &str) -> String {
+    text.split(is_collapsible)
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Document order of a location: `(node index, UTF-16 offset)`. Character data inside an

@@ -81,3 +81,78 @@ fn chapters_sharing_a_file_are_read_apart_and_errors_are_typed() {
     let err = b.reading(&bad, false).unwrap_err();
     assert!(err.to_string().contains("9999"), "{err}");
 }
+
+/// Each reading of the Japanese book, written back after its base characters, gives the text
+/// read with ruby included: the annotations are the book's `<rt>` readings, at their bases.
+#[test]
+fn ruby_readings_sit_on_their_base_characters() {
+    let b = book("kusamakura-japanese-vertical-writing.epub");
+    let mut seen = std::collections::BTreeSet::new();
+    let mut annotations = 0;
+    for p in b.passages(&ChunkSettings::default()) {
+        if !seen.insert((p.spine_index, p.chapter_index)) {
+            continue;
+        }
+        let without = b.reading(&p.cfi, false).unwrap();
+        let with = b.reading(&p.cfi, true).unwrap();
+        assert_eq!(without.paragraphs.len(), with.paragraphs.len(), "{}", p.cfi);
+        for (q, full) in without.paragraphs.iter().zip(&with.paragraphs) {
+            assert!(
+                full.ruby.is_empty(),
+                "readings in the text are not annotations"
+            );
+            let chars: Vec<char> = q.text.chars().collect();
+            let mut rebuilt = String::new();
+            let mut at = 0;
+            for r in &q.ruby {
+                assert!(
+                    at <= r.start && r.start < r.end && r.end <= chars.len(),
+                    "{}",
+                    q.cfi
+                );
+                rebuilt.extend(&chars[at..r.end]);
+                rebuilt.push_str(&r.text);
+                at = r.end;
+            }
+            rebuilt.extend(&chars[at..]);
+            assert_eq!(rebuilt, full.text, "{}", q.cfi);
+            annotations += q.ruby.len();
+        }
+    }
+    assert!(annotations > 1000, "only {annotations} ruby readings");
+}
+
+/// Several base–reading pairs in one `<ruby>`, `<rb>` bases, `<rp>` parentheses, and books
+/// without ruby.
+#[test]
+fn ruby_forms_are_read_as_html_pairs_them() {
+    let xhtml = r#"<html xmlns="http://www.w3.org/1999/xhtml"><head><title>t</title></head><body>
+<p id="p">A <ruby>漢<rt>かん</rt>字<rt>じ</rt></ruby> and <ruby><rb>東京</rb><rp>(</rp><rt> とう
+ きょう </rt><rp>)</rp></ruby>.</p><p><ruby><rt>no base</rt></ruby>x</p></body></html>"#;
+    let bytes = crate::errors::epub_with(&[("OEBPS/a.xhtml", xhtml.as_bytes())], None);
+    let b = citeflow_epub::Book::open(&bytes, &citeflow_epub::Limits::default()).unwrap();
+    let cfi = Cfi::parse("epubcfi(/6/2!/4[p]/1:0)").unwrap();
+    let r = b.reading(&cfi, false).unwrap();
+    let p = &r.paragraphs[0];
+    assert_eq!(p.text, "A 漢字 and 東京.");
+    let got: Vec<(usize, usize, &str)> = p
+        .ruby
+        .iter()
+        .map(|r| (r.start, r.end, r.text.as_str()))
+        .collect();
+    assert_eq!(got, [(2, 3, "かん"), (3, 4, "じ"), (9, 11, "とう きょう")]);
+    assert_eq!(r.paragraphs[1].text, "x");
+    assert!(r.paragraphs[1].ruby.is_empty());
+
+    let with = b.reading(&cfi, true).unwrap();
+    assert_eq!(
+        with.paragraphs[0].text,
+        "A 漢かん字じ and 東京( とう きょう )."
+    );
+    assert!(with.paragraphs.iter().all(|p| p.ruby.is_empty()));
+
+    let alice = book("alice.epub");
+    let first = &alice.passages(&ChunkSettings::default())[0];
+    let r = alice.reading(&first.cfi, false).unwrap();
+    assert!(r.paragraphs.iter().all(|p| p.ruby.is_empty()));
+}

@@ -256,8 +256,8 @@ pub(crate) struct ReadQuery {
 /// `GET /v1/books/{key}/read?cfi=…`: the chapter that holds a CFI (such as a cited passage's
 /// `locator.cfi`) as paragraphs, each a list of segments, the segments the CFI covers
 /// marked: the book opened at the cited place. The text is the passages' text (whitespace
-/// collapsed, ruby readings left out); a chapter longer than `max_reading_chars` is cut to
-/// whole paragraphs around the mark.
+/// collapsed, ruby readings left out of it and given as their base segment's `ruby`); a
+/// chapter longer than `max_reading_chars` is cut to whole paragraphs around the mark.
 pub(crate) async fn read(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -300,8 +300,8 @@ pub(crate) async fn read(
     .await
 }
 
-/// A reading as the API shows it: each paragraph's text cut into segments at the mark's
-/// ends, whole paragraphs around the mark kept up to `max_chars` characters.
+/// A reading as the API shows it: each paragraph's text cut into [`segments`], whole
+/// paragraphs around the mark kept up to `max_chars` characters.
 fn reading_view(r: &Reading, max_chars: usize) -> Value {
     let lens: Vec<usize> = r
         .paragraphs
@@ -347,22 +347,12 @@ fn reading_view(r: &Reading, max_chars: usize) -> Value {
         .enumerate()
         .map(|(i, p)| {
             let i = first + i;
-            let segments = match r.marked_range(i) {
-                Some((a, b)) => {
-                    let chars: Vec<char> = p.text.chars().collect();
-                    let piece = |x: usize, y: usize| chars[x..y].iter().collect::<String>();
-                    let mut segments = Vec::new();
-                    if a > 0 {
-                        segments.push(json!({"text": piece(0, a)}));
-                    }
-                    segments.push(json!({"text": piece(a, b), "marked": true}));
-                    if b < chars.len() {
-                        segments.push(json!({"text": piece(b, chars.len())}));
-                    }
-                    segments
-                }
-                None => vec![json!({"text": p.text})],
-            };
+            let ruby: Vec<(usize, usize, &str)> = p
+                .ruby
+                .iter()
+                .map(|r| (r.start, r.end, r.text.as_str()))
+                .collect();
+            let segments = segments(&p.text, r.marked_range(i), &ruby);
             json!({"index": i, "cfi": p.cfi.to_string(), "segments": segments})
         })
         .collect();
@@ -379,6 +369,40 @@ fn reading_view(r: &Reading, max_chars: usize) -> Value {
         "paragraphs": paragraphs,
         "omitted": {"before": first, "after": r.paragraphs.len().saturating_sub(last + 1)},
     })
+}
+
+/// A paragraph's text cut into segments at the ends of the mark and of each ruby base: the
+/// marked ones carry `"marked": true`, a ruby base its reading as `"ruby"`. A base that the
+/// mark's start or end cuts in two is shown without its reading, so the marked segments are
+/// exactly the marked text.
+fn segments(text: &str, mark: Option<(usize, usize)>, ruby: &[(usize, usize, &str)]) -> Vec<Value> {
+    let chars: Vec<char> = text.chars().collect();
+    let inside = |x: usize, &(start, end, _): &(usize, usize, &str)| start < x && x < end;
+    let ruby: Vec<_> = ruby
+        .iter()
+        .filter(|r| mark.is_none_or(|(a, b)| !inside(a, r) && !inside(b, r)))
+        .collect();
+    let mut cuts = vec![0, chars.len()];
+    cuts.extend(mark.into_iter().flat_map(|(a, b)| [a, b]));
+    cuts.extend(ruby.iter().flat_map(|&&(start, end, _)| [start, end]));
+    cuts.sort_unstable();
+    cuts.dedup();
+    cuts.windows(2)
+        .map(|w| {
+            let (x, y) = (w[0], w[1]);
+            let mut seg = json!({"text": chars[x..y].iter().collect::<String>()});
+            if mark.is_some_and(|(a, b)| a <= x && y <= b) {
+                seg["marked"] = json!(true);
+            }
+            if let Some((_, _, reading)) = ruby
+                .iter()
+                .find(|&&&(start, end, _)| (start, end) == (x, y))
+            {
+                seg["ruby"] = json!(reading);
+            }
+            seg
+        })
+        .collect()
 }
 
 /// Passages retrieved from a book when `top_k` is not given.
@@ -478,8 +502,36 @@ pub(crate) fn last_user_text(messages: &Value) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::last_user_text;
+    use super::{last_user_text, segments};
     use serde_json::json;
+
+    #[test]
+    fn segments_cut_at_the_mark_and_at_ruby_bases() {
+        // 東京(とうきょう) の 空(そら): the mark covers 京の空; 東京 is cut by it, 空 is not.
+        let ruby = [(0, 2, "とうきょう"), (3, 4, "そら")];
+        assert_eq!(
+            segments("東京の空", Some((1, 4)), &ruby),
+            [
+                json!({"text": "東"}),
+                json!({"text": "京の", "marked": true}),
+                json!({"text": "空", "marked": true, "ruby": "そら"}),
+            ]
+        );
+        assert_eq!(
+            segments("東京の空", None, &ruby),
+            [
+                json!({"text": "東京", "ruby": "とうきょう"}),
+                json!({"text": "の"}),
+                json!({"text": "空", "ruby": "そら"}),
+            ]
+        );
+        // A point marks nothing; a paragraph without ruby is one segment.
+        assert_eq!(segments("abc", None, &[]), [json!({"text": "abc"})]);
+        assert_eq!(
+            segments("abc", Some((0, 3)), &[]),
+            [json!({"text": "abc", "marked": true})]
+        );
+    }
 
     #[test]
     fn the_question_is_the_last_user_message() {

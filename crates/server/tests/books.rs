@@ -576,10 +576,15 @@ async fn read_at(h: &Harness, key: &str, cfi: &str) -> (u16, Value) {
 fn marked_segments(v: &Value) -> String {
     let mut parts = Vec::new();
     for p in v["paragraphs"].as_array().expect("paragraphs") {
-        for s in p["segments"].as_array().expect("segments") {
-            if s["marked"] == true {
-                parts.push(s["text"].as_str().expect("text").to_owned());
-            }
+        let marked: String = p["segments"]
+            .as_array()
+            .expect("segments")
+            .iter()
+            .filter(|s| s["marked"] == true)
+            .map(|s| s["text"].as_str().expect("text"))
+            .collect();
+        if !marked.is_empty() {
+            parts.push(marked);
         }
     }
     parts.join("\n\n")
@@ -687,6 +692,23 @@ async fn a_cited_passage_opens_its_chapter_with_the_passage_marked() {
         .contains("智に働けば角が立つ"));
     assert_eq!(v["page_progression"], "rtl");
     assert_eq!(v["language"], "ja-jp");
+    // Ruby readings are not in the text: each base is a segment with its reading.
+    assert_eq!(marked_segments(&v), hit["text"].as_str().expect("text"));
+    let segments: Vec<&Value> = v["paragraphs"]
+        .as_array()
+        .expect("paragraphs")
+        .iter()
+        .flat_map(|q| q["segments"].as_array().expect("segments"))
+        .collect();
+    let chi = segments
+        .iter()
+        .find(|s| s["text"] == "智")
+        .expect("智 is a base");
+    assert_eq!(
+        (chi["ruby"].clone(), chi["marked"].clone()),
+        (json!("ち"), json!(true))
+    );
+    assert!(segments.iter().filter(|s| s.get("ruby").is_some()).count() > 20);
 
     // Errors name what was wrong.
     for (query, status, code, param, says) in [

@@ -885,7 +885,13 @@ async function openBook(button) {
   if (r.omitted.before) body.append(h("p", { class: "omitted" }, `… ${r.omitted.before} paragraphs before`));
   for (const p of r.paragraphs) {
     const el = h("p", { dir: "auto", "data-index": p.index, "data-cfi": p.cfi });
-    for (const seg of p.segments) el.append(seg.marked ? h("mark", {}, seg.text) : seg.text);
+    let mark = null; // consecutive marked segments share one <mark>
+    for (const seg of p.segments) {
+      const text = seg.ruby ? h("ruby", {}, seg.text, h("rt", {}, seg.ruby)) : seg.text;
+      if (!seg.marked) mark = null;
+      else if (!mark) el.append((mark = h("mark")));
+      (mark ?? el).append(text);
+    }
     body.append(el);
   }
   if (r.omitted.after) body.append(h("p", { class: "omitted" }, `… ${r.omitted.after} paragraphs after`));

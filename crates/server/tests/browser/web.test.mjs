@@ -605,7 +605,15 @@ test("a Japanese book opens at the cited place in vertical lines, and switches t
       vertical: d.classList.contains("vertical"),
       mode: getComputedStyle(body).writingMode,
       lang: body.lang,
-      marked: [...body.querySelectorAll("mark")].map((x) => x.textContent).join("\n\n"),
+      // The marked text as the passage has it: ruby readings (<rt>) are beside it, not in it.
+      marked: [...body.querySelectorAll("mark")]
+        .map((x) => {
+          const c = x.cloneNode(true);
+          for (const rt of c.querySelectorAll("rt")) rt.remove();
+          return c.textContent;
+        })
+        .join("\n\n"),
+      rubies: body.querySelectorAll("ruby").length,
       toggle: d.querySelector("#reader-vertical").textContent,
     };
   });
@@ -614,9 +622,28 @@ test("a Japanese book opens at the cited place in vertical lines, and switches t
   assert.equal(r.lang, "ja-jp");
   assert.equal(r.marked, found.data[0].text);
   assert.ok(r.marked.includes("智に働けば角が立つ"), r.marked);
+  assert.ok(r.rubies > 20, `ruby readings are shown: ${r.rubies}`);
+  // 智 is read ち: the reading is beside its kanji, to the right in vertical lines and above
+  // in horizontal ones.
+  const rubyBox = () =>
+    page.evaluate(() => {
+      const ruby = [...document.querySelectorAll("#reader .reader-body ruby")].find((x) => x.firstChild.textContent === "智");
+      const range = document.createRange();
+      range.selectNodeContents(ruby.firstChild);
+      const base = range.getBoundingClientRect();
+      const rt = ruby.querySelector("rt");
+      const box = rt.getBoundingClientRect();
+      const centre = (r) => ({ x: (r.left + r.right) / 2, y: (r.top + r.bottom) / 2 });
+      return { reading: rt.textContent, base: centre(base), rt: centre(box) };
+    });
+  const v = await rubyBox();
+  assert.equal(v.reading, "ち");
+  assert.ok(v.rt.x > v.base.x + 4 && Math.abs(v.rt.y - v.base.y) < 12, `vertical: the reading is right of its kanji ${JSON.stringify(v)}`);
   await shot(page, page.locator("#reader"), "book-reader-vertical.png");
   await page.locator("#reader-vertical").click();
   assert.equal(await page.evaluate(() => getComputedStyle(document.querySelector("#reader .reader-body")).writingMode), "horizontal-tb");
+  const hz = await rubyBox();
+  assert.ok(hz.rt.y < hz.base.y - 4 && Math.abs(hz.rt.x - hz.base.x) < 12, `horizontal: the reading is above its kanji ${JSON.stringify(hz)}`);
   await page.locator("#reader-close").click();
   await page.waitForFunction(() => !document.querySelector("#reader").open);
   assert.deepEqual(errors, []);
