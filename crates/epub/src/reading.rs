@@ -217,7 +217,12 @@ fn annotate_ruby(doc: &Document, sec: &Section, bounds: &[(usize, usize)], out: 
     let (Some(first), Some(last)) = (sec.map.first(), sec.map.last()) else {
         return;
     };
-    let rubies = (first.1 .0..=last.1 .0)
+    // A section that starts inside a ruby base starts after its `<ruby>` element.
+    let from = std::iter::successors(Some(first.1), |&n| doc.parent(n))
+        .filter(|&n| doc.element_name(n) == Some("ruby"))
+        .last()
+        .unwrap_or(first.1);
+    let rubies = (from.0..=last.1 .0)
         .map(NodeId)
         .filter(|&n| doc.element_name(n) == Some("ruby"));
     for ruby in rubies {

@@ -129,7 +129,14 @@ fn ruby_forms_are_read_as_html_pairs_them() {
     let xhtml = r#"<html xmlns="http://www.w3.org/1999/xhtml"><head><title>t</title></head><body>
 <p id="p">A <ruby>漢<rt>かん</rt>字<rt>じ</rt></ruby> and <ruby><rb>東京</rb><rp>(</rp><rt> とう
  きょう </rt><rp>)</rp></ruby>.</p><p><ruby><rt>no base</rt></ruby>x</p></body></html>"#;
-    let bytes = crate::errors::epub_with(&[("OEBPS/a.xhtml", xhtml.as_bytes())], None);
+    let starts_with_ruby = r#"<html xmlns="http://www.w3.org/1999/xhtml"><head><title>t</title></head><body><p><ruby>草枕<rt>くさまくら</rt></ruby>の話</p></body></html>"#;
+    let bytes = crate::errors::epub_with(
+        &[
+            ("OEBPS/a.xhtml", xhtml.as_bytes()),
+            ("OEBPS/b.xhtml", starts_with_ruby.as_bytes()),
+        ],
+        None,
+    );
     let b = citeflow_epub::Book::open(&bytes, &citeflow_epub::Limits::default()).unwrap();
     let cfi = Cfi::parse("epubcfi(/6/2!/4[p]/1:0)").unwrap();
     let r = b.reading(&cfi, false).unwrap();
@@ -150,6 +157,18 @@ fn ruby_forms_are_read_as_html_pairs_them() {
         "A 漢かん字じ and 東京( とう きょう )."
     );
     assert!(with.paragraphs.iter().all(|p| p.ruby.is_empty()));
+
+    // A document whose text starts inside a ruby base.
+    let r = b
+        .reading(&Cfi::parse("epubcfi(/6/4!/4/2/2/1:0)").unwrap(), false)
+        .unwrap();
+    assert_eq!(r.paragraphs[0].text, "草枕の話");
+    assert_eq!(r.paragraphs[0].ruby.len(), 1);
+    assert_eq!(
+        (r.paragraphs[0].ruby[0].start, r.paragraphs[0].ruby[0].end),
+        (0, 2)
+    );
+    assert_eq!(r.paragraphs[0].ruby[0].text, "くさまくら");
 
     let alice = book("alice.epub");
     let first = &alice.passages(&ChunkSettings::default())[0];
