@@ -3,7 +3,8 @@
 //! `ingest` = `Book::open` (unzip, parse container, package, toc and every
 //! spine document) + every text node's CFI rendered as a string.
 //! `passages` = `Book::open` + `Book::passages` with the default settings.
-//! `reading` = `Book::reading` of a passage's range CFI in an opened book.
+//! `reading` = `Book::reading` of a passage's range CFI in an opened book (ruby readings as
+//! annotations; for kusamakura also with them in the text, the baseline for their cost).
 #![expect(missing_docs, reason = "criterion_group! generates an undocumented fn")]
 
 use std::path::PathBuf;
@@ -91,6 +92,12 @@ fn bench(c: &mut Criterion) {
         g.bench_function(*name, |b| {
             b.iter(|| book.reading(black_box(&cfi), false).expect("resolves"))
         });
+        if name.starts_with("kusamakura") {
+            // Readings in the text instead of as annotations: the baseline for their cost.
+            g.bench_function(format!("{name} (ruby in text)"), |b| {
+                b.iter(|| book.reading(black_box(&cfi), true).expect("resolves"))
+            });
+        }
     }
     g.finish();
 }
