@@ -12,7 +12,7 @@ export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 export CITEFLOW_SHARED_DIR="${CITEFLOW_SHARED_DIR:-$(cd .. && pwd)/shared}"
 [ -d "$CITEFLOW_SHARED_DIR/fixtures" ] || { echo "shared fixtures not found at $CITEFLOW_SHARED_DIR" >&2; exit 1; }
 
-step() { printf '\n==> %s\n' "$*"; }
+step() { printf '\n==> %s  [%ds]\n' "$*" "$SECONDS"; }
 
 step "toolchain"
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
