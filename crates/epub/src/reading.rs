@@ -25,6 +25,12 @@ pub struct Reading {
     /// What the CFI covers: a range's text, or an empty span at a point. `None` when the
     /// place has no reading text after it in the chapter (such as an image at its end).
     pub mark: Option<Span>,
+    /// The chapter before, for a reader's "previous chapter" ([`Book::chapter_cfi`] opens
+    /// it); `None` in the first one. Table-of-contents entries that share their start with
+    /// the next entry are passed over: they have no text of their own.
+    pub previous_chapter: Option<usize>,
+    /// The chapter after, as `previous_chapter`; `None` in the last one.
+    pub next_chapter: Option<usize>,
 }
 
 /// One paragraph of a [`Reading`].
@@ -160,7 +166,28 @@ impl Book {
                 .and_then(|c| c.title.clone()),
             paragraphs,
             mark,
+            previous_chapter: (0..chapter_index)
+                .rev()
+                .find(|&j| self.chapter_cfi(j).is_some()),
+            next_chapter: (chapter_index + 1..self.chapters.len())
+                .find(|&j| self.chapter_cfi(j).is_some()),
         })
+    }
+
+    /// Where chapter `index` begins, as a CFI that [`Book::reading`] opens at that chapter:
+    /// its start element, or its document's `<body>`. `None` for a chapter that has no place of
+    /// its own (a table-of-contents entry that starts where the next one does) or whose
+    /// document could not be read.
+    pub fn chapter_cfi(&self, index: usize) -> Option<Cfi> {
+        let &(spine_index, node) = self.chapter_starts.get(index)?;
+        if self.chapter_index_at(spine_index, node) != index {
+            return None;
+        }
+        let node = match node {
+            NodeId(0) => self.document(spine_index)?.body()?,
+            n => n,
+        };
+        self.cfi_at(spine_index, node, None)
     }
 
     /// The paragraphs of one chapter's section and the span from `start` to `end`.

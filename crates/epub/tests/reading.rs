@@ -175,3 +175,47 @@ fn ruby_forms_are_read_as_html_pairs_them() {
     let r = alice.reading(&first.cfi, false).unwrap();
     assert!(r.paragraphs.iter().all(|p| p.ruby.is_empty()));
 }
+
+/// From the first chapter, "next chapter" walks every chapter that has text, in order, each
+/// opened at its start; "previous chapter" leads back the same way.
+#[test]
+fn next_and_previous_chapter_walk_every_chapter_with_text() {
+    for name in BOOKS {
+        let b = book(name);
+        let with_text: std::collections::BTreeSet<usize> = b
+            .passages(&ChunkSettings::default())
+            .iter()
+            .map(|p| p.chapter_index)
+            .collect();
+        let mut at = (0..b.chapters().len())
+            .find(|&j| b.chapter_cfi(j).is_some())
+            .expect("a chapter");
+        let mut visited: Vec<usize> = Vec::new();
+        loop {
+            let cfi = b.chapter_cfi(at).expect("reachable");
+            let r = b
+                .reading(&cfi, false)
+                .unwrap_or_else(|e| panic!("{name}: {cfi}: {e}"));
+            assert_eq!(r.chapter_index, at, "{name}: {cfi}");
+            assert_eq!(r.previous_chapter, visited.last().copied(), "{name}: {cfi}");
+            if let Some(m) = r.mark {
+                let start = (m.start.paragraph, m.start.char_offset);
+                assert_eq!(start, (0, 0), "{name}: {cfi} opens at the chapter's start");
+            }
+            visited.push(at);
+            match r.next_chapter {
+                Some(next) => {
+                    assert!(next > at, "{name}: {next} after {at}");
+                    at = next;
+                }
+                None => break,
+            }
+        }
+        let visited: std::collections::BTreeSet<usize> = visited.into_iter().collect();
+        assert!(
+            with_text.is_subset(&visited),
+            "{name}: chapters with text not reached: {:?}",
+            with_text.difference(&visited).collect::<Vec<_>>()
+        );
+    }
+}

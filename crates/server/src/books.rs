@@ -289,6 +289,14 @@ pub(crate) async fn read(
             _ => "default",
         };
         let mut v = reading_view(&reading, max_chars);
+        let chapter = |index: Option<usize>| {
+            let index = index?;
+            let cfi = book.chapter_cfi(index)?;
+            let title = book.chapters().get(index).and_then(|c| c.title.clone());
+            Some(json!({"index": index, "title": title, "cfi": cfi.to_string()}))
+        };
+        v["previous_chapter"] = json!(chapter(reading.previous_chapter));
+        v["next_chapter"] = json!(chapter(reading.next_chapter));
         v["book"] = json!(key);
         v["title"] = json!(info.title);
         v["url"] = json!(info.url);

@@ -657,6 +657,23 @@ async fn a_cited_passage_opens_its_chapter_with_the_passage_marked() {
         omitted["before"].as_u64().expect("n") + omitted["after"].as_u64().expect("n") > 0,
         "a 2,000-character window cuts a chapter of Alice: {omitted}"
     );
+    // The chapters before and after: titled, and their CFIs open them at their start.
+    let next = &v["next_chapter"];
+    assert_eq!(next["index"], json!(middle.chapter_index + 1), "{v}");
+    let (status, n) = read_at(&h, &key, next["cfi"].as_str().expect("cfi")).await;
+    assert_eq!(status, 200, "{n}");
+    assert_eq!(n["chapter_index"], next["index"]);
+    assert_eq!(n["chapter_title"], next["title"]);
+    assert_eq!(n["previous_chapter"]["index"], json!(middle.chapter_index));
+    let last = alice.last().expect("a passage");
+    let (_, end) = read_at(&h, &key, &last.cfi.to_string()).await;
+    assert_eq!(
+        end["next_chapter"],
+        Value::Null,
+        "the last chapter has none after it"
+    );
+    assert!(end["previous_chapter"]["title"].is_string());
+
     // Each paragraph's CFI opens the book at that paragraph.
     let para = &v["paragraphs"][1];
     let (status, at) = read_at(&h, &key, para["cfi"].as_str().expect("cfi")).await;

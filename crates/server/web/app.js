@@ -853,11 +853,18 @@ function readsVertically(r) {
   return r.page_progression === "rtl" && /^(ja|zh)/i.test(r.language ?? "");
 }
 
-async function openBook(button) {
+/** Opens the reader from an "Open in book" button; the focus goes back to it on close. */
+function openBook(button) {
+  app.readerOpener = button;
+  return readAt(button.dataset.book, button.dataset.cfi);
+}
+
+/** Shows the chapter of `book` that holds `cfi` in the reader, what the CFI covers marked. */
+async function readAt(book, cfi) {
   const dialog = $("#reader");
   const body = $(".reader-body", dialog);
-  const { book, cfi } = button.dataset;
-  app.readerOpener = button;
+  const seq = (app.readSeq = (app.readSeq ?? 0) + 1); // only the latest request is shown
+  const fromNav = Boolean(document.activeElement?.closest?.(".reader-nav"));
   $("#reader-title").textContent = books.get(book)?.title ?? book;
   $(".reader-where", dialog).textContent = "Opening the book…";
   body.replaceChildren();
@@ -871,10 +878,13 @@ async function openBook(button) {
     if (!resp.ok) throw await apiError(resp);
     r = await resp.json();
   } catch (e) {
+    if (seq !== app.readSeq) return;
     $(".reader-where", dialog).textContent = `The book cannot be opened here: ${e.message}`;
+    for (const b of $$(".reader-nav button", dialog)) b.disabled = true;
     dialog.dataset.state = "error";
     return;
   }
+  if (seq !== app.readSeq) return;
   $("#reader-title").textContent = r.title || book;
   const where = $(".reader-where", dialog);
   where.replaceChildren(
@@ -895,6 +905,26 @@ async function openBook(button) {
     body.append(el);
   }
   if (r.omitted.after) body.append(h("p", { class: "omitted" }, `… ${r.omitted.after} paragraphs after`));
+  if (!r.paragraphs.length) body.append(h("p", { class: "omitted" }, "This chapter has no text."));
+  // Books whose pages turn right to left go on to the left: "next" is on the left.
+  const rtl = r.page_progression === "rtl";
+  dialog.classList.toggle("rtl-pages", rtl);
+  const back = (t) => (rtl ? `${t} →` : `← ${t}`);
+  const on = (t) => (rtl ? `← ${t}` : `${t} →`);
+  const nav = [
+    [$("#reader-prev"), r.previous_chapter, "Previous chapter", back],
+    [$("#reader-next"), r.next_chapter, "Next chapter", on],
+  ];
+  for (const [button, chapter, name, arrow] of nav) {
+    button.disabled = !chapter;
+    button.dataset.cfi = chapter?.cfi ?? "";
+    button.textContent = arrow(chapter?.title ?? name);
+    button.title = chapter?.title ? `${name}: ${chapter.title}` : name;
+    button.setAttribute("aria-label", button.title);
+  }
+  // Paging past the last chapter disables the focused button: the focus goes to the text.
+  const active = document.activeElement;
+  if (fromNav && (!active || active === document.body || active.disabled)) body.focus();
   const vertical = $("#reader-vertical");
   vertical.hidden = !readsVertically(r);
   setVertical(readsVertically(r));
@@ -1095,6 +1125,9 @@ function init() {
   });
   $("#book").addEventListener("change", showBook);
   $("#reader-close").addEventListener("click", () => $("#reader").close());
+  for (const id of ["#reader-prev", "#reader-next"]) {
+    $(id).addEventListener("click", (e) => readAt($("#reader").dataset.book, e.currentTarget.dataset.cfi));
+  }
   $("#reader-vertical").addEventListener("click", () => {
     setVertical(!$("#reader").classList.contains("vertical"));
     showMark();

@@ -534,6 +534,40 @@ test("asking against a book picked in the list: the server retrieves its passage
   assert.ok(reader.paragraphs > 3, "the whole chapter around it");
   assert.ok(reader.markInView, "the passage is scrolled into view");
   await shot(page, page.locator("#reader"), "book-reader.png");
+  // Previous and next chapter, as the read route names them. The focus stays on the button,
+  // and goes to the text when paging reaches the last chapter (its "next" is disabled).
+  const read = async (cfi) =>
+    (await fetch(`${env.base}/v1/books/${encodeURIComponent(alice.key)}/read?cfi=${encodeURIComponent(cfi)}`)).json();
+  const here = await read(cited.locator.cfi);
+  assert.ok(here.previous_chapter?.title, JSON.stringify(here));
+  assert.equal(await page.locator("#reader-prev").textContent(), `← ${here.previous_chapter.title}`);
+  assert.equal(await page.locator("#reader-prev").getAttribute("aria-label"), `Previous chapter: ${here.previous_chapter.title}`);
+  const chapterShown = async (button) => {
+    await page.locator(button).focus();
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(
+      () => document.querySelector("#reader").dataset.state === "ready" && !document.querySelector("#reader .reader-body mark"),
+    );
+    return page.evaluate(() => ({
+      where: document.querySelector("#reader .reader-where").textContent,
+      paragraphs: document.querySelectorAll("#reader .reader-body p[data-index]").length,
+      focused: document.activeElement?.id || document.activeElement?.className,
+      nextDisabled: document.querySelector("#reader-next").disabled,
+    }));
+  };
+  const before = await chapterShown("#reader-prev");
+  assert.ok(before.where.startsWith(`Chapter: ${here.previous_chapter.title} ·`), before.where);
+  assert.ok(before.paragraphs > 3, "the chapter's text");
+  assert.equal(before.focused, "reader-prev");
+  const again = await chapterShown("#reader-next");
+  assert.ok(again.where.startsWith(`Chapter: ${context[1].chapter} ·`), again.where);
+  assert.equal(again.focused, "reader-next");
+  // On to the end of the book: the last chapter has no "next".
+  let last = again;
+  for (let i = 0; i < 20 && !last.nextDisabled; i++) last = await chapterShown("#reader-next");
+  assert.equal(last.nextDisabled, true, "the last chapter has no next");
+  assert.ok(last.where.startsWith(`Chapter: ${alice.chapters.at(-1).title} ·`), last.where);
+  assert.equal(last.focused, "reader-body", "paging past the end puts the focus on the text");
   await page.keyboard.press("Escape");
   await page.waitForFunction(() => !document.querySelector("#reader").open);
   assert.equal(await page.evaluate(() => document.activeElement?.classList.contains("open-book")), true);
@@ -623,6 +657,13 @@ test("a Japanese book opens at the cited place in vertical lines, and switches t
   assert.equal(r.marked, found.data[0].text);
   assert.ok(r.marked.includes("智に働けば角が立つ"), r.marked);
   assert.ok(r.rubies > 20, `ruby readings are shown: ${r.rubies}`);
+  // Pages turn right to left: the next chapter is on the left, its arrow pointing there.
+  const nav = await page.evaluate(() => {
+    const box = (id) => document.querySelector(id).getBoundingClientRect();
+    return { prev: box("#reader-prev").left, next: box("#reader-next").left, text: document.querySelector("#reader-next").textContent };
+  });
+  assert.ok(nav.next < nav.prev, JSON.stringify(nav));
+  assert.equal(nav.text, "← 二");
   // 智 is read ち: the reading is beside its kanji, to the right in vertical lines and above
   // in horizontal ones.
   const rubyBox = () =>
