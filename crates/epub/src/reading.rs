@@ -5,7 +5,7 @@ use crate::cfi::Cfi;
 use crate::document::{Document, Location};
 use crate::passage::{is_collapsible, Section};
 use crate::text::Point;
-use crate::xml::NodeId;
+use crate::xml::{utf16_len, NodeId};
 use crate::{Book, ResolveError};
 
 /// The chapter that holds a CFI, as a reader shows it: see [`Book::reading`].
@@ -168,9 +168,9 @@ impl Book {
             mark,
             previous_chapter: (0..chapter_index)
                 .rev()
-                .find(|&j| self.chapter_cfi(j).is_some()),
+                .find(|&j| self.chapter_start(j).is_some()),
             next_chapter: (chapter_index + 1..self.chapters.len())
-                .find(|&j| self.chapter_cfi(j).is_some()),
+                .find(|&j| self.chapter_start(j).is_some()),
         })
     }
 
@@ -179,6 +179,12 @@ impl Book {
     /// its own (a table-of-contents entry that starts where the next one does) or whose
     /// document could not be read.
     pub fn chapter_cfi(&self, index: usize) -> Option<Cfi> {
+        let (spine_index, node) = self.chapter_start(index)?;
+        self.cfi_at(spine_index, node, None)
+    }
+
+    /// The spine index and element where chapter `index` begins (see [`Book::chapter_cfi`]).
+    fn chapter_start(&self, index: usize) -> Option<(usize, NodeId)> {
         let &(spine_index, node) = self.chapter_starts.get(index)?;
         if self.chapter_index_at(spine_index, node) != index {
             return None;
@@ -187,7 +193,7 @@ impl Book {
             NodeId(0) => self.document(spine_index)?.body()?,
             n => n,
         };
-        self.cfi_at(spine_index, node, None)
+        Some((spine_index, node))
     }
 
     /// The paragraphs of one chapter's section and the span from `start` to `end`.
@@ -312,7 +318,7 @@ fn add_ruby(
 /// The section characters that came from text node `node` (`text`: its text), `None` when it
 /// has none there.
 fn text_chars(sec: &Section, node: NodeId, text: Option<&str>) -> Option<(usize, usize)> {
-    let len: u32 = text?.chars().map(|c| c.len_utf16() as u32).sum();
+    let len = u32::try_from(utf16_len(text?)).unwrap_or(u32::MAX);
     // The map is in document order, so a node's runs are contiguous in it.
     let first = sec.map.partition_point(|m| m.1 .0 < node.0);
     let last = sec.map.partition_point(|m| m.1 .0 <= node.0);
