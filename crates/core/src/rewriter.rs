@@ -415,7 +415,10 @@ impl Rewriter {
                         _ => None,
                     };
                     let known = match keep_rank {
-                        Some(n) => Some(n),
+                        Some(n) => {
+                            self.record_kept_rank(n, index);
+                            Some(n)
+                        }
                         None => self.st.numbering.get(&self.keys[index]),
                     };
                     let number = match known {
@@ -471,6 +474,25 @@ impl Rewriter {
                 .checked_sub(1)
                 .filter(|&i| i < self.st.sources.len())
                 .ok_or(UnresolvedReason::RankOutOfRange),
+        }
+    }
+
+    /// Records a rank shown as written ([`RankMode::Keep`]) in the table under the key
+    /// `rank:<n>`, so that `is_new` and a session's table know it. A number that the table
+    /// already gives another key (an earlier answer of the session numbered differently) is
+    /// shown all the same and not recorded.
+    fn record_kept_rank(&mut self, n: u32, index: usize) {
+        let key = format!("rank:{n}");
+        if self.st.numbering.get(&key).is_some() || self.st.numbering.entry(n).is_some() {
+            return;
+        }
+        let source_id = self
+            .st
+            .sources
+            .at(index)
+            .map_or_else(String::new, |(s, _)| s.id.clone());
+        if self.st.numbering.insert(n, key, source_id).is_ok() {
+            self.st.new_numbers += 1;
         }
     }
 

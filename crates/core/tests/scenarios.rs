@@ -381,3 +381,67 @@ fn styles_render_numbers() {
         assert_eq!(run.text, want);
     }
 }
+
+fn source_events(events: &[Event]) -> Vec<(u32, bool)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Source { number, is_new, .. } => Some((*number, *is_new)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Asserts that every chunking of `input`, continuing `numbering`, gives the same run.
+fn assert_chunk_invariant_from(
+    input: &str,
+    settings: &Settings,
+    sources: &Sources,
+    numbering: &Numbering,
+) -> crate::support::Run {
+    let whole = run_chunks(&[input.as_bytes()], settings, sources, numbering.clone());
+    for ch in crate::support::chunkings(input, 0x5EED) {
+        let got = run_chunks(
+            &ch.split(input.as_bytes()),
+            settings,
+            sources,
+            numbering.clone(),
+        );
+        assert_eq!(got, whole, "chunking {ch:?} of {input:?} differs");
+    }
+    whole
+}
+
+// Issue 18 (local tracker: `issues show 18`), bug 1.
+#[test]
+fn regression_18_rank_keep_reports_new_numbers_and_keeps_them_in_the_session() {
+    let settings = Settings::default().with_rank(RankMode::Keep);
+    let first = assert_chunk_invariant("First [1], again [1], then 【3】.", &settings, &sources());
+    assert_eq!(first.text, "First [1], again [1], then [3].");
+    assert_eq!(source_events(&first.events), [(1, true), (3, true)]);
+    let (list, report) = done(&first.events);
+    assert!(report.verified);
+    assert_eq!(report.new_numbers, 2);
+    assert_eq!(list.len(), 2);
+    let kept: Vec<_> = first
+        .numbering
+        .entries()
+        .iter()
+        .map(|e| (e.number, e.key.as_str(), e.source_id.as_str()))
+        .collect();
+    assert_eq!(
+        kept,
+        [(1, "rank:1", "source_3"), (3, "rank:3", "source_12")]
+    );
+    // The next answer of the session: 1 and 3 were shown before, 2 is new.
+    let second =
+        assert_chunk_invariant_from("[3] and [2][1].", &settings, &sources(), &first.numbering);
+    assert_eq!(second.text, "[3] and [2][1].");
+    assert_eq!(
+        source_events(&second.events),
+        [(3, false), (2, true), (1, false)]
+    );
+    assert!(second.numbering.extends(&first.numbering));
+    assert_eq!(done(&second.events).1.new_numbers, 1);
+    assert!(done(&second.events).1.verified);
+}
