@@ -814,10 +814,19 @@ fn classify_single(view: &str, eof: bool, c: Cand, cfg: &ScanConfig) -> Verdict 
     }
 }
 
-/// `【2】`, `［2］`, `【source_3】`.
+/// `【2】`, `［2］`, `【source_3】`, and doubled `【【2】】`, `［［2］］` (one marker, as `[[2]]`
+/// is; the content must still be a valid group, so `【【注意】】` stays text).
 fn classify_fullwidth(view: &str, close: &str, eof: bool, cfg: &ScanConfig) -> Verdict {
     let more = if eof { Verdict::No } else { Verdict::More };
+    let open = &view[..3];
     let content = &view[3..];
+    if content.len() < 3 {
+        if !content.is_empty() && open.as_bytes().starts_with(content.as_bytes()) {
+            return more;
+        }
+    } else if content.starts_with(open) {
+        return classify_fullwidth_double(&content[3..], close, eof, cfg);
+    }
     match content.find(close) {
         Some(end) => match check_group(&content[..end], true, cfg) {
             Ok(Some(items)) => Verdict::Marker(3 + end + close.len(), items),
@@ -828,6 +837,31 @@ fn classify_fullwidth(view: &str, close: &str, eof: bool, cfg: &ScanConfig) -> V
             Err(()) => Verdict::No,
         },
     }
+}
+
+/// The content of `【【…】】` or `［［…］］` after the two openers.
+fn classify_fullwidth_double(content: &str, close: &str, eof: bool, cfg: &ScanConfig) -> Verdict {
+    let more = if eof { Verdict::No } else { Verdict::More };
+    let Some(end) = content.find(close) else {
+        return match check_group(content, false, cfg) {
+            Ok(_) => more,
+            Err(()) => Verdict::No,
+        };
+    };
+    let Ok(Some(items)) = check_group(&content[..end], true, cfg) else {
+        return Verdict::No;
+    };
+    let after = &content[end + close.len()..];
+    if after.len() < close.len() {
+        if close.as_bytes().starts_with(after.as_bytes()) {
+            return more;
+        }
+        return Verdict::No;
+    }
+    if !after.starts_with(close) {
+        return Verdict::No;
+    }
+    Verdict::Marker(6 + end + 2 * close.len(), items)
 }
 
 /// `<cite:ID>`, `<cite id="ID"/>`, `<cite id="ID"></cite>`: explicit.
@@ -1022,6 +1056,15 @@ mod tests {
         let (out, m) = scan_all(t, &s, &[]);
         assert_eq!(out, "a # b # c # d # e 【1904年】");
         assert_eq!(m.len(), 4);
+    }
+
+    #[test]
+    fn doubled_full_width_brackets_are_one_marker() {
+        let s = Settings::default().with_rank(RankMode::Renumber);
+        let t = "a【【1】】b［［２］］c【【source_3】】d【【注意】】e【【1】x";
+        let (out, m) = scan_all(t, &s, &[]);
+        assert_eq!(m, ["【【1】】", "［［２］］", "【【source_3】】", "【1】"]);
+        assert_eq!(out, "a#b#c#d【【注意】】e【#x");
     }
 
     #[test]

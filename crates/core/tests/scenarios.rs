@@ -445,3 +445,15 @@ fn regression_18_rank_keep_reports_new_numbers_and_keeps_them_in_the_session() {
     assert_eq!(done(&second.events).1.new_numbers, 1);
     assert!(done(&second.events).1.verified);
 }
+
+// Issue 18 (local tracker: `issues show 18`), bug 2.
+#[test]
+fn regression_18_doubled_full_width_brackets_are_one_marker() {
+    let settings = Settings::default().with_rank(RankMode::Renumber);
+    let input = "東京【【1】】、パリ［［２］］、セーヌ【【source_12】】。【【注意】】";
+    let run = assert_chunk_invariant(input, &settings, &sources());
+    assert_eq!(run.text, "東京[1]、パリ[2]、セーヌ[3]。【【注意】】");
+    assert_eq!(oracle(input, &settings, &sources()), run.text);
+    let full = assert_chunk_invariant(input, &settings.with_style(Style::FullWidth), &sources());
+    assert_eq!(full.text, "東京【1】、パリ【2】、セーヌ【3】。【【注意】】");
+}

@@ -149,9 +149,23 @@ pub(crate) fn oracle(text: &str, settings: &Settings, sources: &Sources) -> Stri
                 } else {
                     "］"
                 };
-                if let Some(end) = rest[3..].find(close) {
-                    if let Some(items) = group(&rest[3..3 + end]) {
-                        found = Some((3 + end + 3, items, false));
+                let open = &rest[..3];
+                let doubled = rest[3..].starts_with(open);
+                if doubled {
+                    // `【【…】】`: one marker when the inner group is valid.
+                    if let Some(end) = rest[6..].find(close) {
+                        if rest[6 + end + 3..].starts_with(close) {
+                            if let Some(items) = group(&rest[6..6 + end]) {
+                                found = Some((6 + end + 6, items, false));
+                            }
+                        }
+                    }
+                }
+                if found.is_none() {
+                    if let Some(end) = rest[3..].find(close) {
+                        if let Some(items) = group(&rest[3..3 + end]) {
+                            found = Some((3 + end + 3, items, false));
+                        }
                     }
                 }
             } else if bare && !(prev.is_ascii_alphanumeric() || prev == b'_') {
