@@ -1,10 +1,12 @@
 //! [`Book`]: opening an EPUB and its structure.
 
+use std::collections::{HashMap, HashSet};
+
 use crate::archive::Archive;
 use crate::document::Document;
 use crate::package::{self, decode_text, ManifestItem, Metadata, PageProgression, SpineItem};
 use crate::toc::{self, collapse_ws, TocEntry};
-use crate::xml::{Dom, NodeId};
+use crate::xml::{Dom, NodeId, XmlLimits};
 use crate::{Limits, OpenError, Warning};
 
 /// A chapter: a stretch of the book that starts at a table-of-contents
@@ -67,9 +69,13 @@ impl Book {
     ///
     /// [`OpenError`] when the bytes are not a zip, not an EPUB, have a
     /// missing or broken package document, encrypted spine documents (DRM;
-    /// font obfuscation alone is fine), or exceed `limits`.
+    /// font obfuscation alone is fine), or exceed `limits`
+    /// ([`OpenError::limit`] names the budget).
     pub fn open(bytes: &[u8], limits: &Limits) -> Result<Book, OpenError> {
         let mut zip = Archive::open(bytes, limits)?;
+        // What is left of the book's entity-expansion budget.
+        let mut entity_left = limits.max_entity_bytes_per_book();
+        let xml_limits = |left: u64| XmlLimits::of(limits, Some(left));
         let mut warnings = Vec::new();
         let warn = |w: &mut Vec<Warning>, path: &str, message: String| {
             w.push(Warning {
@@ -98,9 +104,14 @@ impl Book {
         let container = zip
             .read("META-INF/container.xml")?
             .ok_or(OpenError::MissingContainer)?;
-        let package_path = package::rootfile(&container)?;
+        let (package_path, used) = package::rootfile(&container, &xml_limits(entity_left))?;
+        entity_left = entity_left.saturating_sub(used);
         let encrypted = match zip.read("META-INF/encryption.xml")? {
-            Some(e) => package::encrypted_resources(&e),
+            Some(e) => {
+                let (found, used) = package::encrypted_resources(&e, &xml_limits(entity_left))?;
+                entity_left = entity_left.saturating_sub(used);
+                found
+            }
             None => Vec::new(),
         };
         let opf = zip
@@ -108,7 +119,9 @@ impl Book {
             .ok_or_else(|| OpenError::MissingPackage {
                 path: package_path.clone(),
             })?;
-        let pkg = package::parse_package(&package_path, &opf)?;
+        let (pkg, used) =
+            package::parse_package(&package_path, &opf, limits, &xml_limits(entity_left))?;
+        entity_left = entity_left.saturating_sub(used);
 
         let nav_item = pkg
             .manifest
@@ -151,7 +164,12 @@ impl Book {
                 continue;
             }
             match zip.read(&item.path)? {
-                Some(bytes) => docs.push(Some(parse_doc(&item.path, &bytes, &mut warnings))),
+                Some(bytes) => {
+                    let doc =
+                        parse_doc(&item.path, &bytes, &xml_limits(entity_left), &mut warnings)?;
+                    entity_left = entity_left.saturating_sub(doc.dom.entity_bytes);
+                    docs.push(Some(doc));
+                }
                 None => {
                     warn(
                         &mut warnings,
@@ -172,7 +190,9 @@ impl Book {
                 Some(d) => Some(&d.dom),
                 None => match zip.read(&nav.path)? {
                     Some(bytes) => {
-                        parsed = parse_doc(&nav.path, &bytes, &mut warnings);
+                        parsed =
+                            parse_doc(&nav.path, &bytes, &xml_limits(entity_left), &mut warnings)?;
+                        entity_left = entity_left.saturating_sub(parsed.dom.entity_bytes);
                         Some(&parsed.dom)
                     }
                     None => {
@@ -186,8 +206,8 @@ impl Book {
                 },
             };
             if let Some(dom) = dom {
-                toc_entries = toc::from_nav(dom, &nav.path, "toc");
-                page_list = toc::from_nav(dom, &nav.path, "page-list");
+                toc_entries = toc::from_nav(dom, &nav.path, "toc", limits)?;
+                page_list = toc::from_nav(dom, &nav.path, "page-list", limits)?;
             }
         }
         if toc_entries.is_empty() {
@@ -202,8 +222,9 @@ impl Book {
                 });
             if let Some(ncx) = ncx {
                 if let Some(bytes) = zip.read(&ncx.path)? {
-                    let doc = parse_doc(&ncx.path, &bytes, &mut warnings);
-                    toc_entries = toc::from_ncx(&doc.dom, &ncx.path);
+                    let doc =
+                        parse_doc(&ncx.path, &bytes, &xml_limits(entity_left), &mut warnings)?;
+                    toc_entries = toc::from_ncx(&doc.dom, &ncx.path, limits)?;
                 }
             }
         }
@@ -228,8 +249,16 @@ impl Book {
 
     fn build_chapters(&mut self) {
         let mut starts: Vec<(usize, NodeId, Chapter)> = Vec::new();
+        // Lookups in linear time overall: first spine index per path, the
+        // starts seen, and each document's ids (built when first needed).
+        let mut spine_of: HashMap<&str, usize> = HashMap::new();
+        for (i, s) in self.spine.iter().enumerate() {
+            spine_of.entry(s.path.as_str()).or_insert(i);
+        }
+        let mut seen: HashSet<(usize, NodeId)> = HashSet::new();
+        let mut ids: HashMap<usize, HashMap<&str, NodeId>> = HashMap::new();
         for e in &self.toc {
-            let Some(spine_index) = self.spine.iter().position(|s| s.path == e.path) else {
+            let Some(&spine_index) = spine_of.get(e.path.as_str()) else {
                 self.warnings.push(Warning {
                     path: e.path.clone(),
                     message: format!("table of contents entry {:?} is not in the spine", e.href),
@@ -239,7 +268,11 @@ impl Book {
             let mut node = None;
             if let (Some(frag), Some(doc)) = (&e.fragment, &self.docs[spine_index]) {
                 let frag = package::percent_decode(frag);
-                node = doc.dom.element_by_id(&frag);
+                node = ids
+                    .entry(spine_index)
+                    .or_insert_with(|| doc.dom.ids())
+                    .get(frag.as_str())
+                    .copied();
                 if node.is_none() {
                     self.warnings.push(Warning {
                         path: e.path.clone(),
@@ -248,7 +281,7 @@ impl Book {
                 }
             }
             let at = node.unwrap_or(NodeId(0));
-            if starts.iter().any(|(s, n, _)| *s == spine_index && *n == at) {
+            if !seen.insert((spine_index, at)) {
                 continue;
             }
             starts.push((
@@ -381,7 +414,12 @@ impl Book {
     }
 }
 
-fn parse_doc(path: &str, bytes: &[u8], warnings: &mut Vec<Warning>) -> Document {
+fn parse_doc(
+    path: &str,
+    bytes: &[u8],
+    limits: &XmlLimits,
+    warnings: &mut Vec<Warning>,
+) -> Result<Document, OpenError> {
     let (text, problem) = decode_text(bytes);
     if let Some(message) = problem {
         warnings.push(Warning {
@@ -389,17 +427,20 @@ fn parse_doc(path: &str, bytes: &[u8], warnings: &mut Vec<Warning>) -> Document 
             message,
         });
     }
-    let dom = Dom::parse(&text);
+    let dom = Dom::parse_with_limits(&text, *limits).map_err(|source| OpenError::Xml {
+        path: path.to_owned(),
+        source,
+    })?;
     for message in &dom.warnings {
         warnings.push(Warning {
             path: path.to_owned(),
             message: message.clone(),
         });
     }
-    Document {
+    Ok(Document {
         dom,
         bytes: bytes.len(),
-    }
+    })
 }
 
 /// The `<title>` of an XHTML document.

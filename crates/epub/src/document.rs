@@ -2,8 +2,8 @@
 //! resolution inside it.
 
 use crate::cfi::{Cfi, Offset, Path, Step};
-use crate::xml::{Dom, NodeId, NodeKind};
-use crate::ResolveError;
+use crate::xml::{Dom, NodeId, NodeKind, XmlLimits};
+use crate::{Limits, ParseError, ResolveError};
 
 /// A parsed XHTML (or SVG) content document.
 ///
@@ -48,11 +48,29 @@ pub(crate) const NON_READING: [&str; 5] = ["rt", "rp", "script", "style", "head"
 impl Document {
     /// Parses a content document. Broken markup is repaired; see
     /// [`Document::warnings`].
+    ///
+    /// No budgets apply: for input that may be hostile use
+    /// [`Document::parse_with_limits`].
     pub fn parse(xhtml: &str) -> Document {
         Document {
             dom: Dom::parse(xhtml),
             bytes: xhtml.len(),
         }
+    }
+
+    /// Parses a content document under the XML budgets of `limits`
+    /// (entity expansion per document, nesting depth, attributes per
+    /// element, elements); the work done is bounded by them. Broken markup
+    /// is repaired as by [`Document::parse`].
+    ///
+    /// # Errors
+    ///
+    /// [`ParseError`] naming the first budget exceeded and its line.
+    pub fn parse_with_limits(xhtml: &str, limits: &Limits) -> Result<Document, ParseError> {
+        Ok(Document {
+            dom: Dom::parse_with_limits(xhtml, XmlLimits::of(limits, None))?,
+            bytes: xhtml.len(),
+        })
     }
 
     /// Repairs made while parsing, in lowercase.

@@ -95,6 +95,146 @@ pub enum OpenError {
         /// What the zip reader reported.
         reason: String,
     },
+    /// An XML file of the book exceeds one of the XML budgets of
+    /// [`Limits`](crate::Limits) (entity expansion, nesting depth,
+    /// attributes, elements).
+    #[error("{path:?}: {source}")]
+    Xml {
+        /// Path of the file inside the archive.
+        path: String,
+        /// The budget exceeded and where.
+        source: ParseError,
+    },
+    /// The table of contents or page list has more entries than
+    /// [`Limits::max_toc_entries`](crate::Limits::max_toc_entries).
+    #[error("{path:?}: table of contents has more than {limit} entries")]
+    TooManyTocEntries {
+        /// Path of the navigation document or NCX.
+        path: String,
+        /// The limit.
+        limit: usize,
+    },
+    /// A table-of-contents entry nests deeper than
+    /// [`Limits::max_toc_depth`](crate::Limits::max_toc_depth).
+    #[error("{path:?}: table of contents entry {href:?} is at depth {depth}, more than the limit of {limit}")]
+    TocTooDeep {
+        /// Path of the navigation document or NCX.
+        path: String,
+        /// The entry's link.
+        href: String,
+        /// The entry's depth.
+        depth: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// The spine has more itemrefs than
+    /// [`Limits::max_spine_items`](crate::Limits::max_spine_items).
+    #[error("{path:?}: spine has more than {limit} itemrefs")]
+    TooManySpineItems {
+        /// Path of the package document.
+        path: String,
+        /// The limit.
+        limit: usize,
+    },
+    /// More spine itemrefs name one file than
+    /// [`Limits::max_spine_refs_per_file`](crate::Limits::max_spine_refs_per_file)
+    /// allows.
+    #[error("spine names {path:?} more than {limit} times")]
+    SpineRepeats {
+        /// Path of the repeated file inside the archive.
+        path: String,
+        /// The limit.
+        limit: usize,
+    },
+}
+
+impl OpenError {
+    /// The name of the [`Limits`](crate::Limits) budget this error
+    /// exceeded (such as `"max_entity_bytes_per_document"`, the name of its
+    /// getter), or `None` when the book is broken rather than over budget.
+    pub fn limit(&self) -> Option<&'static str> {
+        Some(match self {
+            OpenError::TooManyEntries { .. } => "max_entries",
+            OpenError::EntryTooLarge { .. } => "max_entry_bytes",
+            OpenError::TotalTooLarge { .. } => "max_total_uncompressed_bytes",
+            OpenError::CompressionRatio { .. } => "max_compression_ratio",
+            OpenError::Xml { source, .. } => source.limit(),
+            OpenError::TooManyTocEntries { .. } => "max_toc_entries",
+            OpenError::TocTooDeep { .. } => "max_toc_depth",
+            OpenError::TooManySpineItems { .. } => "max_spine_items",
+            OpenError::SpineRepeats { .. } => "max_spine_refs_per_file",
+            _ => return None,
+        })
+    }
+}
+
+/// An XML budget of [`Limits`](crate::Limits) exceeded while parsing one
+/// file, and where (1-based line of the file, line ends normalised).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParseError {
+    /// References to DTD-declared entities expand to more than
+    /// [`Limits::max_entity_bytes_per_document`](crate::Limits::max_entity_bytes_per_document).
+    #[error(
+        "entity references at line {line} expand past the limit of {limit} bytes per document"
+    )]
+    EntityExpansion {
+        /// Line of the reference that went past the budget.
+        line: usize,
+        /// The limit.
+        limit: u64,
+    },
+    /// Entity references of the whole book expand to more than
+    /// [`Limits::max_entity_bytes_per_book`](crate::Limits::max_entity_bytes_per_book).
+    #[error("entity references at line {line} expand past the limit of {limit} bytes per book")]
+    BookEntityExpansion {
+        /// Line of the reference that went past the budget.
+        line: usize,
+        /// The limit.
+        limit: u64,
+    },
+    /// Elements nest deeper than
+    /// [`Limits::max_depth`](crate::Limits::max_depth).
+    #[error("element at line {line} nests deeper than the limit of {limit}")]
+    TooDeep {
+        /// Line of the element that went past the budget.
+        line: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// An element has more attributes than
+    /// [`Limits::max_attributes_per_element`](crate::Limits::max_attributes_per_element).
+    #[error("element at line {line} has more than {limit} attributes")]
+    TooManyAttributes {
+        /// Line of the attribute that went past the budget.
+        line: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// The file has more elements (comments and processing instructions
+    /// included) than
+    /// [`Limits::max_elements_per_document`](crate::Limits::max_elements_per_document).
+    #[error("more than {limit} elements (at line {line})")]
+    TooManyElements {
+        /// Line of the element that went past the budget.
+        line: usize,
+        /// The limit.
+        limit: usize,
+    },
+}
+
+impl ParseError {
+    /// The name of the [`Limits`](crate::Limits) budget exceeded (the name
+    /// of its getter, such as `"max_depth"`).
+    pub fn limit(&self) -> &'static str {
+        match self {
+            ParseError::EntityExpansion { .. } => "max_entity_bytes_per_document",
+            ParseError::BookEntityExpansion { .. } => "max_entity_bytes_per_book",
+            ParseError::TooDeep { .. } => "max_depth",
+            ParseError::TooManyAttributes { .. } => "max_attributes_per_element",
+            ParseError::TooManyElements { .. } => "max_elements_per_document",
+        }
+    }
 }
 
 /// Something wrong in a book that was read anyway.

@@ -2,8 +2,11 @@
 //! `META-INF/encryption.xml`.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
-use crate::OpenError;
+use crate::entities::inline_entities;
+use crate::xml::{Dom, XmlLimits};
+use crate::{Limits, OpenError};
 
 /// Publication metadata from the package document.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -81,11 +84,31 @@ pub(crate) struct Package {
     pub(crate) direction: PageProgression,
 }
 
-fn xml_options() -> roxmltree::ParsingOptions {
+fn xml_options(limits: &XmlLimits) -> roxmltree::ParsingOptions {
     roxmltree::ParsingOptions {
         allow_dtd: true,
-        ..Default::default()
+        // Text nodes come between elements; the tolerant pass has counted
+        // the elements already.
+        nodes_limit: u32::try_from(limits.elements.saturating_mul(3).saturating_add(16))
+            .unwrap_or(u32::MAX),
     }
+}
+
+/// Checks `text` against the XML budgets with the tolerant parser (linear
+/// time) and prepares it for `roxmltree` (entities inlined, see
+/// [`inline_entities`]). Returns the text and the entity bytes used.
+fn strict_text<'t>(
+    path: &str,
+    text: &'t str,
+    limits: &XmlLimits,
+) -> Result<(Cow<'t, str>, u64), OpenError> {
+    let xml_err = |source| OpenError::Xml {
+        path: path.to_owned(),
+        source,
+    };
+    let dom = Dom::parse_with_limits(text, *limits).map_err(xml_err)?;
+    let inlined = inline_entities(text, limits).map_err(xml_err)?;
+    Ok((inlined, dom.entity_bytes))
 }
 
 /// Decodes bytes as text: UTF-8 (with or without BOM) or UTF-16 with BOM;
@@ -118,10 +141,11 @@ pub(crate) fn decode_text(bytes: &[u8]) -> (Cow<'_, str>, Option<String>) {
     }
 }
 
-/// The package path named by `container.xml`.
-pub(crate) fn rootfile(container: &[u8]) -> Result<String, OpenError> {
+/// The package path named by `container.xml`, and the entity bytes used.
+pub(crate) fn rootfile(container: &[u8], limits: &XmlLimits) -> Result<(String, u64), OpenError> {
     let (text, _) = decode_text(container);
-    let doc = roxmltree::Document::parse_with_options(&text, xml_options()).map_err(|e| {
+    let (text, entity_bytes) = strict_text("META-INF/container.xml", &text, limits)?;
+    let doc = roxmltree::Document::parse_with_options(&text, xml_options(limits)).map_err(|e| {
         OpenError::BrokenContainer {
             reason: e.to_string(),
         }
@@ -137,7 +161,7 @@ pub(crate) fn rootfile(container: &[u8]) -> Result<String, OpenError> {
         .and_then(|n| n.attribute("full-path"))
         .filter(|p| !p.is_empty());
     chosen
-        .map(percent_decode)
+        .map(|p| (percent_decode(p), entity_bytes))
         .ok_or_else(|| OpenError::BrokenContainer {
             reason: "no rootfile with a full-path".to_owned(),
         })
@@ -201,13 +225,20 @@ pub(crate) fn split_fragment(href: &str) -> (&str, Option<&str>) {
     }
 }
 
-pub(crate) fn parse_package(path: &str, bytes: &[u8]) -> Result<Package, OpenError> {
+/// Reads the package document; returns it and the entity bytes used.
+pub(crate) fn parse_package(
+    path: &str,
+    bytes: &[u8],
+    limits: &Limits,
+    xml_limits: &XmlLimits,
+) -> Result<(Package, u64), OpenError> {
     let broken = |reason: String| OpenError::BrokenPackage {
         path: path.to_owned(),
         reason,
     };
     let (text, _) = decode_text(bytes);
-    let doc = roxmltree::Document::parse_with_options(&text, xml_options())
+    let (text, entity_bytes) = strict_text(path, &text, xml_limits)?;
+    let doc = roxmltree::Document::parse_with_options(&text, xml_options(xml_limits))
         .map_err(|e| broken(e.to_string()))?;
     let root = doc.root_element();
     if root.tag_name().name() != "package" {
@@ -299,17 +330,37 @@ pub(crate) fn parse_package(path: &str, bytes: &[u8]) -> Result<Package, OpenErr
         });
     }
 
+    // First item per id, as a linear search would find it.
+    let mut by_id: HashMap<&str, &ManifestItem> = HashMap::with_capacity(manifest.len());
+    for m in &manifest {
+        by_id.entry(m.id.as_str()).or_insert(m);
+    }
+    let mut refs_per_file: HashMap<&str, usize> = HashMap::new();
     let mut items = Vec::new();
     for (pos, itemref) in spine.children().filter(|n| n.is_element()).enumerate() {
         if itemref.tag_name().name() != "itemref" {
             continue;
         }
+        if items.len() >= limits.max_spine_items() {
+            return Err(OpenError::TooManySpineItems {
+                path: path.to_owned(),
+                limit: limits.max_spine_items(),
+            });
+        }
         let idref = itemref.attribute("idref").unwrap_or_default();
-        let Some(m) = manifest.iter().find(|m| m.id == idref) else {
+        let Some(m) = by_id.get(idref).copied() else {
             return Err(broken(format!(
                 "spine itemref idref {idref:?} is not in the manifest"
             )));
         };
+        let refs = refs_per_file.entry(m.path.as_str()).or_insert(0);
+        *refs += 1;
+        if *refs > limits.max_spine_refs_per_file() {
+            return Err(OpenError::SpineRepeats {
+                path: m.path.clone(),
+                limit: limits.max_spine_refs_per_file(),
+            });
+        }
         items.push(SpineItem {
             index: items.len(),
             idref: idref.to_owned(),
@@ -329,14 +380,18 @@ pub(crate) fn parse_package(path: &str, bytes: &[u8]) -> Result<Package, OpenErr
         Some("ltr") => PageProgression::Ltr,
         _ => PageProgression::Default,
     };
-    Ok(Package {
-        metadata,
-        manifest,
-        spine: items,
-        spine_step: step_of(spine_pos),
-        toc_idref: spine.attribute("toc").map(str::to_owned),
-        direction,
-    })
+    let toc_idref = spine.attribute("toc").map(str::to_owned);
+    Ok((
+        Package {
+            metadata,
+            manifest,
+            spine: items,
+            spine_step: step_of(spine_pos),
+            toc_idref,
+            direction,
+        },
+        entity_bytes,
+    ))
 }
 
 /// CFI step of the element child at `pos` (0-based).
@@ -353,18 +408,28 @@ const OBFUSCATION: [&str; 2] = [
     "http://ns.adobe.com/pdf/enc#RC",
 ];
 
-/// Encrypted resources listed in `META-INF/encryption.xml`:
-/// `(archive path, algorithm, is_font_obfuscation)`.
-pub(crate) fn encrypted_resources(bytes: &[u8]) -> Vec<(String, String, bool)> {
+/// An encrypted resource: `(archive path, algorithm, is_font_obfuscation)`.
+pub(crate) type Encrypted = (String, String, bool);
+
+/// Encrypted resources listed in `META-INF/encryption.xml`, and the entity
+/// bytes used.
+pub(crate) fn encrypted_resources(
+    bytes: &[u8],
+    limits: &XmlLimits,
+) -> Result<(Vec<Encrypted>, u64), OpenError> {
     let (text, _) = decode_text(bytes);
-    let Ok(doc) = roxmltree::Document::parse_with_options(&text, xml_options()) else {
+    let (text, entity_bytes) = strict_text("META-INF/encryption.xml", &text, limits)?;
+    let Ok(doc) = roxmltree::Document::parse_with_options(&text, xml_options(limits)) else {
         // Unreadable encryption information: assume the worst for nothing
         // in particular, the caller reports it.
-        return vec![(
-            String::new(),
-            "unreadable META-INF/encryption.xml".to_owned(),
-            false,
-        )];
+        return Ok((
+            vec![(
+                String::new(),
+                "unreadable META-INF/encryption.xml".to_owned(),
+                false,
+            )],
+            entity_bytes,
+        ));
     };
     let mut out = Vec::new();
     for data in doc
@@ -387,7 +452,7 @@ pub(crate) fn encrypted_resources(bytes: &[u8]) -> Vec<(String, String, bool)> {
             }
         }
     }
-    out
+    Ok((out, entity_bytes))
 }
 
 #[cfg(test)]

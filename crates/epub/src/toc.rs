@@ -2,6 +2,10 @@
 
 use crate::package::{dir_of, join, split_fragment};
 use crate::xml::{Dom, NodeId};
+use crate::{Limits, OpenError};
+
+/// Longest entry title kept, in bytes; longer labels are cut.
+pub(crate) const MAX_TITLE_BYTES: usize = 4096;
 
 /// The EPUB 3 structural-semantics namespace (`epub:type`).
 const OPS_NS: &str = "http://www.idpf.org/2007/ops";
@@ -10,7 +14,7 @@ const OPS_NS: &str = "http://www.idpf.org/2007/ops";
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct TocEntry {
-    /// The entry's label, whitespace collapsed.
+    /// The entry's label, whitespace collapsed (cut after about 4 KiB).
     pub title: String,
     /// The link as written in the navigation document.
     pub href: String,
@@ -25,6 +29,31 @@ pub struct TocEntry {
 /// Collapses runs of whitespace to one space and trims.
 pub(crate) fn collapse_ws(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Checks the budgets for one more entry at `depth` after `count` entries.
+fn check(
+    doc_path: &str,
+    href: &str,
+    count: usize,
+    depth: usize,
+    limits: &Limits,
+) -> Result<(), OpenError> {
+    if count >= limits.max_toc_entries() {
+        return Err(OpenError::TooManyTocEntries {
+            path: doc_path.to_owned(),
+            limit: limits.max_toc_entries(),
+        });
+    }
+    if depth > limits.max_toc_depth() {
+        return Err(OpenError::TocTooDeep {
+            path: doc_path.to_owned(),
+            href: href.to_owned(),
+            depth,
+            limit: limits.max_toc_depth(),
+        });
+    }
+    Ok(())
 }
 
 fn entry(doc_path: &str, title: String, href: &str, depth: usize) -> TocEntry {
@@ -54,11 +83,20 @@ fn nav_has_type(dom: &Dom, nav: NodeId, kind: &str) -> bool {
 
 /// Entries of the `<nav epub:type="{kind}">` of a navigation document
 /// (`toc`, `page-list`, `landmarks`).
-pub(crate) fn from_nav(dom: &Dom, doc_path: &str, kind: &str) -> Vec<TocEntry> {
+///
+/// # Errors
+///
+/// Past [`Limits::max_toc_entries`] or [`Limits::max_toc_depth`].
+pub(crate) fn from_nav(
+    dom: &Dom,
+    doc_path: &str,
+    kind: &str,
+    limits: &Limits,
+) -> Result<Vec<TocEntry>, OpenError> {
     let Some(nav) = (0..dom.len()).map(|i| NodeId(i as u32)).find(|&n| {
         dom.element(n).is_some_and(|e| e.local_name() == "nav") && nav_has_type(dom, n, kind)
     }) else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
     let mut out = Vec::new();
     for d in dom.descendants(nav) {
@@ -78,19 +116,29 @@ pub(crate) fn from_nav(dom: &Dom, doc_path: &str, kind: &str) -> Vec<TocEntry> {
             }
             cur = dom.parent(p);
         }
-        let title = collapse_ws(&dom.text_content(d));
-        out.push(entry(doc_path, title, href, depth.saturating_sub(1)));
+        let depth = depth.saturating_sub(1);
+        check(doc_path, href, out.len(), depth, limits)?;
+        let title = collapse_ws(&dom.text_content_capped(d, MAX_TITLE_BYTES));
+        out.push(entry(doc_path, title, href, depth));
     }
-    out
+    Ok(out)
 }
 
 /// Entries of an NCX `navMap`.
-pub(crate) fn from_ncx(dom: &Dom, doc_path: &str) -> Vec<TocEntry> {
+///
+/// # Errors
+///
+/// Past [`Limits::max_toc_entries`] or [`Limits::max_toc_depth`].
+pub(crate) fn from_ncx(
+    dom: &Dom,
+    doc_path: &str,
+    limits: &Limits,
+) -> Result<Vec<TocEntry>, OpenError> {
     let Some(root) = dom.root() else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
     let Some(map) = dom.child_named(root, "navMap") else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
     let mut out = Vec::new();
     for d in dom.descendants(map) {
@@ -104,10 +152,6 @@ pub(crate) fn from_ncx(dom: &Dom, doc_path: &str) -> Vec<TocEntry> {
         else {
             continue;
         };
-        let title = dom
-            .child_named(d, "navLabel")
-            .map(|l| collapse_ws(&dom.text_content(l)))
-            .unwrap_or_default();
         let mut depth = 0usize;
         let mut cur = dom.parent(d);
         while let Some(p) = cur {
@@ -119,7 +163,12 @@ pub(crate) fn from_ncx(dom: &Dom, doc_path: &str) -> Vec<TocEntry> {
             }
             cur = dom.parent(p);
         }
+        check(doc_path, src, out.len(), depth, limits)?;
+        let title = dom
+            .child_named(d, "navLabel")
+            .map(|l| collapse_ws(&dom.text_content_capped(l, MAX_TITLE_BYTES)))
+            .unwrap_or_default();
         out.push(entry(doc_path, title, src, depth));
     }
-    out
+    Ok(out)
 }

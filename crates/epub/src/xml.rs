@@ -12,7 +12,11 @@
 //! are integer comparisons.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::cell::Cell;
+use std::collections::{HashMap, HashSet};
+
+use crate::entities::{declaration_end, entity_decls};
+use crate::{Limits, ParseError};
 
 /// Sentinel for "no node".
 const NONE: u32 = u32::MAX;
@@ -95,6 +99,55 @@ pub(crate) struct Node {
 pub(crate) struct Dom {
     nodes: Vec<Node>,
     pub(crate) warnings: Vec<String>,
+    /// Bytes produced by references to DTD-declared entities.
+    pub(crate) entity_bytes: u64,
+}
+
+/// The budgets one XML parse runs under (see [`Limits`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct XmlLimits {
+    /// Most bytes entity references may expand to in this document.
+    pub(crate) entity_bytes: u64,
+    /// What is left of the book's entity budget, and that budget.
+    pub(crate) book_entity: Option<(u64, u64)>,
+    pub(crate) depth: usize,
+    pub(crate) attributes: usize,
+    pub(crate) elements: usize,
+}
+
+impl XmlLimits {
+    /// No budgets at all (trusted input).
+    pub(crate) fn unlimited() -> Self {
+        XmlLimits {
+            entity_bytes: u64::MAX,
+            book_entity: None,
+            depth: usize::MAX,
+            attributes: usize::MAX,
+            elements: usize::MAX,
+        }
+    }
+
+    /// The per-document budgets of `limits`; `book_left` is what remains of
+    /// the book's entity budget.
+    pub(crate) fn of(limits: &Limits, book_left: Option<u64>) -> Self {
+        XmlLimits {
+            entity_bytes: limits.max_entity_bytes_per_document(),
+            book_entity: book_left.map(|left| (left, limits.max_entity_bytes_per_book())),
+            depth: limits.max_depth(),
+            attributes: limits.max_attributes_per_element(),
+            elements: limits.max_elements_per_document(),
+        }
+    }
+}
+
+/// Line ends normalised to `\n` and a byte-order mark removed.
+fn normalise(input: &str) -> Cow<'_, str> {
+    let input = input.strip_prefix('\u{feff}').unwrap_or(input);
+    if input.contains('\r') {
+        Cow::Owned(input.replace("\r\n", "\n").replace('\r', "\n"))
+    } else {
+        Cow::Borrowed(input)
+    }
 }
 
 /// UTF-16 length of a string, counted from its UTF-8 bytes.
@@ -105,9 +158,24 @@ pub(crate) fn utf16_len(s: &str) -> usize {
 }
 
 impl Dom {
-    /// Parses `input`, repairing what is broken.
+    /// Parses `input`, repairing what is broken, with no budgets.
     pub(crate) fn parse(input: &str) -> Dom {
-        Parser::new(input).run()
+        match Dom::parse_with_limits(input, XmlLimits::unlimited()) {
+            Ok(dom) => dom,
+            // Unreachable: no budget can be exceeded.
+            Err(_) => Dom {
+                nodes: Vec::new(),
+                warnings: Vec::new(),
+                entity_bytes: 0,
+            },
+        }
+    }
+
+    /// Parses `input`, repairing what is broken, and stops at the first
+    /// budget of `limits` exceeded. The work done is bounded by the budgets.
+    pub(crate) fn parse_with_limits(input: &str, limits: XmlLimits) -> Result<Dom, ParseError> {
+        let src = normalise(input);
+        Parser::new(&src, limits).run()
     }
 
     pub(crate) fn node(&self, id: NodeId) -> &Node {
@@ -197,6 +265,20 @@ impl Dom {
             })
     }
 
+    /// Every element's `id` attribute, the first element winning (as
+    /// [`Dom::element_by_id`] finds it).
+    pub(crate) fn ids(&self) -> HashMap<&str, NodeId> {
+        let mut out = HashMap::new();
+        for (i, n) in self.nodes.iter().enumerate() {
+            if let NodeKind::Element(e) = &n.kind {
+                if let Some(id) = e.attr("id") {
+                    out.entry(id).or_insert(NodeId(i as u32));
+                }
+            }
+        }
+        out
+    }
+
     /// Resolves a namespace prefix in scope at `id`.
     pub(crate) fn namespace_of_prefix(&self, id: NodeId, prefix: &str) -> Option<&str> {
         let decl = format!("xmlns:{prefix}");
@@ -218,6 +300,26 @@ impl Dom {
             (l == name && prefix != "xmlns" && self.namespace_of_prefix(id, prefix) == Some(ns))
                 .then_some(v.as_str())
         })
+    }
+
+    /// Character data inside `id`, concatenated, stopping after about
+    /// `max_bytes` (cut at a character boundary).
+    pub(crate) fn text_content_capped(&self, id: NodeId, max_bytes: usize) -> String {
+        let mut out = String::new();
+        for d in self.descendants(id) {
+            if let Some(t) = self.char_data(d) {
+                if out.len() + t.len() > max_bytes {
+                    let mut cut = max_bytes.saturating_sub(out.len()).min(t.len());
+                    while !t.is_char_boundary(cut) {
+                        cut -= 1;
+                    }
+                    out.push_str(&t[..cut]);
+                    break;
+                }
+                out.push_str(t);
+            }
+        }
+        out
     }
 
     /// All character data inside `id`, concatenated.
@@ -258,23 +360,26 @@ struct Open {
 }
 
 struct Parser<'a> {
-    src: Cow<'a, str>,
+    src: &'a str,
     nodes: Vec<Node>,
     stack: Vec<Open>,
     entities: HashMap<String, String>,
     warnings: Vec<String>,
     dropped_warnings: usize,
     seen_root: bool,
+    limits: XmlLimits,
+    entity_bytes: u64,
+    /// Elements, comments and processing instructions so far.
+    elements: usize,
+    /// The first budget exceeded; parsing stops there.
+    error: Option<ParseError>,
+    /// `(byte offset, line)` of the last line lookup, so that lookups in
+    /// increasing order cost linear time in total.
+    line_cache: Cell<(usize, usize)>,
 }
 
 impl<'a> Parser<'a> {
-    fn new(input: &'a str) -> Self {
-        let input = input.strip_prefix('\u{feff}').unwrap_or(input);
-        let src = if input.contains('\r') {
-            Cow::Owned(input.replace("\r\n", "\n").replace('\r', "\n"))
-        } else {
-            Cow::Borrowed(input)
-        };
+    fn new(src: &'a str, limits: XmlLimits) -> Self {
         let doc = Node {
             kind: NodeKind::Document,
             parent: NONE,
@@ -298,7 +403,44 @@ impl<'a> Parser<'a> {
             warnings: Vec::new(),
             dropped_warnings: 0,
             seen_root: false,
+            limits,
+            entity_bytes: 0,
+            elements: 0,
+            error: None,
+            line_cache: Cell::new((0, 1)),
         }
+    }
+
+    /// Records the first budget exceeded.
+    fn fail(&mut self, e: ParseError) {
+        if self.error.is_none() {
+            self.error = Some(e);
+        }
+    }
+
+    /// Counts `bytes` of entity expansion at `pos`; `false` past a budget.
+    fn charge_entity(&mut self, bytes: usize, pos: usize) -> bool {
+        let total = self.entity_bytes.saturating_add(bytes as u64);
+        if total > self.limits.entity_bytes {
+            let e = ParseError::EntityExpansion {
+                line: self.line_of(pos),
+                limit: self.limits.entity_bytes,
+            };
+            self.fail(e);
+            return false;
+        }
+        if let Some((left, limit)) = self.limits.book_entity {
+            if total > left {
+                let e = ParseError::BookEntityExpansion {
+                    line: self.line_of(pos),
+                    limit,
+                };
+                self.fail(e);
+                return false;
+            }
+        }
+        self.entity_bytes = total;
+        true
     }
 
     fn warn(&mut self, msg: String) {
@@ -310,15 +452,25 @@ impl<'a> Parser<'a> {
     }
 
     fn line_of(&self, pos: usize) -> usize {
-        self.src.as_bytes()[..pos.min(self.src.len())]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count()
-            + 1
+        let pos = pos.min(self.src.len());
+        let (from, line) = match self.line_cache.get() {
+            (p, l) if p <= pos => (p, l),
+            _ => (0, 1),
+        };
+        let line = line
+            + self.src.as_bytes()[from..pos]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count();
+        self.line_cache.set((pos, line));
+        line
     }
 
     fn add(&mut self, kind: NodeKind) -> u32 {
         let id = self.nodes.len() as u32;
+        if !matches!(kind, NodeKind::Text(_) | NodeKind::CData(_)) {
+            self.elements += 1;
+        }
         let Some(top) = self.stack.last_mut() else {
             return id;
         };
@@ -367,12 +519,28 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn run(mut self) -> Dom {
-        let src = std::mem::take(&mut self.src);
-        let s: &str = &src;
+    /// Whether one more element, comment or processing instruction at
+    /// `pos` fits the budget (records the error if not).
+    fn element_fits(&mut self, pos: usize) -> bool {
+        if self.elements >= self.limits.elements {
+            let e = ParseError::TooManyElements {
+                line: self.line_of(pos),
+                limit: self.limits.elements,
+            };
+            self.fail(e);
+            return false;
+        }
+        true
+    }
+
+    fn run(mut self) -> Result<Dom, ParseError> {
+        let s: &str = self.src;
         let b = s.as_bytes();
         let mut i = 0;
         while i < b.len() {
+            if let Some(e) = self.error.take() {
+                return Err(e);
+            }
             if b[i] != b'<' {
                 let end = memchr_lt(b, i);
                 self.text(&s[i..end], i);
@@ -388,7 +556,7 @@ impl<'a> Parser<'a> {
                         i = b.len();
                     }
                 }
-                if self.stack.len() > 1 {
+                if self.stack.len() > 1 && self.element_fits(i) {
                     self.add(NodeKind::Comment);
                 }
             } else if let Some(body) = rest.strip_prefix("<![CDATA[") {
@@ -419,7 +587,7 @@ impl<'a> Parser<'a> {
                         i = b.len();
                     }
                 }
-                if self.stack.len() > 1 {
+                if self.stack.len() > 1 && self.element_fits(i) {
                     self.add(NodeKind::Pi);
                 }
             } else if rest.starts_with("</") {
@@ -432,6 +600,9 @@ impl<'a> Parser<'a> {
                 self.text(&s[i..end], i);
                 i = end;
             }
+        }
+        if let Some(e) = self.error.take() {
+            return Err(e);
         }
         if self.stack.len() > 1 {
             let names: Vec<String> = self.stack[1..]
@@ -456,10 +627,11 @@ impl<'a> Parser<'a> {
             let n = self.dropped_warnings;
             self.warnings.push(format!("{n} more warnings not shown"));
         }
-        Dom {
+        Ok(Dom {
             nodes: self.nodes,
             warnings: self.warnings,
-        }
+            entity_bytes: self.entity_bytes,
+        })
     }
 
     fn text(&mut self, raw: &str, pos: usize) {
@@ -479,66 +651,21 @@ impl<'a> Parser<'a> {
     /// Skips `<!DOCTYPE …>` (reading entity declarations of its internal
     /// subset) or any other `<!…>` declaration.
     fn doctype(&mut self, s: &str, start: usize) -> usize {
-        let b = s.as_bytes();
-        let mut i = start + 2;
-        let mut bracket = 0usize;
-        let mut subset_start = None;
-        let mut subset_end = None;
-        while i < b.len() {
-            match b[i] {
-                b'"' | b'\'' => {
-                    let q = b[i];
-                    i += 1;
-                    while i < b.len() && b[i] != q {
-                        i += 1;
+        match declaration_end(s, start) {
+            Some((end, subset)) => {
+                if let Some((a, z)) = subset {
+                    for (name, value) in entity_decls(&s[a..z]) {
+                        self.entities.entry(name).or_insert(value);
                     }
                 }
-                b'[' => {
-                    if bracket == 0 {
-                        subset_start = Some(i + 1);
-                    }
-                    bracket += 1;
-                }
-                b']' => {
-                    bracket = bracket.saturating_sub(1);
-                    if bracket == 0 {
-                        subset_end = Some(i);
-                    }
-                }
-                b'>' if bracket == 0 => {
-                    if let (Some(a), Some(z)) = (subset_start, subset_end) {
-                        self.entity_decls(&s[a..z]);
-                    }
-                    return i + 1;
-                }
-                _ => {}
+                end
             }
-            i += 1;
-        }
-        self.warn(format!(
-            "unterminated declaration at line {}",
-            self.line_of(start)
-        ));
-        b.len()
-    }
-
-    fn entity_decls(&mut self, subset: &str) {
-        let mut rest = subset;
-        while let Some(p) = rest.find("<!ENTITY") {
-            rest = &rest[p + 8..];
-            let body = rest.trim_start();
-            if body.starts_with('%') {
-                continue;
-            }
-            let name_end = body.find(|c: char| c.is_whitespace()).unwrap_or(body.len());
-            let name = &body[..name_end];
-            let after = body[name_end..].trim_start();
-            let Some(q) = after.chars().next().filter(|&c| c == '"' || c == '\'') else {
-                continue;
-            };
-            if let Some(e) = after[1..].find(q) {
-                let value = after[1..1 + e].to_owned();
-                self.entities.entry(name.to_owned()).or_insert(value);
+            None => {
+                self.warn(format!(
+                    "unterminated declaration at line {}",
+                    self.line_of(start)
+                ));
+                s.len()
             }
         }
     }
@@ -589,10 +716,27 @@ impl<'a> Parser<'a> {
             i += 1;
         }
         let name = s[start + 1..i].to_owned();
+        if self.stack.len() > self.limits.depth {
+            let e = ParseError::TooDeep {
+                line: self.line_of(start),
+                limit: self.limits.depth,
+            };
+            self.fail(e);
+            return b.len();
+        }
+        if !self.element_fits(start) {
+            return b.len();
+        }
         let mut attrs: Vec<(String, String)> = Vec::new();
+        // Names seen, as slices of the source: linear duplicate checks.
+        let mut seen: HashSet<&str> = HashSet::new();
+        let mut attr_count = 0usize;
         let mut self_closing = false;
         let mut terminated = false;
         while i < b.len() {
+            if self.error.is_some() {
+                return b.len();
+            }
             while i < b.len() && b[i].is_ascii_whitespace() {
                 i += 1;
             }
@@ -631,7 +775,17 @@ impl<'a> Parser<'a> {
                 i += 1;
                 continue;
             }
-            let an = s[an_start..i].to_owned();
+            attr_count += 1;
+            if attr_count > self.limits.attributes {
+                let e = ParseError::TooManyAttributes {
+                    line: self.line_of(an_start),
+                    limit: self.limits.attributes,
+                };
+                self.fail(e);
+                return b.len();
+            }
+            let an_str = &s[an_start..i];
+            let an = an_str.to_owned();
             while i < b.len() && b[i].is_ascii_whitespace() {
                 i += 1;
             }
@@ -663,7 +817,7 @@ impl<'a> Parser<'a> {
                     self.line_of(i)
                 ));
             }
-            if attrs.iter().any(|(n, _)| *n == an) {
+            if !seen.insert(an_str) {
                 self.warn(format!(
                     "duplicate attribute {an} at line {}",
                     self.line_of(an_start)
@@ -730,6 +884,18 @@ impl<'a> Parser<'a> {
                 continue;
             };
             let name = &rest[1..semi];
+            let predefined = matches!(name, "lt" | "gt" | "amp" | "quot" | "apos");
+            if let Some(v) = self.entities.get(name).filter(|_| !predefined) {
+                let len = v.len();
+                if !self.charge_entity(len, pos) {
+                    return Cow::Owned(out);
+                }
+                if let Some(v) = self.entities.get(name) {
+                    out.push_str(v);
+                }
+                rest = &rest[semi + 1..];
+                continue;
+            }
             match self.reference(name) {
                 Some(v) => out.push_str(&v),
                 None => {
@@ -761,9 +927,6 @@ impl<'a> Parser<'a> {
             "quot" => "\"",
             "apos" => "'",
             _ => {
-                if let Some(v) = self.entities.get(name) {
-                    return Some(v.clone());
-                }
                 let v = html_entity(name)?;
                 self.warn(format!("undeclared HTML entity &{name}; decoded"));
                 v

@@ -4,6 +4,7 @@ mod support;
 
 mod chapters;
 mod errors;
+mod hostile;
 mod oracle;
 mod passages;
 mod reading;
