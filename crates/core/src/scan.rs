@@ -39,6 +39,9 @@ pub(crate) struct ScanConfig {
     tag: bool,
     single: bool,
     bare: bool,
+    openai: bool,
+    assistants: bool,
+    footnote: bool,
     rank: bool,
     skip_code: bool,
     cap: usize,
@@ -62,6 +65,9 @@ impl ScanConfig {
             tag: settings.has_syntax(Syntax::CiteTag),
             single: settings.has_syntax(Syntax::SingleBracket),
             bare: settings.has_syntax(Syntax::BareId),
+            openai: settings.has_syntax(Syntax::OpenaiCite),
+            assistants: settings.has_syntax(Syntax::AssistantsCite),
+            footnote: settings.has_syntax(Syntax::Footnote),
             rank: settings.rank() != RankMode::Off,
             skip_code: settings.is_skip_code(),
             cap: settings.max_pending_bytes(),
@@ -84,8 +90,14 @@ impl ScanConfig {
         if c.skip_code {
             set.push(b'~');
         }
+        if c.lenticular() {
+            set.push(0xE3);
+        }
         if c.fullwidth() {
-            set.extend([0xE3, 0xEF]);
+            set.push(0xEF);
+        }
+        if c.openai {
+            set.push(0xEE);
         }
         if c.bare {
             set.push(c.shape.prefix().as_bytes()[0]);
@@ -116,8 +128,10 @@ impl ScanConfig {
         if self.skip_code {
             end = memchr::memchr(b'~', &hay[..end]).unwrap_or(end);
         }
-        if self.fullwidth() {
-            end = memchr::memchr2(0xE3, 0xEF, &hay[..end]).unwrap_or(end);
+        if self.fullwidth() || self.lenticular() || self.openai {
+            // Lead bytes of 【 (E3), ［ (EF) and the private-use markers (EE); a byte that is
+            // not in the set only costs a look.
+            end = memchr::memchr3(0xE3, 0xEF, 0xEE, &hay[..end]).unwrap_or(end);
         }
         if self.bare {
             end = memchr::memchr(self.shape.prefix().as_bytes()[0], &hay[..end]).unwrap_or(end);
@@ -130,11 +144,17 @@ impl ScanConfig {
     }
 
     fn brackets(&self) -> bool {
-        self.double || self.single || self.rank
+        self.double || self.single || self.rank || self.footnote
     }
 
+    /// `［`: ids and ranks.
     fn fullwidth(&self) -> bool {
         self.single || self.rank
+    }
+
+    /// `【`: ids, ranks and Assistants annotations.
+    fn lenticular(&self) -> bool {
+        self.single || self.rank || self.assistants
     }
 
     fn is_registered(&self, s: &str) -> bool {
@@ -508,8 +528,9 @@ impl Scanner {
             let starts = match b {
                 b'[' => cfg.brackets(),
                 b'<' => cfg.colon || cfg.tag,
-                0xE3 => cfg.fullwidth() && bytes[i..].starts_with("【".as_bytes()),
+                0xE3 => cfg.lenticular() && bytes[i..].starts_with("【".as_bytes()),
                 0xEF => cfg.fullwidth() && bytes[i..].starts_with("［".as_bytes()),
+                0xEE => cfg.openai && bytes[i..].starts_with(OPENAI_OPEN.as_bytes()),
                 _ if cfg.bare && b == cfg.shape.prefix().as_bytes()[0] => {
                     !(self.prev.is_ascii_alphanumeric() || self.prev == b'_')
                 }
@@ -653,12 +674,21 @@ fn classify(view: &str, eof: bool, c: Cand, cfg: &ScanConfig) -> Verdict {
         b'[' => match bytes.get(1) {
             None => more,
             Some(b'[') => classify_double(view, eof, cfg),
+            Some(b'^') if cfg.footnote => match classify_footnote(view, eof, c, cfg) {
+                Verdict::No if cfg.single || cfg.rank => classify_single(view, eof, c, cfg),
+                v => v,
+            },
             Some(_) if cfg.single || cfg.rank => classify_single(view, eof, c, cfg),
             Some(_) => Verdict::No,
         },
         b'<' => classify_cite(view, eof, cfg),
+        0xE3 if cfg.assistants => match classify_assistants(view, eof) {
+            Verdict::No => classify_fullwidth(view, "】", eof, cfg),
+            v => v,
+        },
         0xE3 => classify_fullwidth(view, "】", eof, cfg),
         0xEF => classify_fullwidth(view, "］", eof, cfg),
+        0xEE => classify_openai(view, eof),
         _ => classify_bare(view, eof, cfg),
     }
 }
@@ -730,11 +760,11 @@ enum ItemCheck {
     Valid,
 }
 
-fn check_item(s: &str, cfg: &ScanConfig) -> ItemCheck {
+fn check_item(s: &str, ids: bool, cfg: &ScanConfig) -> ItemCheck {
     if cfg.rank && rank_value(s).is_some() {
         return ItemCheck::Valid;
     }
-    if cfg.single {
+    if ids {
         if cfg.shape.matches(s) || cfg.is_registered(s) {
             return ItemCheck::Valid;
         }
@@ -749,6 +779,16 @@ fn check_item(s: &str, cfg: &ScanConfig) -> ItemCheck {
 /// separated by `,`, `、` or `，`, spaces allowed only after a separator. `complete` says the
 /// closing bracket follows. `Ok(None)`: could still become valid; `Ok(Some)`: valid.
 fn check_group(content: &str, complete: bool, cfg: &ScanConfig) -> Result<Option<Vec<Item>>, ()> {
+    check_group_with(content, complete, cfg.single, cfg)
+}
+
+/// As [`check_group`]; `ids` says whether ids (not only ranks) may stand in the group.
+fn check_group_with(
+    content: &str,
+    complete: bool,
+    ids: bool,
+    cfg: &ScanConfig,
+) -> Result<Option<Vec<Item>>, ()> {
     let mut items = Vec::new();
     let mut src = content;
     loop {
@@ -757,7 +797,7 @@ fn check_group(content: &str, complete: bool, cfg: &ScanConfig) -> Result<Option
         let check = if item.is_empty() {
             ItemCheck::Invalid
         } else {
-            check_item(item, cfg)
+            check_item(item, ids, cfg)
         };
         if sep.is_none() && !complete {
             return match check {
@@ -862,6 +902,143 @@ fn classify_fullwidth_double(content: &str, close: &str, eof: bool, cfg: &ScanCo
         return Verdict::No;
     }
     Verdict::Marker(6 + end + 2 * close.len(), items)
+}
+
+/// `[^source_3]`, `[^2]`: a footnote reference used as a citation; ambiguous, one item. Not a
+/// definition `[^1]: …` at line start, a link `[^1](…)`, nor a reference label `[x][^1]`.
+fn classify_footnote(view: &str, eof: bool, c: Cand, cfg: &ScanConfig) -> Verdict {
+    let more = if eof { Verdict::No } else { Verdict::More };
+    let content = &view[2..];
+    let close = content.find([']', '\n', ',', '、', '，']);
+    let Some(end) = close.filter(|&e| content.as_bytes()[e] == b']') else {
+        if close.is_some() {
+            return Verdict::No;
+        }
+        return match check_group_with(content, false, true, cfg) {
+            Ok(_) => more,
+            Err(()) => Verdict::No,
+        };
+    };
+    let Ok(Some(items)) = check_group_with(&content[..end], true, true, cfg) else {
+        return Verdict::No;
+    };
+    if c.after_plain_bracket {
+        return Verdict::No;
+    }
+    let len = 2 + end + 1;
+    match view.as_bytes().get(len) {
+        None if eof => Verdict::Marker(len, items),
+        None => Verdict::More,
+        Some(b'(') => Verdict::No,
+        Some(b':') if c.at_line_start => Verdict::No,
+        Some(_) => Verdict::Marker(len, items),
+    }
+}
+
+/// The longest index part of an Assistants annotation (`12345:12345`).
+const ASSISTANTS_MAX_DIGITS: usize = 6;
+
+/// `【4:0†source】`, `【4†file.pdf】`: an Assistants file-search annotation; the id is the index.
+fn classify_assistants(view: &str, eof: bool) -> Verdict {
+    let more = if eof { Verdict::No } else { Verdict::More };
+    let content = &view["【".len()..];
+    let bytes = content.as_bytes();
+    let mut i = 0;
+    let mut colon = false;
+    let mut digits = 0;
+    loop {
+        match bytes.get(i) {
+            None => return more,
+            Some(b) if b.is_ascii_digit() => {
+                digits += 1;
+                if digits > ASSISTANTS_MAX_DIGITS {
+                    return Verdict::No;
+                }
+            }
+            Some(b':') if !colon && digits > 0 => {
+                colon = true;
+                digits = 0;
+            }
+            Some(_) => break,
+        }
+        i += 1;
+    }
+    if digits == 0 {
+        return Verdict::No;
+    }
+    let id = &content[..i];
+    let rest = &content[i..];
+    if rest.len() < '†'.len_utf8() {
+        return if "†".as_bytes().starts_with(rest.as_bytes()) {
+            more
+        } else {
+            Verdict::No
+        };
+    }
+    let Some(label) = rest.strip_prefix('†') else {
+        return Verdict::No;
+    };
+    let Some(end) = label.find(['】', '【', '\n', '\r', '`']) else {
+        return more;
+    };
+    if !label[end..].starts_with('】') || end == 0 {
+        return Verdict::No;
+    }
+    let len = "【".len() + i + '†'.len_utf8() + end + "】".len();
+    Verdict::Marker(len, vec![Item::Id(id.to_owned())])
+}
+
+/// Opens OpenAI's private-use citation markers.
+const OPENAI_OPEN: &str = "\u{e200}";
+/// Closes them.
+const OPENAI_CLOSE: char = '\u{e201}';
+/// Separates the kind and the ids.
+const OPENAI_SEP: char = '\u{e202}';
+
+/// `\u{e200}cite\u{e202}turn0search1\u{e202}turn0news3\u{e201}`: explicit; every id is
+/// a source id.
+fn classify_openai(view: &str, eof: bool) -> Verdict {
+    let more = if eof { Verdict::No } else { Verdict::More };
+    if !view.starts_with(OPENAI_OPEN) {
+        return Verdict::No;
+    }
+    let rest = &view[OPENAI_OPEN.len()..];
+    let mut body = None;
+    let mut waiting = false;
+    for kind in ["cite\u{e202}", "filecite\u{e202}"] {
+        if let Some(b) = rest.strip_prefix(kind) {
+            body = Some((kind.len(), b));
+        } else if kind.starts_with(rest) {
+            waiting = true;
+        }
+    }
+    let Some((kind_len, body)) = body else {
+        return if waiting { more } else { Verdict::No };
+    };
+    let Some(end) = body.find(|ch: char| {
+        matches!(
+            ch,
+            OPENAI_CLOSE | '\u{e200}' | '\n' | '\r' | '[' | ']' | '<' | '>' | '`'
+        )
+    }) else {
+        return more;
+    };
+    if !body[end..].starts_with(OPENAI_CLOSE) {
+        return Verdict::No;
+    }
+    let items: Vec<Item> = body[..end]
+        .split(OPENAI_SEP)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| Item::Id(s.to_owned()))
+        .collect();
+    if items.is_empty() {
+        return Verdict::No;
+    }
+    Verdict::Marker(
+        OPENAI_OPEN.len() + kind_len + end + OPENAI_CLOSE.len_utf8(),
+        items,
+    )
 }
 
 /// `<cite:ID>`, `<cite id="ID"/>`, `<cite id="ID"></cite>`: explicit.
@@ -1065,6 +1242,59 @@ mod tests {
         let (out, m) = scan_all(t, &s, &[]);
         assert_eq!(m, ["【【1】】", "［［２］］", "【【source_3】】", "【1】"]);
         assert_eq!(out, "a#b#c#d【【注意】】e【#x");
+    }
+
+    #[test]
+    fn openai_private_use_markers() {
+        let s = Settings::default();
+        let t = "a\u{e200}cite\u{e202}turn0search1\u{e202}turn0news3\u{e201} b\u{e200}filecite\u{e202}turn0file0\u{e201} c\u{e200}navlist\u{e202}x\u{e201} d\u{e200}cite\u{e202}\u{e201}";
+        let cfg = ScanConfig::new(&s, std::iter::empty());
+        let mut sc = Scanner::default();
+        let mut out = String::new();
+        let m = sc.next(t, &cfg, &mut out, true).unwrap();
+        assert_eq!(
+            m.items,
+            [
+                Item::Id("turn0search1".into()),
+                Item::Id("turn0news3".into())
+            ]
+        );
+        let (out, m) = scan_all(t, &s, &[]);
+        assert_eq!(m.len(), 2);
+        assert_eq!(
+            out,
+            "a# b# c\u{e200}navlist\u{e202}x\u{e201} d\u{e200}cite\u{e202}\u{e201}"
+        );
+        let off = Settings::default().with_syntaxes(&[Syntax::DoubleBracket]);
+        assert!(scan_all(t, &off, &[]).1.is_empty());
+    }
+
+    #[test]
+    fn assistants_annotations() {
+        let s = Settings::default();
+        let t = "a【4:0†source】 b【12†report.pdf】 c【4:0†】 d【4:†x】 e【1234567†x】 f【1†x\ny】";
+        let (out, m) = scan_all(t, &s, &[]);
+        assert_eq!(m, ["【4:0†source】", "【12†report.pdf】"]);
+        assert_eq!(out, "a# b# c【4:0†】 d【4:†x】 e【1234567†x】 f【1†x\ny】");
+        let cfg = ScanConfig::new(&s, std::iter::empty());
+        let mut out = String::new();
+        let m = Scanner::default().next(t, &cfg, &mut out, true).unwrap();
+        assert_eq!(m.items, [Item::Id("4:0".into())]);
+    }
+
+    #[test]
+    fn footnote_references_when_enabled() {
+        let t = "a[^source_1] b[^2] c[^x]\n[^source_3]: def\nd [^source_4](u) e[^1, 2]";
+        assert!(scan_all(t, &Settings::default(), &[]).1.is_empty());
+        let s = Settings::default()
+            .with_syntaxes(&[Syntax::Footnote])
+            .with_rank(RankMode::Renumber);
+        let (out, m) = scan_all(t, &s, &[]);
+        assert_eq!(m, ["[^source_1]", "[^2]"]);
+        assert_eq!(
+            out,
+            "a# b# c[^x]\n[^source_3]: def\nd [^source_4](u) e[^1, 2]"
+        );
     }
 
     #[test]

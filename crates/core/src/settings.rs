@@ -5,10 +5,11 @@ use crate::style::Style;
 
 /// A marker syntax the scanner recognises.
 ///
-/// Explicit syntaxes ([`Syntax::DoubleBracket`], [`Syntax::CiteColon`], [`Syntax::CiteTag`]) are
-/// always markers, whatever their content. Ambiguous ones ([`Syntax::SingleBracket`],
-/// [`Syntax::BareId`]) are markers only when every id in them has the configured [`IdShape`] or
-/// is a registered source id.
+/// Explicit syntaxes ([`Syntax::DoubleBracket`], [`Syntax::CiteColon`], [`Syntax::CiteTag`],
+/// [`Syntax::OpenaiCite`], [`Syntax::AssistantsCite`]) are always markers, whatever their id
+/// (an unknown id is unresolved). Ambiguous ones ([`Syntax::SingleBracket`],
+/// [`Syntax::BareId`], [`Syntax::Footnote`]) are markers only when every id in them has the
+/// configured [`IdShape`] or is a registered source id (or is a rank, in rank mode).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
@@ -24,24 +25,44 @@ pub enum Syntax {
     SingleBracket,
     /// A bare id such as `source_3` between word boundaries. Off by default.
     BareId,
+    /// OpenAI's private-use citation markers as ChatGPT-style answers carry them:
+    /// `\u{e200}cite\u{e202}turn0search1\u{e201}`, several ids separated by `\u{e202}`
+    /// (`filecite` as well as `cite`). Each id (`turn0search1`) is a source id. Other
+    /// private-use blocks (`navlist`, `entity`, …) are not citations and pass through. On by
+    /// default: these characters never occur in ordinary text.
+    OpenaiCite,
+    /// The OpenAI Assistants file-search annotation `【4:0†source】` (also `【4†file.pdf】`):
+    /// the id is the index before `†` (`4:0`), the text after it (a file name or `source`) is
+    /// not used. On by default: the `†` between an index and `】` does not occur in ordinary
+    /// text.
+    AssistantsCite,
+    /// A markdown footnote reference used as a citation: `[^source_3]`, `[^2]` (rank mode).
+    /// Ambiguous like [`Syntax::SingleBracket`]; a definition `[^1]: …` at line start is not a
+    /// marker. Off by default: answers with real footnotes would lose them.
+    Footnote,
 }
 
 impl Syntax {
     /// Every syntax, in a stable order.
-    pub const ALL: [Syntax; 5] = [
+    pub const ALL: [Syntax; 8] = [
         Syntax::DoubleBracket,
         Syntax::CiteColon,
         Syntax::CiteTag,
         Syntax::SingleBracket,
         Syntax::BareId,
+        Syntax::OpenaiCite,
+        Syntax::AssistantsCite,
+        Syntax::Footnote,
     ];
 
-    /// The syntaxes on by default: all but [`Syntax::BareId`].
-    pub const DEFAULT: [Syntax; 4] = [
+    /// The syntaxes on by default: all but [`Syntax::BareId`] and [`Syntax::Footnote`].
+    pub const DEFAULT: [Syntax; 6] = [
         Syntax::DoubleBracket,
         Syntax::CiteColon,
         Syntax::CiteTag,
         Syntax::SingleBracket,
+        Syntax::OpenaiCite,
+        Syntax::AssistantsCite,
     ];
 
     /// The stable snake_case name (`double_bracket`, …).
@@ -52,6 +73,9 @@ impl Syntax {
             Syntax::CiteTag => "cite_tag",
             Syntax::SingleBracket => "single_bracket",
             Syntax::BareId => "bare_id",
+            Syntax::OpenaiCite => "openai_cite",
+            Syntax::AssistantsCite => "assistants_cite",
+            Syntax::Footnote => "footnote",
         }
     }
 
@@ -69,13 +93,16 @@ impl Syntax {
             })
     }
 
-    pub(crate) fn bit(self) -> u8 {
+    pub(crate) fn bit(self) -> u16 {
         match self {
             Syntax::DoubleBracket => 1,
             Syntax::CiteColon => 2,
             Syntax::CiteTag => 4,
             Syntax::SingleBracket => 8,
             Syntax::BareId => 16,
+            Syntax::OpenaiCite => 32,
+            Syntax::AssistantsCite => 64,
+            Syntax::Footnote => 128,
         }
     }
 }
@@ -305,7 +332,7 @@ pub const MIN_PENDING_BYTES: usize = 16;
 #[cfg_attr(feature = "serde", serde(default))]
 pub struct Settings {
     #[cfg_attr(feature = "serde", serde(with = "syntax_list"))]
-    syntaxes: u8,
+    syntaxes: u16,
     id_shape: IdShape,
     rank: RankMode,
     unknown: UnknownPolicy,
@@ -339,7 +366,7 @@ impl Settings {
     /// Recognise exactly these syntaxes.
     ///
     /// ### Default
-    /// [`Syntax::DEFAULT`]: all but bare ids.
+    /// [`Syntax::DEFAULT`]: all but bare ids and footnotes.
     pub fn with_syntaxes(mut self, syntaxes: &[Syntax]) -> Self {
         self.syntaxes = syntaxes.iter().fold(0, |acc, s| acc | s.bit());
         self
@@ -500,7 +527,7 @@ mod syntax_list {
     use super::Syntax;
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-    pub(super) fn serialize<S: Serializer>(bits: &u8, s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(bits: &u16, s: S) -> Result<S::Ok, S::Error> {
         let list: Vec<Syntax> = Syntax::ALL
             .into_iter()
             .filter(|x| bits & x.bit() != 0)
@@ -508,7 +535,7 @@ mod syntax_list {
         list.serialize(s)
     }
 
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u8, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u16, D::Error> {
         let list = Vec::<Syntax>::deserialize(d)?;
         Ok(list.iter().fold(0, |acc, x| acc | x.bit()))
     }

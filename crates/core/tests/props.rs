@@ -64,6 +64,20 @@ const PIECES: &[&str] = &[
     "[cite source_2]",
     "０",
     "\r\n",
+    "\u{e200}cite\u{e202}",
+    "\u{e200}filecite\u{e202}turn0file0\u{e201}",
+    "\u{e200}",
+    "\u{e201}",
+    "\u{e202}",
+    "turn0search1",
+    "source_1\u{e201}",
+    "【4:0†source】",
+    "【1†",
+    "†",
+    "4:0",
+    "[^",
+    "[^source_2]",
+    "[^2]",
 ];
 
 fn text_strategy() -> impl Strategy<Value = String> {

@@ -457,3 +457,62 @@ fn regression_18_doubled_full_width_brackets_are_one_marker() {
     let full = assert_chunk_invariant(input, &settings.with_style(Style::FullWidth), &sources());
     assert_eq!(full.text, "東京【1】、パリ【2】、セーヌ【3】。【【注意】】");
 }
+
+fn provider_sources() -> Sources {
+    Sources::from_vec(vec![
+        Source::new("turn0search1").with_url("https://e.x/a"),
+        Source::new("turn0news3").with_url("https://e.x/b"),
+        Source::new("4:0").with_title("report.pdf"),
+        Source::new("source_1"),
+    ])
+    .unwrap()
+}
+
+// Issue 14 §7: marker syntaxes seen in the wild.
+#[test]
+fn openai_private_use_markers_resolve_ids() {
+    let input = "Paris\u{e200}cite\u{e202}turn0search1\u{e202}turn0news3\u{e201}. Again\u{e200}cite\u{e202}turn0news3\u{e201}, unknown\u{e200}cite\u{e202}turn9search9\u{e201}, list\u{e200}navlist\u{e202}x\u{e201}.";
+    let run = assert_chunk_invariant(input, &Settings::default(), &provider_sources());
+    assert_eq!(
+        run.text,
+        "Paris[1][2]. Again[2], unknown[?], list\u{e200}navlist\u{e202}x\u{e201}."
+    );
+    assert_eq!(
+        numbers(&run.events),
+        [
+            (1, "turn0search1".into()),
+            (2, "turn0news3".into()),
+            (2, "turn0news3".into())
+        ]
+    );
+    let keep = assert_chunk_invariant(
+        input,
+        &Settings::default().with_unknown(UnknownPolicy::Keep),
+        &provider_sources(),
+    );
+    assert!(keep
+        .text
+        .contains("unknown\u{e200}cite\u{e202}turn9search9\u{e201},"));
+}
+
+#[test]
+fn assistants_annotations_resolve_by_index() {
+    let input = "Revenue grew【4:0†source】 and fell【4:1†source】 [[source_1]]【4:0†report.pdf】.";
+    let settings = Settings::default().with_rank(RankMode::Renumber);
+    let run = assert_chunk_invariant(input, &settings, &provider_sources());
+    assert_eq!(run.text, "Revenue grew[1] and fell[?] [2][1].");
+    assert_eq!(oracle(input, &settings, &provider_sources()), run.text);
+}
+
+#[test]
+fn footnote_references_are_citations_only_when_enabled() {
+    let input = "Claim[^source_1] and[^turn0search1][^2].\n\n[^1]: a real footnote\n";
+    let off = assert_chunk_invariant(input, &Settings::default(), &provider_sources());
+    assert_eq!(off.text, input);
+    let settings = Settings::default()
+        .with_syntaxes(&[citeflow_core::Syntax::Footnote])
+        .with_rank(RankMode::Renumber);
+    let on = assert_chunk_invariant(input, &settings, &provider_sources());
+    assert_eq!(on.text, "Claim[1] and[2][3].\n\n[^1]: a real footnote\n");
+    assert_eq!(oracle(input, &settings, &provider_sources()), on.text);
+}

@@ -15,6 +15,9 @@ pub(crate) fn oracle(text: &str, settings: &Settings, sources: &Sources) -> Stri
     let colon = settings.has_syntax(Syntax::CiteColon);
     let tag = settings.has_syntax(Syntax::CiteTag);
     let bare = settings.has_syntax(Syntax::BareId);
+    let openai = settings.has_syntax(Syntax::OpenaiCite);
+    let assistants = settings.has_syntax(Syntax::AssistantsCite);
+    let footnote = settings.has_syntax(Syntax::Footnote);
     let cap = settings.max_pending_bytes();
     let shape = settings.id_shape();
     let ids: Vec<&str> = sources.iter().map(|s| s.id.as_str()).collect();
@@ -33,6 +36,11 @@ pub(crate) fn oracle(text: &str, settings: &Settings, sources: &Sources) -> Stri
             .unwrap(),
     ];
     let single_re = Regex::new(r"^\[([^\]\n]*)\]").unwrap();
+    let footnote_re = Regex::new(r"^\[\^([^\]\n,、，]*)\]").unwrap();
+    let assistants_re = Regex::new(r"^【([0-9]{1,6}(?::[0-9]{1,6})?)†[^】【\n\r`]+】").unwrap();
+    let openai_re =
+        Regex::new("^\u{e200}(?:cite|filecite)\u{e202}([^\u{e200}\u{e201}\n\r\\[\\]<>`]*)\u{e201}")
+            .unwrap();
 
     let rank_of = |s: &str| -> Option<u32> {
         let n = s.chars().count();
@@ -103,7 +111,8 @@ pub(crate) fn oracle(text: &str, settings: &Settings, sources: &Sources) -> Stri
         let indent: usize = line.chars().map(|c| if c == '\t' { 4 } else { 1 }).sum();
         let at_line_start = line.chars().all(|c| matches!(c, ' ' | '\t' | '\r')) && indent <= 3;
         let after_plain = prev == b']' && last_marker_end != i;
-        let mut found: Option<(usize, Vec<String>, bool)> = None; // (len, items, needs lookahead)
+        // (len, items, needs lookahead, items are ids even when they are digits)
+        let mut found: Option<(usize, Vec<String>, bool, bool)> = None;
         if !escaped {
             if rest.starts_with("[[") && (double || rank) {
                 if let Some(m) = double_re.captures(rest) {
@@ -112,16 +121,31 @@ pub(crate) fn oracle(text: &str, settings: &Settings, sources: &Sources) -> Stri
                         .iter()
                         .all(|s| rank && rank_of(s).is_some() && !ids.contains(&s.as_str()));
                     if !items.is_empty() && (double || all_ranks) {
-                        found = Some((m[0].len(), items, false));
+                        found = Some((m[0].len(), items, false, false));
                     }
                 }
-            } else if rest.starts_with('[') && (single || rank) {
-                if let Some(m) = single_re.captures(rest) {
+            } else if rest.starts_with('[') && (single || rank || footnote) {
+                if let Some(m) = footnote_re.captures(rest).filter(|_| footnote) {
+                    let len = m[0].len();
+                    let next = rest[len..].chars().next();
+                    let link = next == Some('(') || (next == Some(':') && at_line_start);
+                    let item = &m[1];
+                    let valid = (rank && rank_of(item).is_some())
+                        || shape_re.is_match(item)
+                        || ids.contains(&item);
+                    if valid && !link && !after_plain {
+                        found = Some((len, vec![item.to_owned()], true, false));
+                    }
+                }
+                if let Some(m) = single_re
+                    .captures(rest)
+                    .filter(|_| found.is_none() && (single || rank))
+                {
                     let len = m[0].len();
                     let next = rest[len..].chars().next();
                     let link = next == Some('(') || (next == Some(':') && at_line_start);
                     if let Some(items) = group(&m[1]).filter(|_| !link && !after_plain) {
-                        found = Some((len, items, true));
+                        found = Some((len, items, true, false));
                     }
                 }
             } else if rest.starts_with('<') {
@@ -129,7 +153,7 @@ pub(crate) fn oracle(text: &str, settings: &Settings, sources: &Sources) -> Stri
                     if let Some(m) = colon_re.captures(rest) {
                         let items = explicit(&m[1]);
                         if !items.is_empty() {
-                            found = Some((m[0].len(), items, false));
+                            found = Some((m[0].len(), items, false, false));
                         }
                     }
                 }
@@ -138,11 +162,26 @@ pub(crate) fn oracle(text: &str, settings: &Settings, sources: &Sources) -> Stri
                         if let Some(m) = re.captures(rest) {
                             let items = explicit(&m[1]);
                             if !items.is_empty() {
-                                found = Some((m[0].len(), items, false));
+                                found = Some((m[0].len(), items, false, false));
                             }
                         }
                     }
                 }
+            } else if rest.starts_with('\u{e200}') && openai {
+                if let Some(m) = openai_re.captures(rest) {
+                    let items: Vec<String> = m[1]
+                        .split('\u{e202}')
+                        .map(str::trim)
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_owned)
+                        .collect();
+                    if !items.is_empty() {
+                        found = Some((m[0].len(), items, false, true));
+                    }
+                }
+            } else if rest.starts_with('【') && assistants && assistants_re.is_match(rest) {
+                let m = assistants_re.captures(rest).unwrap();
+                found = Some((m[0].len(), vec![m[1].to_owned()], false, true));
             } else if (rest.starts_with('【') || rest.starts_with('［')) && (single || rank) {
                 let close = if rest.starts_with('【') {
                     "】"
@@ -156,7 +195,7 @@ pub(crate) fn oracle(text: &str, settings: &Settings, sources: &Sources) -> Stri
                     if let Some(end) = rest[6..].find(close) {
                         if rest[6 + end + 3..].starts_with(close) {
                             if let Some(items) = group(&rest[6..6 + end]) {
-                                found = Some((6 + end + 6, items, false));
+                                found = Some((6 + end + 6, items, false, false));
                             }
                         }
                     }
@@ -164,7 +203,7 @@ pub(crate) fn oracle(text: &str, settings: &Settings, sources: &Sources) -> Stri
                 if found.is_none() {
                     if let Some(end) = rest[3..].find(close) {
                         if let Some(items) = group(&rest[3..3 + end]) {
-                            found = Some((3 + end + 3, items, false));
+                            found = Some((3 + end + 3, items, false, false));
                         }
                     }
                 }
@@ -172,12 +211,12 @@ pub(crate) fn oracle(text: &str, settings: &Settings, sources: &Sources) -> Stri
                 if let Some(m) = bare_re.find(rest) {
                     let next = rest.as_bytes().get(m.end());
                     if !next.is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_') {
-                        found = Some((m.end(), vec![m.as_str().to_owned()], true));
+                        found = Some((m.end(), vec![m.as_str().to_owned()], true, false));
                     }
                 }
             }
         }
-        if let Some((len, items, lookahead)) = found {
+        if let Some((len, items, lookahead, ids_only)) = found {
             let extra = if lookahead {
                 rest[len..].chars().next().map_or(0, char::len_utf8)
             } else {
@@ -186,11 +225,12 @@ pub(crate) fn oracle(text: &str, settings: &Settings, sources: &Sources) -> Stri
             if len + extra <= cap {
                 let mut shown = Vec::new();
                 for item in items {
-                    let source =
-                        match rank_of(&item).filter(|_| rank && !ids.contains(&item.as_str())) {
-                            Some(n) => sources.by_rank(n),
-                            None => sources.get(&item),
-                        };
+                    let source = match rank_of(&item)
+                        .filter(|_| rank && !ids_only && !ids.contains(&item.as_str()))
+                    {
+                        Some(n) => sources.by_rank(n),
+                        None => sources.get(&item),
+                    };
                     let rendered = match source {
                         Some(s) => {
                             let key = Sources::key_of(s, settings.is_dedupe());
