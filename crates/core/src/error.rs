@@ -32,6 +32,14 @@ pub enum SettingsError {
         /// The minimum.
         min: usize,
     },
+    /// A style template longer than [`MAX_TEMPLATE_BYTES`](crate::MAX_TEMPLATE_BYTES).
+    #[error("template of {bytes} bytes is longer than the limit of {max} bytes")]
+    TemplateTooLong {
+        /// The template's length in bytes.
+        bytes: usize,
+        /// The limit.
+        max: usize,
+    },
 }
 
 /// A source set that cannot be registered.

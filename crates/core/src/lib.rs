@@ -73,10 +73,10 @@ pub use rewriter::Snapshot;
 pub use rewriter::{rewrite_str, Accepted, Rewriter, Rewritten};
 pub use settings::{
     IdBody, IdShape, InvalidUtf8, NumberSource, RankMode, Settings, Syntax, UnknownPolicy,
-    MIN_PENDING_BYTES,
+    MAX_TEMPLATE_BYTES, MIN_PENDING_BYTES,
 };
 pub use source::{Locator, Round, Source, Sources};
-pub use style::{escape_html, Style};
+pub use style::{escape_html, link_url, Style};
 
 /// A snapshot that cannot be restored.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

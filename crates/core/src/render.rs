@@ -2,7 +2,7 @@
 
 use crate::event::ListedSource;
 use crate::source::{Round, Source};
-use crate::style::escape_html;
+use crate::style::{escape_html, link_url};
 
 /// The format of a rendered source list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,7 +140,13 @@ fn render_item(l: &ListedSource, format: ListFormat, out: &mut String) {
     let s = &l.source;
     let loc = locator_text(s);
     let n = l.number;
-    let url = s.url.as_deref();
+    // Links only to http(s) and relative urls (see `link_url`); a plain-text list shows the
+    // url as it is.
+    let url = match format {
+        ListFormat::Text => s.url.clone(),
+        _ => s.url.as_deref().and_then(link_url),
+    };
+    let url = url.as_deref();
     let Some(title) = s
         .title
         .as_deref()
@@ -237,6 +243,35 @@ mod tests {
         assert_eq!(
             got,
             "**Round 1: q one**\n\n2. [T<2>](https://e.x/2)\n\n**Round 2: q two**\n\n1. [T<1>](https://e.x/1)\n\n"
+        );
+    }
+
+    #[test]
+    fn lists_link_only_safe_urls() {
+        let mut l = listed(4, 1);
+        l.source.url = Some("javascript:alert(1)".into());
+        for (format, want) in [
+            (ListFormat::Markdown, "4. T<4>\n"),
+            (ListFormat::Footnotes, "[^4]: T<4>\n"),
+            (
+                ListFormat::Html,
+                "<li id=\"cite-4\" value=\"4\">T&lt;4&gt;</li>\n",
+            ),
+        ] {
+            let got = render_list(&[l.clone()], format, None);
+            assert!(
+                got.contains(want) && !got.contains("javascript"),
+                "{format:?}: {got}"
+            );
+        }
+        l.source.title = None;
+        let md = render_list(&[l.clone()], ListFormat::Markdown, None);
+        assert_eq!(md, "4. s4\n");
+        l.source.url = Some("https://e.x/\"a b".into());
+        let html = render_list(&[l], ListFormat::Html, None);
+        assert!(
+            html.contains("href=\"https://e.x/%22a%20b\">https://e.x/%22a%20b</a>"),
+            "{html}"
         );
     }
 

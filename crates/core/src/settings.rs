@@ -325,6 +325,12 @@ pub enum NumberSource {
 /// The smallest hold-back cap [`Settings::with_max_pending_bytes`] accepts.
 pub const MIN_PENDING_BYTES: usize = 16;
 
+/// The longest template ([`Style::Template`], [`Style::HtmlTemplate`]) a [`Settings`] takes,
+/// in bytes: [`Style::from_name`] and deserialisation refuse a longer one with
+/// [`SettingsError::TemplateTooLong`], and one built directly renders as `[n]`. With the
+/// per-source limits on titles and urls this bounds what one citation renders to.
+pub const MAX_TEMPLATE_BYTES: usize = 1024;
+
 /// Everything that decides how a stream is rewritten. Fields are private; build with
 /// [`Settings::default`] and the consuming `with_*` setters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -336,6 +342,7 @@ pub struct Settings {
     id_shape: IdShape,
     rank: RankMode,
     unknown: UnknownPolicy,
+    #[cfg_attr(feature = "serde", serde(deserialize_with = "checked_style"))]
     style: Style,
     #[cfg_attr(feature = "serde", serde(deserialize_with = "pending_cap"))]
     max_pending_bytes: usize,
@@ -399,7 +406,8 @@ impl Settings {
         self
     }
 
-    /// How numbers are rendered in the text.
+    /// How numbers are rendered in the text. A template over [`MAX_TEMPLATE_BYTES`] renders as
+    /// `[n]` ([`Style::from_name`] refuses it with an error).
     ///
     /// ### Default
     /// [`Style::Brackets`]: `[1]`.
@@ -539,6 +547,14 @@ mod syntax_list {
         let list = Vec::<Syntax>::deserialize(d)?;
         Ok(list.iter().fold(0, |acc, x| acc | x.bit()))
     }
+}
+
+#[cfg(feature = "serde")]
+fn checked_style<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Style, D::Error> {
+    use serde::Deserialize;
+    Style::deserialize(d)?
+        .checked()
+        .map_err(serde::de::Error::custom)
 }
 
 #[cfg(feature = "serde")]
