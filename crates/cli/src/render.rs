@@ -1,11 +1,11 @@
 //! `citeflow render`: stdin in, rewritten answer out, flushed per chunk.
 
-use std::io::{BufRead, Read, Write};
+use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use citeflow_core::sse::{chunk_text, SseDecoder};
+use citeflow_core::provider::{Dialect, Framing, ProviderStream};
 use citeflow_core::{
     render_list, Event, IdShape, InvalidUtf8, ListFormat, Numbering, RankMode, Rewriter, Settings,
     Source, Sources, Style, Syntax, UnknownPolicy,
@@ -14,12 +14,23 @@ use clap::{Args, ValueEnum};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub(crate) enum InputFormat {
-    /// Raw bytes as they arrive.
+    /// Raw bytes as they arrive: the answer text itself.
     Text,
-    /// One JSON value per line: a string (one chunk) or an OpenAI-style chunk object.
+    /// One JSON value per line: a string (one chunk of text) or a provider's payload.
     Jsonl,
-    /// An OpenAI chat-completion (or completion) SSE stream.
-    OpenaiSse,
+    /// A Server-Sent Events stream of provider payloads (`data:` lines).
+    #[value(alias = "openai-sse")]
+    Sse,
+}
+
+impl InputFormat {
+    fn framing(self) -> Framing {
+        match self {
+            InputFormat::Text => Framing::Text,
+            InputFormat::Jsonl => Framing::Jsonl,
+            InputFormat::Sse => Framing::Sse,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -55,6 +66,10 @@ pub(crate) struct RenderArgs {
     /// How stdin is framed.
     #[arg(long, value_enum, default_value = "text")]
     input: InputFormat,
+    /// The provider API of the payloads (jsonl, sse): auto (detected from the first payload),
+    /// openai-chat, openai-responses, anthropic, bedrock, cohere, gemini, gemini-interactions.
+    #[arg(long, default_value = "auto")]
+    dialect: String,
     /// What is written to stdout.
     #[arg(long, value_enum, default_value = "text")]
     output: OutputFormat,
@@ -153,57 +168,45 @@ struct Renderer<W: Write> {
     args_output: OutputFormat,
     list: ListWhich,
     list_format: ListFormat,
-    settings: Settings,
-    numbering: Option<Numbering>,
-    sources: Option<Sources>,
-    rewriter: Option<Rewriter>,
+    stream: ProviderStream,
+    /// Text output of a stream whose citations may be bound after their text: the body is
+    /// printed at the end, as `done`'s final text.
+    held: Option<String>,
     out: W,
 }
 
 impl<W: Write> Renderer<W> {
-    /// The rewriter, made at the first chunk so that a stream's own `citations` can serve as
-    /// the sources.
-    fn rewriter(&mut self, citations: Option<&serde_json::Value>) -> Result<&mut Rewriter> {
-        if self.rewriter.is_none() {
-            let sources = match self.sources.take() {
-                Some(s) => s,
-                None => {
-                    let urls: Vec<Source> = citations
-                        .and_then(|c| c.as_array())
-                        .map(|a| {
-                            a.iter()
-                                .filter_map(|u| u.as_str())
-                                .map(|u| Source::new(u).with_url(u))
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    Sources::from_vec(urls)?
-                }
-            };
-            let numbering = self.numbering.take().unwrap_or_default();
-            self.rewriter = Some(Rewriter::new(self.settings.clone(), sources, numbering));
-        }
-        Ok(self.rewriter.as_mut().expect("made above"))
-    }
-
-    fn write(&mut self, chunk: &[u8], citations: Option<&serde_json::Value>) -> Result<()> {
-        self.rewriter(citations)?.write(chunk)?;
-        self.drain()
+    fn write(&mut self, chunk: &[u8]) -> Result<()> {
+        let r = self.stream.write(chunk);
+        self.drain()?;
+        Ok(r?)
     }
 
     fn drain(&mut self) -> Result<()> {
-        let Some(rw) = self.rewriter.as_mut() else {
-            return Ok(());
-        };
-        while let Some(event) = rw.poll_event() {
+        while let Some(event) = self.stream.poll_event() {
             match self.args_output {
                 OutputFormat::Jsonl => {
                     serde_json::to_writer(&mut self.out, &event)?;
                     self.out.write_all(b"\n")?;
                 }
                 OutputFormat::Text => match &event {
-                    Event::Text { text } => self.out.write_all(text.as_bytes())?,
-                    Event::Done { sources, .. } => {
+                    Event::Text { text } => {
+                        if self.held.is_none() && self.stream.may_bind_late() {
+                            self.held = Some(String::new());
+                        }
+                        match &mut self.held {
+                            Some(h) => h.push_str(text),
+                            None => self.out.write_all(text.as_bytes())?,
+                        }
+                    }
+                    Event::Done { sources, text, .. } => {
+                        if let Some(h) = self.held.take() {
+                            self.out
+                                .write_all(text.as_deref().unwrap_or(&h).as_bytes())?;
+                        }
+                        let Some(rw) = self.stream.rewriter() else {
+                            continue;
+                        };
                         let list = if self.list == ListWhich::All {
                             rw.listed_sources(true)
                         } else {
@@ -211,8 +214,7 @@ impl<W: Write> Renderer<W> {
                         };
                         if !list.is_empty() {
                             let rounds = rw.sources().rounds();
-                            let grouped =
-                                rounds.len() > 1 || rounds.iter().any(|r| r.query.is_some());
+                            let grouped = rounds.iter().any(|r| r.query.is_some());
                             let text =
                                 render_list(&list, self.list_format, grouped.then_some(rounds));
                             write!(self.out, "\n\n{text}")?;
@@ -229,25 +231,22 @@ impl<W: Write> Renderer<W> {
     }
 
     fn end(&mut self) -> Result<Numbering> {
-        self.rewriter(None)?;
-        let rw = self.rewriter.as_mut().expect("made above");
-        let r = rw.end();
+        let r = self.stream.end();
         self.drain()?;
         r?;
         Ok(self
-            .rewriter
-            .as_ref()
-            .expect("made above")
-            .numbering()
-            .clone())
+            .stream
+            .rewriter()
+            .map(|rw| rw.numbering().clone())
+            .unwrap_or_default())
     }
 }
 
 pub(crate) fn run(args: RenderArgs) -> Result<ExitCode> {
     let settings = args.settings()?;
     let sources = match &args.sources {
-        Some(p) => Some(Sources::from_vec(read_sources(p)?)?),
-        None => None,
+        Some(p) => Sources::from_vec(read_sources(p)?)?,
+        None => Sources::new(),
     };
     if args.scope == Scope::Session && args.session_file.is_none() {
         bail!("--scope session needs --session-file PATH to keep the numbering between runs");
@@ -262,118 +261,52 @@ pub(crate) fn run(args: RenderArgs) -> Result<ExitCode> {
         }
         _ => Numbering::new(),
     };
-    let restored = match &args.snapshot_in {
+    let stream = match &args.snapshot_in {
         Some(p) => {
             let raw = std::fs::read_to_string(p)
                 .with_context(|| format!("cannot read snapshot {}", p.display()))?;
             let snap: citeflow_core::Snapshot = serde_json::from_str(&raw)
                 .with_context(|| format!("snapshot {} is not a citeflow snapshot", p.display()))?;
-            Some(Rewriter::from_snapshot(snap)?)
+            ProviderStream::from_rewriter(Rewriter::from_snapshot(snap)?)
         }
-        None => None,
+        None => ProviderStream::new(settings, sources, numbering),
     };
+    let mut stream = stream.with_framing(args.input.framing());
+    if args.dialect != "auto" {
+        let d: Dialect = args.dialect.parse().map_err(|_| {
+            anyhow::anyhow!(
+                "unknown --dialect {:?}: expected auto, openai-chat, openai-responses, anthropic, bedrock, cohere, gemini or gemini-interactions",
+                args.dialect
+            )
+        })?;
+        stream = stream.with_dialect(d);
+    }
     let stdout = std::io::stdout();
     let mut r = Renderer {
         args_output: args.output,
         list: args.list,
         list_format: ListFormat::from_name(&args.list_format)?,
-        settings,
-        numbering: Some(numbering),
-        sources,
-        rewriter: restored,
+        stream,
+        held: None,
         out: stdout.lock(),
     };
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
-    match args.input {
-        InputFormat::Text => {
-            let mut buf = vec![0u8; 64 * 1024];
-            loop {
-                let n = match input.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => n,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(e).context("cannot read stdin"),
-                };
-                r.write(&buf[..n], None)?;
-            }
-        }
-        InputFormat::Jsonl => {
-            let mut line = String::new();
-            let mut number = 0u64;
-            loop {
-                line.clear();
-                if input.read_line(&mut line).context("cannot read stdin")? == 0 {
-                    break;
-                }
-                number += 1;
-                let trimmed = line.trim_end_matches(['\n', '\r']);
-                if trimmed.trim().is_empty() {
-                    continue;
-                }
-                let value: serde_json::Value = serde_json::from_str(trimmed)
-                    .with_context(|| format!("stdin line {number}: not valid JSON"))?;
-                match &value {
-                    serde_json::Value::String(s) => r.write(s.as_bytes(), None)?,
-                    serde_json::Value::Object(_) => {
-                        if let Some(text) = chunk_text(&value) {
-                            r.write(text.as_bytes(), value.get("citations"))?;
-                        } else {
-                            r.rewriter(value.get("citations"))?;
-                        }
-                    }
-                    _ => bail!(
-                        "stdin line {number}: expected a JSON string or a chunk object, got {}",
-                        kind(&value)
-                    ),
-                }
-            }
-        }
-        InputFormat::OpenaiSse => {
-            let mut sse = SseDecoder::default();
-            let mut buf = vec![0u8; 64 * 1024];
-            let mut done = false;
-            loop {
-                let n = match input.read(&mut buf) {
-                    Ok(n) => n,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(e).context("cannot read stdin"),
-                };
-                if n == 0 {
-                    sse.end()?;
-                } else {
-                    sse.write(&buf[..n])?;
-                }
-                while let Some(ev) = sse.poll_event() {
-                    if ev.data == "[DONE]" {
-                        done = true;
-                        continue;
-                    }
-                    let value: serde_json::Value =
-                        serde_json::from_str(&ev.data).with_context(|| {
-                            format!("sse event ending at line {}: data is not JSON", sse.line())
-                        })?;
-                    if let Some(err) = value.get("error") {
-                        bail!("the stream reported an error: {err}");
-                    }
-                    match chunk_text(&value) {
-                        Some(text) => r.write(text.as_bytes(), value.get("citations"))?,
-                        None => {
-                            r.rewriter(value.get("citations"))?;
-                        }
-                    }
-                }
-                if n == 0 {
-                    break;
-                }
-            }
-            if !done {
-                eprintln!("citeflow: warning: the SSE stream ended without data: [DONE]");
-            }
-        }
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = match input.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e).context("cannot read stdin"),
+        };
+        r.write(&buf[..n])?;
     }
     if let Some(p) = &args.snapshot_out {
-        let rw = r.rewriter(None)?;
+        let rw = match r.stream.rewriter() {
+            Some(rw) => rw.clone(),
+            None => bail!("--snapshot-out: nothing was read from stdin"),
+        };
         let json = serde_json::to_string(&rw.snapshot())?;
         std::fs::write(p, json)
             .with_context(|| format!("cannot write snapshot {}", p.display()))?;
@@ -389,15 +322,4 @@ pub(crate) fn run(args: RenderArgs) -> Result<ExitCode> {
             .with_context(|| format!("cannot write session file {}", p.display()))?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn kind(v: &serde_json::Value) -> &'static str {
-    match v {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "a boolean",
-        serde_json::Value::Number(_) => "a number",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Array(_) => "an array",
-        serde_json::Value::Object(_) => "an object",
-    }
 }

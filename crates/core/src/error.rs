@@ -84,8 +84,8 @@ pub enum NumberingError {
 
 /// A failure while rewriting a stream.
 ///
-/// [`RewriteError::Gap`] and [`RewriteError::NotAwaiting`] reject one call and change
-/// nothing; every other error is fatal: the rewriter keeps what it had emitted, and every later
+/// [`RewriteError::Gap`], [`RewriteError::NotAwaiting`], [`RewriteError::AwaitingNumber`]
+/// and [`RewriteError::UnknownSource`] reject one call and change nothing; every other error is fatal: the rewriter keeps what it had emitted, and every later
 /// call returns [`RewriteError::Failed`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -115,6 +115,19 @@ pub enum RewriteError {
     NotAwaiting {
         /// The key given.
         key: String,
+    },
+    /// A provider citation written while an [`Event::NumberNeeded`](crate::Event::NumberNeeded)
+    /// waits for its answer (nothing changes; answer it first).
+    #[error("a number is awaited for key {key:?}: answer it before writing a citation")]
+    AwaitingNumber {
+        /// The key awaited.
+        key: String,
+    },
+    /// A provider citation of a source id that is not registered (nothing changes).
+    #[error("citation of unknown source id {id:?}: register it with append_sources first")]
+    UnknownSource {
+        /// The id.
+        id: String,
     },
     /// A number from the store that breaks the numbering.
     #[error(transparent)]

@@ -101,6 +101,21 @@ pub enum Event {
         byte_offset: u64,
         /// Where the marker started in the decoded input (UTF-8 bytes).
         input_byte_offset: u64,
+        /// Where the number's rendering starts in the rendered output, in code points (Python
+        /// string indexes).
+        #[cfg_attr(feature = "serde", serde(default))]
+        char_offset: u64,
+        /// Where the number's rendering starts in the rendered output, in UTF-16 code units
+        /// (JavaScript and Java string indexes).
+        #[cfg_attr(feature = "serde", serde(default))]
+        utf16_offset: u64,
+        /// What a provider said about this citation (its quote, the cited span, late
+        /// binding); `None` for a marker the model wrote.
+        #[cfg_attr(
+            feature = "serde",
+            serde(default, skip_serializing_if = "Option::is_none")
+        )]
+        provider: Option<Box<CitationDetail>>,
     },
     /// A marker, or one id in it, that did not resolve. It used no number.
     Unresolved {
@@ -131,7 +146,59 @@ pub enum Event {
         sources: Vec<ListedSource>,
         /// Counts and checks (boxed to keep events small).
         report: Box<Report>,
+        /// The final answer, when provider citations were bound after their text was shown
+        /// ([`CitationDetail::late`]): the streamed text with those numbers placed, so a UI
+        /// can show the same answer as if it had waited. `None` when the streamed text is
+        /// final.
+        #[cfg_attr(
+            feature = "serde",
+            serde(default, skip_serializing_if = "Option::is_none")
+        )]
+        text: Option<String>,
     },
+}
+
+/// A position in the rendered output, in the three units users index strings with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Position {
+    /// UTF-8 bytes (Rust, Go).
+    pub bytes: u64,
+    /// Code points (Python).
+    pub chars: u64,
+    /// UTF-16 code units (JavaScript, Java, C#).
+    pub utf16: u64,
+}
+
+/// A range of the rendered output: `start..end`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Span {
+    /// The first position.
+    pub start: Position,
+    /// The position after the last.
+    pub end: Position,
+}
+
+/// The provider's side of a citation that a provider reported beside the text (Anthropic
+/// `citations_delta`, OpenAI `annotation.added`, Gemini grounding, Cohere `citation-start`,
+/// Bedrock `citation`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default))]
+pub struct CitationDetail {
+    /// The text the provider says supports the answer (`cited_text`, `sourceContent`, Cohere
+    /// `text`), for a hover.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub quote: Option<String>,
+    /// The cited part of the rendered output, when the provider said which it is.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub span: Option<Span>,
+    /// True when the citation arrived after its text was shown: the number is not in any
+    /// [`Event::Text`] (shown text never changes); it belongs at the citation's offset, and
+    /// [`Event::Done`]'s `text` has it there.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "std::ops::Not::not"))]
+    pub late: bool,
 }
 
 impl Event {

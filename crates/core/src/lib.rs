@@ -50,6 +50,8 @@ mod event;
 mod grammar;
 mod numbering;
 mod prompt;
+#[cfg(feature = "serde")]
+pub mod provider;
 mod render;
 mod rewriter;
 mod scan;
@@ -60,7 +62,7 @@ mod style;
 mod utf8;
 
 pub use error::{NumberingError, RewriteError, SettingsError, SourceError};
-pub use event::{Event, ListedSource, Report, UnresolvedReason};
+pub use event::{CitationDetail, Event, ListedSource, Position, Report, Span, UnresolvedReason};
 pub use grammar::{citation_grammar, GrammarMode, SMALL_MODEL_GRAMMAR};
 pub use numbering::{NumberEntry, Numbering};
 pub use prompt::{

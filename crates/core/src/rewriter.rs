@@ -2,8 +2,8 @@
 
 use std::collections::VecDeque;
 
-use crate::error::RewriteError;
-use crate::event::{Event, ListedSource, Report, UnresolvedReason};
+use crate::error::{RewriteError, SourceError};
+use crate::event::{CitationDetail, Event, ListedSource, Report, Span, UnresolvedReason};
 use crate::numbering::Numbering;
 use crate::scan::{Item, Marker, ScanConfig, Scanner};
 use crate::settings::{NumberSource, RankMode, Settings, UnknownPolicy};
@@ -53,6 +53,16 @@ struct State {
     input_bytes: u64,
     next_seq: u64,
     flushed_bytes: u64,
+    /// Rendered output flushed so far, in code points.
+    #[cfg_attr(feature = "serde", serde(default))]
+    flushed_chars: u64,
+    /// Rendered output flushed so far, in UTF-16 code units.
+    #[cfg_attr(feature = "serde", serde(default))]
+    flushed_utf16: u64,
+    /// `(input end, output end)` in bytes after each rendered marker or citation: input past
+    /// the last anchor is copied to the output unchanged, so it maps by a constant shift.
+    #[cfg_attr(feature = "serde", serde(default))]
+    anchors: Vec<(u64, u64)>,
     text: String,
     events: VecDeque<Event>,
     shown: Vec<Shown>,
@@ -91,6 +101,9 @@ struct Group {
     pieces: Vec<Piece>,
     /// The key and source id waiting for an external number.
     waiting: Option<(String, String)>,
+    /// A provider citation's quote, span and placement.
+    #[cfg_attr(feature = "serde", serde(default))]
+    detail: Option<Box<CitationDetail>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,6 +151,9 @@ impl Rewriter {
                 input_bytes: 0,
                 next_seq: 0,
                 flushed_bytes: 0,
+                flushed_chars: 0,
+                flushed_utf16: 0,
+                anchors: Vec::new(),
                 text: String::new(),
                 events: VecDeque::new(),
                 shown: Vec::new(),
@@ -363,6 +379,9 @@ impl Rewriter {
             t
         };
         self.st.flushed_bytes += text.len() as u64;
+        let (chars, utf16) = count_units(&text);
+        self.st.flushed_chars += chars;
+        self.st.flushed_utf16 += utf16;
         text
     }
 
@@ -390,6 +409,7 @@ impl Rewriter {
                 next: 0,
                 pieces: Vec::new(),
                 waiting: None,
+                detail: None,
             };
             if !self.resolve(group) {
                 break;
@@ -548,14 +568,33 @@ impl Rewriter {
                     let Some((source, _)) = st.sources.at(index) else {
                         continue;
                     };
-                    st.settings
-                        .style()
-                        .render_number(number, source, &mut st.text);
+                    let (byte_offset, char_offset, utf16_offset) = match group.detail.as_deref() {
+                        Some(CitationDetail {
+                            late: true,
+                            span: Some(span),
+                            ..
+                        }) => (span.end.bytes, span.end.chars, span.end.utf16),
+                        _ => {
+                            let (chars, utf16) = count_units(&st.text);
+                            let at = (
+                                byte_offset,
+                                st.flushed_chars + chars,
+                                st.flushed_utf16 + utf16,
+                            );
+                            st.settings
+                                .style()
+                                .render_number(number, source, &mut st.text);
+                            at
+                        }
+                    };
                     st.events.push_back(Event::Citation {
                         number,
                         source_id: source.id.clone(),
                         byte_offset,
                         input_byte_offset,
+                        char_offset,
+                        utf16_offset,
+                        provider: group.detail.clone(),
                     });
                 }
                 Piece::Unresolved { reference, reason } => {
@@ -583,6 +622,162 @@ impl Rewriter {
                 }
             }
         }
+        let late = group.detail.as_deref().is_some_and(|d| d.late);
+        if !late {
+            let input_end = input_byte_offset + group.marker.raw.len() as u64;
+            let output_end = st.flushed_bytes + st.text.len() as u64;
+            if st.anchors.last() != Some(&(input_end, output_end)) {
+                st.anchors.push((input_end, output_end));
+            }
+        }
+    }
+
+    /// Registers a round of sources in the middle of the stream (an agent's search, a
+    /// provider's search results), so that markers and provider citations can cite them.
+    ///
+    /// # Errors
+    /// As [`Sources::append_round`]; nothing is registered on error.
+    pub fn append_sources(
+        &mut self,
+        query: Option<String>,
+        sources: Vec<Source>,
+    ) -> Result<u32, SourceError> {
+        let round = self.st.sources.append_round(query, sources)?;
+        self.cfg = ScanConfig::new(
+            &self.st.settings,
+            self.st.sources.iter().map(|s| s.id.as_str()),
+        );
+        self.keys = keys_of(&self.st.sources, &self.st.settings);
+        Ok(round)
+    }
+
+    /// Registers one source into the newest round ([`Sources::append_to_last_round`]): a
+    /// source a provider cited.
+    ///
+    /// # Errors
+    /// As [`Sources::append_to_last_round`].
+    pub fn append_source(&mut self, source: Source) -> Result<u32, SourceError> {
+        if self.st.sources.get(&source.id).is_some() {
+            self.st.sources.fill_missing(&source);
+            return Ok(self.st.sources.round_of(&source.id).unwrap_or(1));
+        }
+        let round = self.st.sources.append_to_last_round(source)?;
+        self.cfg = ScanConfig::new(
+            &self.st.settings,
+            self.st.sources.iter().map(|s| s.id.as_str()),
+        );
+        self.keys = keys_of(&self.st.sources, &self.st.settings);
+        Ok(round)
+    }
+
+    /// Decides the held-back text now, as if the input ended here, and keeps the stream open:
+    /// a structural boundary (a provider's content block ended, a citation arrives) after
+    /// which no marker can continue. Everything written so far is then rendered.
+    pub fn write_boundary(&mut self) {
+        if self.check_open().is_ok() && self.st.awaiting.is_none() {
+            self.pump(true);
+        }
+    }
+
+    /// Cites a registered source right here, after everything written so far (a provider
+    /// citation whose text has not been shown yet): the number is rendered into the text as a
+    /// marker's would be, with [`Event::Source`] first when it is new in this stream.
+    ///
+    /// # Errors
+    /// [`RewriteError::UnknownSource`] for an id not registered with
+    /// [`Rewriter::append_sources`] (or given to [`Rewriter::new`]),
+    /// [`RewriteError::AwaitingNumber`] while a number is awaited (both change nothing), else
+    /// as [`Rewriter::write`].
+    pub fn write_citation(
+        &mut self,
+        source_id: &str,
+        detail: Option<CitationDetail>,
+    ) -> Result<(), RewriteError> {
+        self.check_citation(source_id)?;
+        self.write_boundary();
+        self.flush_text();
+        self.cite(source_id, detail.map(Box::new));
+        Ok(())
+    }
+
+    /// Cites a registered source for text already shown (a provider citation that arrived
+    /// after its text): shown text never changes, so the number is not rendered; the
+    /// [`Event::Citation`] carries `span` (where the number belongs is `span.end`) with
+    /// [`CitationDetail::late`] set, and the source is listed and counted as for any citation.
+    ///
+    /// # Errors
+    /// As [`Rewriter::write_citation`].
+    pub fn cite_late(
+        &mut self,
+        source_id: &str,
+        span: Span,
+        quote: Option<String>,
+    ) -> Result<(), RewriteError> {
+        self.check_citation(source_id)?;
+        self.write_boundary();
+        self.flush_text();
+        let detail = CitationDetail {
+            quote,
+            span: Some(span),
+            late: true,
+        };
+        self.cite(source_id, Some(Box::new(detail)));
+        Ok(())
+    }
+
+    fn check_citation(&self, source_id: &str) -> Result<(), RewriteError> {
+        self.check_open()?;
+        if let Some(g) = &self.st.awaiting {
+            return Err(RewriteError::AwaitingNumber {
+                key: g.waiting.as_ref().map(|w| w.0.clone()).unwrap_or_default(),
+            });
+        }
+        if self.st.sources.index_of(source_id).is_none() {
+            return Err(RewriteError::UnknownSource {
+                id: source_id.to_owned(),
+            });
+        }
+        Ok(())
+    }
+
+    fn cite(&mut self, source_id: &str, detail: Option<Box<CitationDetail>>) {
+        let group = Group {
+            marker: Marker {
+                raw: String::new(),
+                items: vec![Item::Id(source_id.to_owned())],
+                input_offset: self.st.input_bytes,
+            },
+            next: 0,
+            pieces: Vec::new(),
+            waiting: None,
+            detail,
+        };
+        self.resolve(group);
+    }
+
+    /// Where input byte `input_byte` (decoded input, as in [`Event::Citation`]'s
+    /// `input_byte_offset`) is in the rendered output, in bytes; `None` when it has not been
+    /// rendered yet. Call [`Rewriter::write_boundary`] first to render everything written.
+    pub fn output_offset(&self, input_byte: u64) -> Option<u64> {
+        let rendered_in = self.st.input_bytes - self.held_bytes() as u64;
+        if input_byte > rendered_in {
+            return None;
+        }
+        let i = self
+            .st
+            .anchors
+            .partition_point(|&(inp, _)| inp <= input_byte);
+        let (inp, out) = if i == 0 {
+            (0, 0)
+        } else {
+            self.st.anchors[i - 1]
+        };
+        Some(out + (input_byte - inp))
+    }
+
+    /// Rendered output so far (flushed and pending), in bytes.
+    pub fn output_bytes(&self) -> u64 {
+        self.st.flushed_bytes + self.st.text.len() as u64
     }
 
     /// The cited sources by number; with `all`, every numbered source of the table.
@@ -657,6 +852,7 @@ impl Rewriter {
         self.st.events.push_back(Event::Done {
             sources,
             report: Box::new(report),
+            text: None,
         });
         if problems.is_empty() {
             self.st.phase = Phase::Ended;
@@ -739,6 +935,20 @@ impl Rewriter {
         let keys = keys_of(&st.sources, &st.settings);
         Ok(Rewriter { st, cfg, keys })
     }
+}
+
+/// Code points and UTF-16 code units in `text`.
+#[inline]
+pub(crate) fn count_units(text: &str) -> (u64, u64) {
+    if text.is_ascii() {
+        return (text.len() as u64, text.len() as u64);
+    }
+    let (mut chars, mut astral) = (0u64, 0u64);
+    for &b in text.as_bytes() {
+        chars += u64::from(b & 0xC0 != 0x80);
+        astral += u64::from(b >= 0xF0);
+    }
+    (chars, chars + astral)
 }
 
 fn keys_of(sources: &Sources, settings: &Settings) -> Vec<String> {

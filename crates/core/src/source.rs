@@ -195,6 +195,50 @@ impl Sources {
         Ok(number)
     }
 
+    /// Registers one source into the newest round (round 1 if there is none yet) and returns
+    /// that round's number: a source a provider cited without a search round of its own. An
+    /// id already registered keeps its first record.
+    ///
+    /// # Errors
+    /// [`SourceError::EmptyId`] for a source without an id.
+    pub fn append_to_last_round(&mut self, source: Source) -> Result<u32, SourceError> {
+        if self.rounds.is_empty() {
+            return self.append_round(None, vec![source]);
+        }
+        if source.id.trim().is_empty() {
+            return Err(SourceError::EmptyId { index: 0 });
+        }
+        self.rebuild_index_if_needed();
+        let last = self.rounds.len() - 1;
+        let number = self.rounds[last].number;
+        if !self.by_id.contains_key(&source.id) {
+            self.rounds[last].source_ids.push(source.id.clone());
+            self.by_id.insert(source.id.clone(), self.sources.len());
+            self.sources.push(source);
+            self.first_round.push(number);
+        }
+        Ok(number)
+    }
+
+    /// Fills the title, url and snippet that the registered source with `source.id` lacks
+    /// from `source` (a provider's citation often names the title its search result did not).
+    /// Fields already set are kept.
+    pub fn fill_missing(&mut self, source: &Source) {
+        let Some(i) = self.index_of(&source.id) else {
+            return;
+        };
+        let s = &mut self.sources[i];
+        if s.title.is_none() {
+            s.title.clone_from(&source.title);
+        }
+        if s.url.is_none() {
+            s.url.clone_from(&source.url);
+        }
+        if s.snippet.is_none() {
+            s.snippet.clone_from(&source.snippet);
+        }
+    }
+
     fn rebuild_index_if_needed(&mut self) {
         if self.by_id.len() != self.sources.len() {
             self.by_id = self
@@ -301,7 +345,7 @@ impl Sources {
 }
 
 /// Lower-cases scheme and host, drops a trailing `/` and a `#fragment`.
-fn normalize_url(url: &str) -> String {
+pub(crate) fn normalize_url(url: &str) -> String {
     let url = url.trim();
     let url = url.split('#').next().unwrap_or(url);
     let (scheme, rest) = match url.find("://") {

@@ -220,7 +220,10 @@ fn recorded_local_model_streams_resolve_or_report_every_marker() {
         cited_streams += usize::from(!cited.is_empty());
 
         // The source list is exactly the numbers in the body.
-        let Some(Event::Done { sources, report }) = run.events.last() else {
+        let Some(Event::Done {
+            sources, report, ..
+        }) = run.events.last()
+        else {
             panic!("{f}: no done event")
         };
         let listed: Vec<u32> = sources.iter().map(|s| s.number).collect();

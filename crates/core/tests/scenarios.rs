@@ -34,7 +34,9 @@ fn numbers(events: &[Event]) -> Vec<(u32, String)> {
 
 fn done(events: &[Event]) -> (&[citeflow_core::ListedSource], &citeflow_core::Report) {
     match events.last() {
-        Some(Event::Done { sources, report }) => (sources, report),
+        Some(Event::Done {
+            sources, report, ..
+        }) => (sources, report),
         other => panic!("last event is not done: {other:?}"),
     }
 }

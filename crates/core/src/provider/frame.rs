@@ -1,0 +1,262 @@
+//! Framing: bytes cut anywhere into JSON payloads, from SSE or one payload per line.
+
+use std::collections::VecDeque;
+
+use super::error::ProviderError;
+use crate::sse::SseDecoder;
+
+/// How payloads are framed in the byte stream.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
+pub enum Framing {
+    /// Decided by the first non-blank line: SSE when it is an SSE field (`data:`, `event:`,
+    /// `id:`, `retry:`) or comment (`:`), else JSONL.
+    #[default]
+    Auto,
+    /// Server-Sent Events: each event's `data` is a payload; `data: [DONE]` is skipped.
+    Sse,
+    /// One JSON payload per line (blank lines skipped), as the recorded fixtures and
+    /// `--input jsonl`.
+    Jsonl,
+    /// No payloads: the bytes are the answer text itself.
+    Text,
+}
+
+impl Framing {
+    /// The stable name: `auto`, `sse` or `jsonl`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Framing::Auto => "auto",
+            Framing::Sse => "sse",
+            Framing::Jsonl => "jsonl",
+            Framing::Text => "text",
+        }
+    }
+}
+
+impl std::fmt::Display for Framing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Framing {
+    type Err = crate::error::SettingsError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "auto" => Ok(Framing::Auto),
+            "sse" | "openai-sse" | "openai_sse" => Ok(Framing::Sse),
+            "jsonl" => Ok(Framing::Jsonl),
+            "text" => Ok(Framing::Text),
+            other => Err(crate::error::SettingsError::UnknownName {
+                what: "framing",
+                value: other.to_owned(),
+            }),
+        }
+    }
+}
+
+/// One payload: the JSON text and the line of the stream where it ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Payload {
+    /// The JSON text.
+    pub data: String,
+    /// 1-based line number where the payload ends.
+    pub line: u64,
+}
+
+/// Decodes a byte stream cut anywhere (inside JSON, inside a UTF-8 character) into payloads.
+///
+/// # Call protocol
+/// [`FrameDecoder::write`] each chunk, [`FrameDecoder::poll_payload`] until `None`;
+/// [`FrameDecoder::end`] at the end.
+#[derive(Debug, Clone)]
+pub struct FrameDecoder {
+    framing: Framing,
+    max_line_bytes: usize,
+    /// Bytes of the current line (JSONL, or Auto before the decision).
+    line_buf: Vec<u8>,
+    line: u64,
+    sse: SseDecoder,
+    ready: VecDeque<Payload>,
+}
+
+impl FrameDecoder {
+    /// A decoder for `framing` that rejects lines longer than `max_line_bytes` (1 MiB is the
+    /// usual choice: the largest recorded payload is under 64 KiB).
+    pub fn new(framing: Framing, max_line_bytes: usize) -> Self {
+        FrameDecoder {
+            framing,
+            max_line_bytes,
+            line_buf: Vec::new(),
+            line: 0,
+            sse: SseDecoder::new(max_line_bytes),
+            ready: VecDeque::new(),
+        }
+    }
+
+    /// The framing in use (`Auto` until the first non-blank line decided it).
+    pub fn framing(&self) -> Framing {
+        self.framing
+    }
+
+    /// Feeds bytes.
+    ///
+    /// # Errors
+    /// [`ProviderError::LineTooLong`], [`ProviderError::InvalidUtf8`] or
+    /// [`ProviderError::Sse`]; payloads before the bad line stay available.
+    pub fn write(&mut self, bytes: &[u8]) -> Result<(), ProviderError> {
+        if self.framing == Framing::Text {
+            return Ok(());
+        }
+        if self.framing == Framing::Sse {
+            return self.write_sse(bytes);
+        }
+        let mut rest = bytes;
+        while let Some(i) = memchr::memchr(b'\n', rest) {
+            self.line_buf.extend_from_slice(&rest[..i]);
+            let tail = &rest[i + 1..];
+            let line = std::mem::take(&mut self.line_buf);
+            self.take_line(line)?;
+            if self.framing == Framing::Sse {
+                return self.write_sse(tail);
+            }
+            rest = tail;
+        }
+        self.line_buf.extend_from_slice(rest);
+        if self.line_buf.len() > self.max_line_bytes {
+            return Err(ProviderError::LineTooLong {
+                line: self.line + 1,
+                max_line_bytes: self.max_line_bytes,
+            });
+        }
+        Ok(())
+    }
+
+    fn write_sse(&mut self, bytes: &[u8]) -> Result<(), ProviderError> {
+        self.sse.write(bytes)?;
+        self.take_sse();
+        Ok(())
+    }
+
+    fn take_sse(&mut self) {
+        while let Some(ev) = self.sse.poll_event() {
+            if ev.data.trim() == "[DONE]" || ev.data.trim().is_empty() {
+                continue;
+            }
+            self.ready.push_back(Payload {
+                data: ev.data,
+                line: self.sse.line(),
+            });
+        }
+    }
+
+    /// A complete line while the framing is JSONL or undecided.
+    fn take_line(&mut self, line: Vec<u8>) -> Result<(), ProviderError> {
+        self.line += 1;
+        if line.len() > self.max_line_bytes {
+            return Err(ProviderError::LineTooLong {
+                line: self.line,
+                max_line_bytes: self.max_line_bytes,
+            });
+        }
+        let trimmed = line.strip_suffix(b"\r").unwrap_or(&line);
+        if trimmed.iter().all(u8::is_ascii_whitespace) {
+            if self.framing == Framing::Auto {
+                // Blank lines before the first payload decide nothing; keep them for SSE.
+                return Ok(());
+            }
+            return Ok(());
+        }
+        if self.framing == Framing::Auto {
+            let sse_field = [&b"data:"[..], b"event:", b"id:", b"retry:", b":"]
+                .iter()
+                .any(|p| trimmed.starts_with(p));
+            if sse_field {
+                self.framing = Framing::Sse;
+                let mut l = line;
+                l.push(b'\n');
+                // The SSE decoder counts lines itself; start it where we are.
+                self.sse = SseDecoder::new(self.max_line_bytes);
+                for _ in 1..self.line {
+                    self.sse.write(b"\n")?;
+                }
+                self.sse.write(&l)?;
+                self.take_sse();
+                return Ok(());
+            }
+            self.framing = Framing::Jsonl;
+        }
+        let data = std::str::from_utf8(trimmed)
+            .map_err(|_| ProviderError::InvalidUtf8 { line: self.line })?;
+        self.ready.push_back(Payload {
+            data: data.to_owned(),
+            line: self.line,
+        });
+        Ok(())
+    }
+
+    /// Ends the stream: a last line without its newline is taken.
+    ///
+    /// # Errors
+    /// As [`FrameDecoder::write`].
+    pub fn end(&mut self) -> Result<(), ProviderError> {
+        if self.framing == Framing::Sse {
+            self.sse.end()?;
+            self.take_sse();
+            return Ok(());
+        }
+        if !self.line_buf.is_empty() {
+            let line = std::mem::take(&mut self.line_buf);
+            self.take_line(line)?;
+            if self.framing == Framing::Sse {
+                self.sse.end()?;
+                self.take_sse();
+            }
+        }
+        Ok(())
+    }
+
+    /// The next complete payload.
+    pub fn poll_payload(&mut self) -> Option<Payload> {
+        self.ready.pop_front()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all(framing: Framing, bytes: &[u8], cut: usize) -> Vec<Payload> {
+        let mut d = FrameDecoder::new(framing, 1 << 20);
+        d.write(&bytes[..cut]).unwrap();
+        d.write(&bytes[cut..]).unwrap();
+        d.end().unwrap();
+        std::iter::from_fn(|| d.poll_payload()).collect()
+    }
+
+    #[test]
+    fn auto_detects_sse_and_jsonl_cut_anywhere() {
+        let sse = "event: x\ndata: {\"a\":\"é\"}\n\n: ping\n\ndata: [DONE]\n\n".as_bytes();
+        let jsonl = "{\"a\":\"é\"}\n\n{\"b\":2}".as_bytes();
+        for cut in 0..sse.len() {
+            let p = all(Framing::Auto, sse, cut);
+            assert_eq!(p.len(), 1, "cut {cut}");
+            assert_eq!(p[0].data, "{\"a\":\"é\"}");
+        }
+        for cut in 0..jsonl.len() {
+            let p = all(Framing::Auto, jsonl, cut);
+            assert_eq!(p.len(), 2, "cut {cut}");
+            assert_eq!((p[1].data.as_str(), p[1].line), ("{\"b\":2}", 3));
+        }
+    }
+
+    #[test]
+    fn long_lines_are_refused_with_their_number() {
+        let mut d = FrameDecoder::new(Framing::Jsonl, 4);
+        let e = d.write(b"{}\n123456").unwrap_err();
+        assert_eq!(e.to_string(), "line 2 is longer than 4 bytes");
+    }
+}

@@ -1,0 +1,320 @@
+//! [`Dialect`] detection and the [`Reader`] that dispatches payloads to its dialect.
+
+use serde_json::Value;
+
+use super::error::ProviderError;
+use super::read::ProviderEvent;
+use super::{
+    anthropic, bedrock, cohere, gemini, gemini_interactions, openai_chat, openai_responses,
+};
+
+/// A provider API's stream format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
+#[non_exhaustive]
+pub enum Dialect {
+    /// OpenAI Chat Completions chunks (and completions, and OpenAI-compatible servers), with
+    /// `delta.annotations` and Perplexity's `citations` / `search_results`.
+    OpenaiChat,
+    /// OpenAI Responses API events (also Azure OpenAI and xAI).
+    OpenaiResponses,
+    /// Anthropic Messages stream events.
+    Anthropic,
+    /// Amazon Bedrock ConverseStream events, as JSON (`{"contentBlockDelta": {…}}`).
+    Bedrock,
+    /// Cohere v2 chat stream events.
+    Cohere,
+    /// Gemini `generateContent` / `streamGenerateContent` responses.
+    Gemini,
+    /// Gemini Interactions API events.
+    GeminiInteractions,
+}
+
+impl Dialect {
+    /// Every dialect.
+    pub const ALL: [Dialect; 7] = [
+        Dialect::OpenaiChat,
+        Dialect::OpenaiResponses,
+        Dialect::Anthropic,
+        Dialect::Bedrock,
+        Dialect::Cohere,
+        Dialect::Gemini,
+        Dialect::GeminiInteractions,
+    ];
+
+    /// The stable name (`openai-chat`, `openai-responses`, `anthropic`, `bedrock`, `cohere`,
+    /// `gemini`, `gemini-interactions`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Dialect::OpenaiChat => "openai-chat",
+            Dialect::OpenaiResponses => "openai-responses",
+            Dialect::Anthropic => "anthropic",
+            Dialect::Bedrock => "bedrock",
+            Dialect::Cohere => "cohere",
+            Dialect::Gemini => "gemini",
+            Dialect::GeminiInteractions => "gemini-interactions",
+        }
+    }
+
+    /// The dialect a payload belongs to, if any.
+    pub fn detect(payload: &Value) -> Option<Dialect> {
+        let o = payload.as_object()?;
+        if o.contains_key("event_type") {
+            return Some(Dialect::GeminiInteractions);
+        }
+        if o.contains_key("candidates")
+            || o.contains_key("usageMetadata")
+            || o.contains_key("promptFeedback")
+        {
+            return Some(Dialect::Gemini);
+        }
+        const BEDROCK: [&str; 6] = [
+            "messageStart",
+            "contentBlockStart",
+            "contentBlockDelta",
+            "contentBlockStop",
+            "messageStop",
+            "metadata",
+        ];
+        if o.len() <= 2 && o.keys().any(|k| BEDROCK.contains(&k.as_str())) {
+            return Some(Dialect::Bedrock);
+        }
+        if o.contains_key("choices")
+            || o.get("object")
+                .and_then(Value::as_str)
+                .is_some_and(|t| t.starts_with("chat.completion") || t == "text_completion")
+        {
+            return Some(Dialect::OpenaiChat);
+        }
+        let t = o.get("type").and_then(Value::as_str)?;
+        if t.starts_with("response.") {
+            return Some(Dialect::OpenaiResponses);
+        }
+        if matches!(
+            t,
+            "message_start"
+                | "content_block_start"
+                | "content_block_delta"
+                | "content_block_stop"
+                | "message_delta"
+                | "message_stop"
+                | "ping"
+        ) || (t == "message" && o.contains_key("content"))
+        {
+            return Some(Dialect::Anthropic);
+        }
+        if matches!(
+            t,
+            "message-start"
+                | "content-start"
+                | "content-delta"
+                | "content-end"
+                | "citation-start"
+                | "citation-end"
+                | "tool-plan-delta"
+                | "message-end"
+        ) {
+            return Some(Dialect::Cohere);
+        }
+        None
+    }
+}
+
+impl std::fmt::Display for Dialect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Dialect {
+    type Err = crate::error::SettingsError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Dialect::ALL
+            .into_iter()
+            .find(|d| d.name() == s || d.name().replace('-', "_") == s)
+            .ok_or_else(|| crate::error::SettingsError::UnknownName {
+                what: "dialect",
+                value: s.to_owned(),
+            })
+    }
+}
+
+/// Why a dialect reader refused a payload.
+#[derive(Debug)]
+pub(crate) enum Problem {
+    /// The payload's shape is not what the API sends.
+    Shape(String),
+    /// The stream reported an error.
+    Upstream(String),
+}
+
+pub(crate) type ReadResult = Result<(), Problem>;
+
+/// `expected` as a [`Problem::Shape`].
+pub(crate) fn shape(expected: impl Into<String>) -> Problem {
+    Problem::Shape(expected.into())
+}
+
+/// A string field, or a shape problem naming it.
+pub(crate) fn str_field<'a>(v: &'a Value, key: &str) -> Result<&'a str, Problem> {
+    v.get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| shape(format!("`{key}` to be a string")))
+}
+
+/// An optional string field (absent or null is `None`; another type is a problem).
+pub(crate) fn opt_str<'a>(v: &'a Value, key: &str) -> Result<Option<&'a str>, Problem> {
+    match v.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(shape(format!("`{key}` to be a string"))),
+    }
+}
+
+/// An optional non-negative integer field.
+pub(crate) fn opt_u64(v: &Value, key: &str) -> Result<Option<u64>, Problem> {
+    match v.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(n) => n
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| shape(format!("`{key}` to be a non-negative integer"))),
+    }
+}
+
+/// The object under `key`, or a problem.
+pub(crate) fn obj<'a>(v: &'a Value, key: &str) -> Result<&'a Value, Problem> {
+    v.get(key)
+        .filter(|x| x.is_object())
+        .ok_or_else(|| shape(format!("`{key}` to be an object")))
+}
+
+/// The array under `key` (absent or null is empty).
+pub(crate) fn arr<'a>(v: &'a Value, key: &str) -> Result<&'a [Value], Problem> {
+    match v.get(key) {
+        None | Some(Value::Null) => Ok(&[]),
+        Some(Value::Array(a)) => Ok(a),
+        Some(_) => Err(shape(format!("`{key}` to be an array"))),
+    }
+}
+
+/// The dialect state of one stream.
+#[derive(Debug, Clone)]
+enum State {
+    OpenaiChat(openai_chat::Chat),
+    OpenaiResponses(openai_responses::Responses),
+    Anthropic(anthropic::Messages),
+    Bedrock(bedrock::Converse),
+    Cohere(cohere::Chat),
+    Gemini(gemini::Generate),
+    GeminiInteractions(gemini_interactions::Interactions),
+}
+
+/// Reads one stream's payloads of one dialect into [`ProviderEvent`]s.
+#[derive(Debug, Clone)]
+pub struct Reader {
+    dialect: Dialect,
+    state: State,
+    /// Event types the dialect does not know, in first-seen order.
+    unknown: Vec<String>,
+}
+
+impl Reader {
+    /// A reader for `dialect`.
+    pub fn new(dialect: Dialect) -> Self {
+        let state = match dialect {
+            Dialect::OpenaiChat => State::OpenaiChat(Default::default()),
+            Dialect::OpenaiResponses => State::OpenaiResponses(Default::default()),
+            Dialect::Anthropic => State::Anthropic(Default::default()),
+            Dialect::Bedrock => State::Bedrock(Default::default()),
+            Dialect::Cohere => State::Cohere(Default::default()),
+            Dialect::Gemini => State::Gemini(Default::default()),
+            Dialect::GeminiInteractions => State::GeminiInteractions(Default::default()),
+        };
+        Reader {
+            dialect,
+            state,
+            unknown: Vec::new(),
+        }
+    }
+
+    /// The dialect.
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    /// Event types seen that this dialect does not know (skipped).
+    pub fn unknown_types(&self) -> &[String] {
+        &self.unknown
+    }
+
+    /// Reads one payload; `line` names it in errors.
+    ///
+    /// # Errors
+    /// [`ProviderError::Shape`] for a payload that is not what the API sends (not an object,
+    /// a field of the wrong type), [`ProviderError::Upstream`] for an error event. Events a
+    /// dialect knows and does not need (pings, usage, tool calls) are skipped on purpose;
+    /// event types it does not know are skipped and listed in [`Reader::unknown_types`].
+    pub fn read(
+        &mut self,
+        payload: &Value,
+        line: u64,
+        out: &mut Vec<ProviderEvent>,
+    ) -> Result<(), ProviderError> {
+        let dialect = self.dialect.name();
+        if !payload.is_object() {
+            return Err(ProviderError::Shape {
+                line,
+                dialect,
+                expected: format!("a JSON object, got {}", json_kind(payload)),
+            });
+        }
+        let mut unknown = None;
+        let r = match &mut self.state {
+            State::OpenaiChat(s) => s.read(payload, out),
+            State::OpenaiResponses(s) => s.read(payload, out, &mut unknown),
+            State::Anthropic(s) => s.read(payload, out, &mut unknown),
+            State::Bedrock(s) => s.read(payload, out, &mut unknown),
+            State::Cohere(s) => s.read(payload, out, &mut unknown),
+            State::Gemini(s) => s.read(payload, out),
+            State::GeminiInteractions(s) => s.read(payload, out, &mut unknown),
+        };
+        if let Some(t) = unknown {
+            if !self.unknown.contains(&t) && self.unknown.len() < 32 {
+                self.unknown.push(t);
+            }
+        }
+        r.map_err(|p| match p {
+            Problem::Shape(expected) => ProviderError::Shape {
+                line,
+                dialect,
+                expected,
+            },
+            Problem::Upstream(message) => ProviderError::Upstream { line, message },
+        })
+    }
+}
+
+/// "an array", "a number", … for messages.
+pub(crate) fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The top-level keys of a payload, for [`ProviderError::UnknownDialect`].
+pub(crate) fn keys_of(v: &Value) -> String {
+    match v.as_object() {
+        Some(o) => {
+            let keys: Vec<&str> = o.keys().take(8).map(String::as_str).collect();
+            keys.join(", ")
+        }
+        None => json_kind(v).to_owned(),
+    }
+}

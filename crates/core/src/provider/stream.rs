@@ -1,0 +1,581 @@
+//! [`ProviderStream`]: a provider's stream in, the rewriter's events out, with provider
+//! citations numbered in the same table as markers.
+
+use std::collections::{HashSet, VecDeque};
+
+use serde_json::Value;
+
+use super::error::ProviderError;
+use super::frame::{FrameDecoder, Framing};
+use super::link;
+use super::read::{Placement, ProviderCitation, ProviderEvent};
+use super::reader::{keys_of, Dialect, Reader};
+use super::units::{byte_index, position};
+use crate::event::{CitationDetail, Event, Span};
+use crate::numbering::Numbering;
+use crate::rewriter::Rewriter;
+use crate::settings::{RankMode, Settings};
+use crate::source::{Source, Sources};
+
+/// Longest payload line accepted (1 MiB).
+const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// The provider text of the current part (a content block, an output item, a step).
+#[derive(Debug, Clone, Default)]
+struct Part {
+    /// The provider's text of the part, as streamed.
+    text: String,
+    /// The rewriter's input offset where the part starts.
+    input_base: u64,
+    /// Bytes of `text` given to the rewriter (or dropped): the rest is held.
+    fed: usize,
+    /// `text` length before the last text delta: complete links before it had their chance.
+    before_delta: usize,
+    /// `(start, len)` of provider text never given to the rewriter (links replaced by numbers).
+    dropped: Vec<(usize, usize)>,
+}
+
+impl Part {
+    /// The rewriter input offset of part byte `at` (not inside a dropped range).
+    fn input_offset(&self, at: usize) -> u64 {
+        let dropped: usize = self
+            .dropped
+            .iter()
+            .filter(|(s, _)| *s < at)
+            .map(|(s, l)| (*l).min(at - s))
+            .sum();
+        self.input_base + (at - dropped) as u64
+    }
+}
+
+/// A pending citation: its source id, canonical key and detail.
+#[derive(Debug, Clone)]
+struct Pending {
+    id: String,
+    key: String,
+    quote: Option<String>,
+}
+
+/// A change to the streamed text that a late citation makes in the final text.
+#[derive(Debug, Clone)]
+struct Edit {
+    /// Output bytes replaced (`start == end`: an insertion).
+    start: usize,
+    end: usize,
+    text: String,
+}
+
+/// Reads a provider's stream (bytes, or JSON payloads) and yields the rewriter's [`Event`]s,
+/// with every provider citation registered as a source and numbered in the same append-only
+/// table as the markers in the text.
+///
+/// # Call protocol
+/// As [`Rewriter`]: [`ProviderStream::write`] bytes (or [`ProviderStream::write_payload`]
+/// parsed payloads), [`ProviderStream::poll_event`] until `None`; then
+/// [`ProviderStream::end`] and [`ProviderStream::poll_event`] until [`Event::Done`], whose
+/// `text` is the final answer when a citation was bound late.
+#[derive(Debug, Clone)]
+pub struct ProviderStream {
+    settings: Settings,
+    init: Option<(Sources, Numbering)>,
+    rw: Option<Rewriter>,
+    frames: FrameDecoder,
+    dialect: Option<Dialect>,
+    reader: Option<Reader>,
+    scratch: Vec<ProviderEvent>,
+    events: VecDeque<Event>,
+    /// Everything the rewriter has emitted as text.
+    out: String,
+    part: Part,
+    block: Vec<Pending>,
+    unplaced: Vec<Pending>,
+    /// `(key, output byte)` where a number was placed: the same source twice at one place is
+    /// shown once.
+    placed: HashSet<(String, u64)>,
+    /// Late citations waiting for their event: `(start, end, replace)` in output bytes.
+    late: VecDeque<(usize, usize, bool)>,
+    edits: Vec<Edit>,
+    text_seen: bool,
+    line: u64,
+}
+
+impl ProviderStream {
+    /// A stream over `sources` the caller gave the model (may be empty: provider citations
+    /// bring their own), continuing `numbering`, with auto-detected framing and dialect.
+    pub fn new(settings: Settings, sources: Sources, numbering: Numbering) -> Self {
+        ProviderStream {
+            settings,
+            init: Some((sources, numbering)),
+            rw: None,
+            frames: FrameDecoder::new(Framing::Auto, MAX_LINE_BYTES),
+            dialect: None,
+            reader: None,
+            scratch: Vec::new(),
+            events: VecDeque::new(),
+            out: String::new(),
+            part: Part::default(),
+            block: Vec::new(),
+            unplaced: Vec::new(),
+            placed: HashSet::new(),
+            late: VecDeque::new(),
+            edits: Vec::new(),
+            text_seen: false,
+            line: 0,
+        }
+    }
+
+    /// Continues a restored rewriter (its settings, sources and numbering).
+    pub fn from_rewriter(rewriter: Rewriter) -> Self {
+        let mut s = ProviderStream::new(
+            rewriter.settings().clone(),
+            Sources::new(),
+            Numbering::new(),
+        );
+        s.init = None;
+        s.part.input_base = rewriter.input_bytes();
+        s.rw = Some(rewriter);
+        s
+    }
+
+    /// How the bytes given to [`ProviderStream::write`] are framed (default: auto).
+    pub fn with_framing(mut self, framing: Framing) -> Self {
+        self.frames = FrameDecoder::new(framing, MAX_LINE_BYTES);
+        self
+    }
+
+    /// Reads every payload as `dialect` instead of detecting it from the first one.
+    pub fn with_dialect(mut self, dialect: Dialect) -> Self {
+        self.dialect = Some(dialect);
+        self
+    }
+
+    /// The dialect, once given or detected.
+    pub fn dialect(&self) -> Option<Dialect> {
+        self.dialect
+    }
+
+    /// The rewriter, once the first payload made it.
+    pub fn rewriter(&self) -> Option<&Rewriter> {
+        self.rw.as_ref()
+    }
+
+    /// Whether a citation of this stream may be bound after its text was shown: true for the
+    /// dialects whose citations can come after their text.
+    pub fn may_bind_late(&self) -> bool {
+        !matches!(
+            self.dialect,
+            None | Some(Dialect::Anthropic) | Some(Dialect::Bedrock)
+        )
+    }
+
+    /// Feeds bytes of the stream, cut anywhere.
+    ///
+    /// # Errors
+    /// [`ProviderError`] naming the line: bad framing, a payload that is not JSON or not of
+    /// the dialect, an error the provider reported, or the rewriter's error. Events before it
+    /// stay available.
+    pub fn write(&mut self, bytes: &[u8]) -> Result<(), ProviderError> {
+        if self.frames.framing() == Framing::Text {
+            self.text_seen |= !bytes.is_empty();
+            self.rw_mut().write(bytes)?;
+            self.drain();
+            return Ok(());
+        }
+        let r = self.frames.write(bytes);
+        self.take_payloads()?;
+        r
+    }
+
+    fn take_payloads(&mut self) -> Result<(), ProviderError> {
+        while let Some(p) = self.frames.poll_payload() {
+            let value: Value = serde_json::from_str(&p.data).map_err(|e| ProviderError::Json {
+                line: p.line,
+                message: e.to_string(),
+            })?;
+            self.write_payload(&value, p.line)?;
+        }
+        Ok(())
+    }
+
+    /// Feeds one parsed payload (`line` names it in errors). A JSON string is a chunk of
+    /// answer text; an object is read by the stream's dialect.
+    ///
+    /// # Errors
+    /// As [`ProviderStream::write`].
+    pub fn write_payload(&mut self, payload: &Value, line: u64) -> Result<(), ProviderError> {
+        self.line = line;
+        if let Value::String(text) = payload {
+            self.text_seen |= !text.is_empty();
+            self.part.text.push_str(text);
+            self.feed_all()?;
+            return Ok(());
+        }
+        if self.reader.is_none() {
+            let dialect = match self.dialect {
+                Some(d) => d,
+                None => Dialect::detect(payload).ok_or_else(|| ProviderError::UnknownDialect {
+                    line,
+                    keys: keys_of(payload),
+                })?,
+            };
+            self.dialect = Some(dialect);
+            self.reader = Some(Reader::new(dialect));
+        }
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        let r = match self.reader.as_mut() {
+            Some(reader) => reader.read(payload, line, &mut scratch),
+            None => Ok(()),
+        };
+        let mut result = r;
+        if result.is_ok() {
+            for ev in scratch.drain(..) {
+                if let Err(e) = self.apply(ev) {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        self.scratch = scratch;
+        result
+    }
+
+    /// Ends the stream: held text is released, url-only citations are placed, the rewriter
+    /// ends and [`Event::Done`] is queued.
+    ///
+    /// # Errors
+    /// As [`ProviderStream::write`]; [`ProviderError::NoText`] when the stream had no answer
+    /// text but had event types this reader does not know.
+    pub fn end(&mut self) -> Result<(), ProviderError> {
+        if self.frames.framing() != Framing::Text {
+            self.frames.end()?;
+            self.take_payloads()?;
+        }
+        self.finish_part()?;
+        if !self.text_seen {
+            if let Some(r) = &self.reader {
+                if !r.unknown_types().is_empty() {
+                    return Err(ProviderError::NoText {
+                        dialect: r.dialect().name(),
+                        types: r.unknown_types().join(", "),
+                    });
+                }
+            }
+        }
+        let r = self.rw_mut().end();
+        self.drain();
+        r?;
+        Ok(())
+    }
+
+    /// Answers [`Event::NumberNeeded`] (see [`Rewriter::provide_number`]).
+    ///
+    /// # Errors
+    /// As [`Rewriter::provide_number`].
+    pub fn provide_number(&mut self, key: &str, number: u32) -> Result<(), ProviderError> {
+        let r = self.rw_mut().provide_number(key, number);
+        self.drain();
+        Ok(r?)
+    }
+
+    /// The next event.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        if self.events.is_empty() {
+            self.drain();
+        }
+        self.events.pop_front()
+    }
+
+    fn rw_mut(&mut self) -> &mut Rewriter {
+        if self.rw.is_none() {
+            let (sources, numbering) = self.init.take().unwrap_or_default();
+            self.rw = Some(Rewriter::new(self.settings.clone(), sources, numbering));
+        }
+        self.rw.as_mut().expect("made above")
+    }
+
+    /// Moves the rewriter's events out, keeping the output text and the late edits.
+    fn drain(&mut self) {
+        let Some(rw) = self.rw.as_mut() else {
+            return;
+        };
+        while let Some(mut ev) = rw.poll_event() {
+            match &mut ev {
+                Event::Text { text } => self.out.push_str(text),
+                Event::Citation {
+                    number,
+                    source_id,
+                    provider: Some(d),
+                    ..
+                } if d.late => {
+                    if let Some((start, end, replace)) = self.late.pop_front() {
+                        let mut text = String::new();
+                        if let Some(source) = rw.sources().get(source_id) {
+                            rw.settings()
+                                .style()
+                                .render_number(*number, source, &mut text);
+                        }
+                        let start = if replace { start } else { end };
+                        self.edits.push(Edit { start, end, text });
+                    }
+                }
+                Event::Done { text, .. } if !self.edits.is_empty() => {
+                    *text = Some(final_text(&self.out, &self.edits));
+                }
+                _ => {}
+            }
+            self.events.push_back(ev);
+        }
+    }
+
+    fn apply(&mut self, ev: ProviderEvent) -> Result<(), ProviderError> {
+        match ev {
+            ProviderEvent::PartStart => {
+                self.finish_part()?;
+                let base = self.rw_mut().input_bytes();
+                self.part = Part {
+                    input_base: base,
+                    ..Part::default()
+                };
+            }
+            ProviderEvent::Text { text } => {
+                self.text_seen = true;
+                self.part.before_delta = self.part.text.len();
+                self.part.text.push_str(&text);
+                if self.holds_links() {
+                    self.feed_to_candidate(true)?;
+                } else {
+                    self.feed_all()?;
+                }
+            }
+            ProviderEvent::BlockEnd => {
+                self.feed_all()?;
+                for p in std::mem::take(&mut self.block) {
+                    self.cite_here(&p, None)?;
+                }
+            }
+            ProviderEvent::PartEnd => self.finish_part()?,
+            ProviderEvent::Sources { query, sources } => {
+                if self.rw.is_none()
+                    && self.dialect == Some(Dialect::OpenaiChat)
+                    && self.settings.rank() == RankMode::Off
+                {
+                    // Perplexity lists its sources in order and cites them as `[n]`.
+                    self.settings = self.settings.clone().with_rank(RankMode::Renumber);
+                }
+                let mut round: Vec<Source> = Vec::new();
+                for s in sources {
+                    if !round.iter().any(|x| x.id == s.id) {
+                        round.push(s);
+                    }
+                }
+                self.rw_mut().append_sources(query, round)?;
+            }
+            ProviderEvent::Citation(c) => self.citation(c)?,
+        }
+        self.drain();
+        Ok(())
+    }
+
+    fn holds_links(&self) -> bool {
+        matches!(
+            self.dialect,
+            Some(Dialect::OpenaiResponses | Dialect::OpenaiChat)
+        )
+    }
+
+    /// Gives the rewriter the part's text up to byte `upto`.
+    fn feed(&mut self, upto: usize) -> Result<(), ProviderError> {
+        let upto = upto.min(self.part.text.len());
+        if upto > self.part.fed {
+            let from = self.part.fed;
+            self.part.fed = upto;
+            if self.rw.is_none() {
+                self.rw_mut();
+            }
+            if let Some(rw) = self.rw.as_mut() {
+                rw.write(&self.part.text[from..upto])?;
+            }
+        }
+        Ok(())
+    }
+
+    fn feed_all(&mut self) -> Result<(), ProviderError> {
+        self.feed(self.part.text.len())
+    }
+
+    /// Feeds up to the first inline link that may still be a citation's marker. With
+    /// `release`, complete links from before the last delta are released first: the
+    /// annotations that replace a link come right after the delta that closes it.
+    fn feed_to_candidate(&mut self, release: bool) -> Result<(), ProviderError> {
+        loop {
+            match link::first_candidate(&self.part.text, self.part.fed) {
+                None => return self.feed_all(),
+                Some((_, Some(end))) if release && end <= self.part.before_delta => {
+                    self.feed(end)?;
+                }
+                Some((start, None)) if self.part.text.len() - start > 4096 + 600 => {
+                    // Too long to be a link: release its first byte's character and go on.
+                    let next = self.part.text[start..]
+                        .chars()
+                        .next()
+                        .map_or(start + 1, |c| start + c.len_utf8());
+                    self.feed(next)?;
+                }
+                Some((start, _)) => return self.feed(start),
+            }
+        }
+    }
+
+    /// Releases held text and places the part's url-only citations at its end.
+    fn finish_part(&mut self) -> Result<(), ProviderError> {
+        self.feed_all()?;
+        for p in std::mem::take(&mut self.block) {
+            self.cite_here(&p, None)?;
+        }
+        for p in std::mem::take(&mut self.unplaced) {
+            self.cite_here(&p, None)?;
+        }
+        Ok(())
+    }
+
+    fn citation(&mut self, c: ProviderCitation) -> Result<(), ProviderError> {
+        let dedupe = self.settings.is_dedupe();
+        let rw = self.rw_mut();
+        rw.append_source(c.source.clone())?;
+        let registered = rw.sources().get(&c.source.id).unwrap_or(&c.source);
+        let key = Sources::key_of(registered, dedupe);
+        let url = c.source.url.clone();
+        let pending = Pending {
+            id: c.source.id,
+            key,
+            quote: c.quote,
+        };
+        let (start, end, unit) = match c.placement {
+            Placement::BlockEnd => {
+                if !self.block.iter().any(|p| p.key == pending.key) {
+                    self.block.push(pending);
+                }
+                return Ok(());
+            }
+            Placement::Unplaced => {
+                if !self.unplaced.iter().any(|p| p.key == pending.key) {
+                    self.unplaced.push(pending);
+                }
+                return Ok(());
+            }
+            Placement::Span { start, end, unit } => (start, end, unit),
+            Placement::At { index, unit } => (index, index, unit),
+        };
+        let s = byte_index(&self.part.text, start, unit);
+        let mut e = byte_index(&self.part.text, end, unit).max(s);
+        let is_link = e > s
+            && self.holds_links()
+            && link::link_url(&self.part.text[s..e]).is_some_and(|u| {
+                url.as_deref().is_some_and(|c| {
+                    crate::source::normalize_url(c) == crate::source::normalize_url(u)
+                })
+            });
+        if is_link && s >= self.part.fed {
+            // The link is the marker: it is replaced by the number.
+            self.feed(s)?;
+            self.part.dropped.push((s, e - s));
+            self.part.fed = e;
+            self.cite_here(&pending, None)?;
+            return self.feed_to_candidate(false);
+        }
+        if e > self.part.fed || (e == self.part.fed && s == e && e == self.part.text.len()) {
+            // Its text has not been shown: the number goes at its end, or after the link whose
+            // url or label it ends in (a number inside a link's url would break the link).
+            if self.holds_links() {
+                if let Some((_, Some(end))) = link::first_candidate(&self.part.text, self.part.fed)
+                {
+                    let start =
+                        link::first_candidate(&self.part.text, self.part.fed).map_or(e, |c| c.0);
+                    if start < e && e < end {
+                        e = end;
+                    }
+                }
+            }
+            self.feed(e)?;
+            let span = self.span_of(s, e);
+            self.cite_here(&pending, span)?;
+            if self.holds_links() {
+                return self.feed_to_candidate(false);
+            }
+            return Ok(());
+        }
+        // Its text has been shown: bound late.
+        let Some(span) = self.span_of(s, e) else {
+            return Ok(());
+        };
+        let at = (pending.key.clone(), span.end.bytes);
+        if !self.placed.insert(at) {
+            return Ok(());
+        }
+        let (os, oe) = (span.start.bytes as usize, span.end.bytes as usize);
+        let rw = self.rw_mut();
+        rw.cite_late(&pending.id, span, pending.quote)?;
+        self.late.push_back((os, oe, is_link));
+        self.drain();
+        Ok(())
+    }
+
+    /// The output span of part bytes `s..e`, all rendered (after a boundary).
+    fn span_of(&mut self, s: usize, e: usize) -> Option<Span> {
+        let (is, ie) = (self.part.input_offset(s), self.part.input_offset(e));
+        let rw = self.rw_mut();
+        rw.write_boundary();
+        let (os, oe) = (rw.output_offset(is)?, rw.output_offset(ie)?);
+        self.drain();
+        if oe as usize > self.out.len() || !self.out.is_char_boundary(os as usize) {
+            return None;
+        }
+        Some(Span {
+            start: position(&self.out, os as usize),
+            end: position(&self.out, oe as usize),
+        })
+    }
+
+    /// Places a number right after the text given so far.
+    fn cite_here(&mut self, p: &Pending, span: Option<Span>) -> Result<(), ProviderError> {
+        let rw = self.rw_mut();
+        rw.write_boundary();
+        let at = (p.key.clone(), rw.output_bytes());
+        if self.placed.contains(&at) {
+            return Ok(());
+        }
+        let detail = CitationDetail {
+            quote: p.quote.clone(),
+            span,
+            late: false,
+        };
+        let rw = self.rw_mut();
+        rw.write_citation(&p.id, Some(detail))?;
+        let after = rw.output_bytes();
+        self.placed.insert(at);
+        self.placed.insert((p.key.clone(), after));
+        self.drain();
+        Ok(())
+    }
+}
+
+/// The streamed text with the late edits made.
+fn final_text(out: &str, edits: &[Edit]) -> String {
+    let mut order: Vec<&Edit> = edits.iter().collect();
+    order.sort_by_key(|e| e.end);
+    let mut text = String::with_capacity(out.len() + edits.len() * 4);
+    let mut at = 0;
+    for e in order {
+        if e.start >= at && e.start <= out.len() && out.is_char_boundary(e.start) {
+            text.push_str(&out[at..e.start]);
+            at = e.end.min(out.len());
+        } else if e.end >= at && e.end <= out.len() && out.is_char_boundary(e.end) {
+            text.push_str(&out[at..e.end]);
+            at = e.end;
+        }
+        text.push_str(&e.text);
+    }
+    text.push_str(&out[at.min(out.len())..]);
+    text
+}
