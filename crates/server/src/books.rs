@@ -84,8 +84,7 @@ impl Library {
     /// Reads an EPUB and adds it, unless the index holds it already as it is. Returns the
     /// book, whether it was added, and the reader's warnings.
     fn add(&self, bytes: &[u8]) -> Result<(BookInfo, bool, Vec<String>), ApiError> {
-        let book = Book::open(bytes, &citeflow_epub::Limits::default())
-            .map_err(|e| ApiError::InvalidEpub(e.to_string()))?;
+        let book = Book::open(bytes, &citeflow_epub::Limits::default()).map_err(epub_error)?;
         let warnings: Vec<String> = book.warnings().iter().map(ToString::to_string).collect();
         let meta = book.metadata();
         let key = book_key(
@@ -165,6 +164,18 @@ impl Library {
         );
         opened.truncate(OPENED_BOOKS);
         Ok((book, info))
+    }
+}
+
+/// An upload that cannot be read: 413 naming the budget when it exceeds one
+/// of the reader's [`citeflow_epub::Limits`], else 400.
+fn epub_error(e: citeflow_epub::OpenError) -> ApiError {
+    match e.limit() {
+        Some(limit) => ApiError::EpubOverBudget {
+            message: e.to_string(),
+            limit,
+        },
+        None => ApiError::InvalidEpub(e.to_string()),
     }
 }
 

@@ -53,9 +53,28 @@ pub enum ApiError {
     /// An uploaded book that cannot be read.
     #[error("not a readable EPUB: {0}")]
     InvalidEpub(String),
+    /// An uploaded book past one of the reading budgets of
+    /// `citeflow_epub::Limits` (zip bomb, entity expansion, deep nesting…):
+    /// 413 `invalid_epub` whose `param` names the budget.
+    #[error("the EPUB exceeds the limit {limit}: {message}")]
+    EpubOverBudget {
+        /// What was exceeded, and where.
+        message: String,
+        /// The budget's name (a `citeflow_epub::Limits` getter, such as
+        /// `max_entity_bytes_per_document`).
+        limit: &'static str,
+    },
     /// No such route.
     #[error("no route for {method} {path}")]
     NoRoute {
+        /// The method.
+        method: String,
+        /// The path.
+        path: String,
+    },
+    /// The route exists but not for this method.
+    #[error("{method} is not allowed on {path}")]
+    MethodNotAllowed {
         /// The method.
         method: String,
         /// The path.
@@ -138,7 +157,10 @@ impl ApiError {
             | ApiError::BookFileMissing { .. }
             | ApiError::CfiNotFound { .. } => StatusCode::NOT_FOUND,
             ApiError::NoBookIndex => StatusCode::CONFLICT,
-            ApiError::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::BodyTooLarge { .. } | ApiError::EpubOverBudget { .. } => {
+                StatusCode::PAYLOAD_TOO_LARGE
+            }
+            ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::InvalidRequest { .. }
             | ApiError::TooManySources { .. }
             | ApiError::SourceTooLarge { .. }
@@ -164,11 +186,12 @@ impl ApiError {
             ApiError::Unauthorized => "invalid_api_key",
             ApiError::NotFound { .. } => "not_found",
             ApiError::NoRoute { .. } => "unknown_route",
+            ApiError::MethodNotAllowed { .. } => "method_not_allowed",
             ApiError::BookNotFound { .. } => "book_not_found",
             ApiError::BookFileMissing { .. } => "book_file_missing",
             ApiError::CfiNotFound { .. } => "cfi_not_found",
             ApiError::NoBookIndex => "no_book_index",
-            ApiError::InvalidEpub(_) => "invalid_epub",
+            ApiError::InvalidEpub(_) | ApiError::EpubOverBudget { .. } => "invalid_epub",
             ApiError::BodyTooLarge { .. } => "body_too_large",
             ApiError::InvalidRequest { .. } => "invalid_request",
             ApiError::TooManySources { .. } => "too_many_sources",
@@ -204,6 +227,7 @@ impl ApiError {
             }
             ApiError::BookNotFound { param, .. } => param.map(str::to_owned),
             ApiError::CfiNotFound { .. } => Some("cfi".to_owned()),
+            ApiError::EpubOverBudget { limit, .. } => Some((*limit).to_owned()),
             _ => None,
         };
         envelope(self.code(), &self.to_string(), self.kind(), param)

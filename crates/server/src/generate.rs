@@ -1,13 +1,15 @@
 //! The upstream generation of one stream: chunks in, rewritten chunks persisted to the log.
 //! It runs in its own task, so it goes on when the client leaves.
 
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use citeflow_core::sse::{chunk_text, SseDecoder};
 use citeflow_core::{Event, Rewriter};
 use citeflow_store::{NumberScope, StoredEvent, StreamStatus};
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use serde_json::{json, Value};
 
 use crate::error::envelope;
@@ -196,7 +198,28 @@ impl Generation {
     }
 
     /// Rewrites one upstream chunk; returns the events to log.
+    ///
+    /// Any JSON is handled: a payload that is not an object, or whose first
+    /// choice (or its `delta`) is not an object, is `upstream_malformed`;
+    /// content after `finish_reason` is dropped.
     async fn on_chunk(&mut self, mut chunk: Value) -> Result<Vec<StoredEvent>, Failure> {
+        let shape = |what: &str| {
+            failure(
+                "upstream_malformed",
+                format!("the upstream sent a chunk whose {what} is not a JSON object"),
+            )
+        };
+        if !chunk.is_object() {
+            return Err(shape("payload"));
+        }
+        if let Some(choice) = chunk.pointer("/choices/0") {
+            if !choice.is_object() {
+                return Err(shape("choices[0]"));
+            }
+            if choice.get("delta").is_some_and(|d| !d.is_object()) {
+                return Err(shape("choices[0].delta"));
+            }
+        }
         if let Some(err) = chunk.get("error") {
             let message = err
                 .get("message")
@@ -210,7 +233,13 @@ impl Generation {
                 self.meta[k] = v.clone();
             }
         }
-        let input = chunk_text(&chunk).map(str::to_owned);
+        let mut input = chunk_text(&chunk).map(str::to_owned);
+        if self.ended && input.as_deref().is_some_and(|t| !t.is_empty()) {
+            // The answer is complete and its source list sent: the extra
+            // text is dropped (blanked in the chunk passed on).
+            tracing::warn!(stream_id = %self.stream_id, "upstream sent content after finish_reason; dropped");
+            input = Some(String::new());
+        }
         if input.as_deref().is_some_and(|t| !t.is_empty()) {
             let now = Instant::now();
             if self.speed.first.is_none() {
@@ -231,7 +260,7 @@ impl Generation {
         let finished = chunk
             .pointer("/choices/0/finish_reason")
             .is_some_and(|f| !f.is_null());
-        if let Some(t) = &input {
+        if let Some(t) = input.as_deref().filter(|_| !self.ended) {
             self.rewriter.write(t).map_err(|e| internal(&e))?;
         }
         if finished && !self.ended {
@@ -348,7 +377,7 @@ pub(crate) async fn run(mut g: Generation, resp: reqwest::Response) {
     let mut body = resp.bytes_stream();
     let mut sse = SseDecoder::default();
     let mut saw_finish = false;
-    let result: Result<(), Failure> = async {
+    let result: Result<(), Failure> = supervised(async {
         loop {
             let wait_until = (tokio::time::Instant::now() + idle).min(deadline);
             let next = tokio::time::timeout_at(wait_until, body.next()).await;
@@ -434,11 +463,33 @@ pub(crate) async fn run(mut g: Generation, resp: reqwest::Response) {
                 g.state.metrics.observe_added_latency(received.elapsed());
             }
         }
-    }
+    })
     .await;
     match result {
         Ok(()) => g.finish(StreamStatus::Completed).await,
         Err(f) => g.fail(f).await,
+    }
+}
+
+/// Runs a generation's work; a panic inside it becomes an `internal_error`
+/// failure (logged with its message), so that the caller still writes the
+/// error event and closes the stream.
+async fn supervised<F>(work: F) -> Result<(), Failure>
+where
+    F: Future<Output = Result<(), Failure>>,
+{
+    match AssertUnwindSafe(work).catch_unwind().await {
+        Ok(result) => result,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "non-string panic payload".to_owned());
+            Err(internal(&format_args!(
+                "the generation task panicked: {message}"
+            )))
+        }
     }
 }
 
@@ -450,4 +501,32 @@ fn parse(data: &str) -> Result<Value, Failure> {
             format!("the upstream sent an event that is not JSON ({e}): {excerpt}"),
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panic_in_the_generation_is_an_internal_failure() {
+        let f = supervised(async {
+            if f64::MAX > 0.0 {
+                panic!("boom");
+            }
+            Ok(())
+        })
+        .await
+        .err()
+        .unwrap();
+        assert_eq!(
+            (f.code, f.message.as_str()),
+            ("internal_error", "internal error")
+        );
+        let f = supervised(async { Err(failure("upstream_cut", "x")) })
+            .await
+            .err()
+            .unwrap();
+        assert_eq!(f.code, "upstream_cut");
+        assert!(supervised(async { Ok(()) }).await.is_ok());
+    }
 }

@@ -97,6 +97,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/sessions/{id}/rounds", post(sessions::append_round))
         .route("/v1/streams/{id}", get(streams::resume))
         .fallback(no_route)
+        .method_not_allowed_fallback(wrong_method)
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
 }
@@ -118,6 +119,14 @@ async fn openapi() -> impl IntoResponse {
 
 async fn no_route(req: Request) -> ApiError {
     ApiError::NoRoute {
+        method: req.method().to_string(),
+        path: req.uri().path().to_owned(),
+    }
+}
+
+/// A 405 in the JSON error envelope (axum adds the `Allow` header).
+async fn wrong_method(req: Request) -> ApiError {
+    ApiError::MethodNotAllowed {
         method: req.method().to_string(),
         path: req.uri().path().to_owned(),
     }

@@ -4,6 +4,7 @@
 mod api;
 mod books;
 mod failures;
+mod hostile;
 mod recorded;
 mod resume;
 mod support;
