@@ -1,0 +1,324 @@
+#!/usr/bin/env bash
+# Hostile input against a real `citeflow serve` (issue 15): a misbehaving upstream (the replaying
+# upstream of crates/server/examples/replay_upstream.rs, fed hostile recordings) and a set of
+# hostile EPUB uploads, each checked for its documented error within a stated time, with the
+# server under an address-space cap; after each attack the server must answer /healthz and a
+# normal streamed chat, and at the end its peak RSS (VmHWM) must be under MAX_RSS_MB.
+#
+# Attacks and the answers they must get (within ATTACK_SECONDS each):
+#   EPUB uploads (POST /v1/books)                       status, code, param
+#     entity expansion in XHTML, quadratic (100 KB x 2,000; 400 KB x 150,000)
+#                                                       413 invalid_epub max_entity_bytes_per_document
+#     entity expansion in the OPF (100 KB x 2,000)      413 invalid_epub max_entity_bytes_per_document
+#     exponential entities in XHTML (billion laughs)    413 invalid_epub max_entity_bytes_per_document
+#     exponential entities in the OPF                   400 invalid_epub (undeclared after inlining)
+#     20,000 nested <div>                               413 invalid_epub max_depth
+#     60,000 attributes on one element                  413 invalid_epub max_attributes_per_element
+#     20,000 nested <a> in the nav                      413 invalid_epub max_depth
+#     60,000 flat nav entries (stored, 2 MB)            413 invalid_epub max_toc_entries
+#     zip bomb (80 MiB of one byte, deflated)           413 invalid_epub max_entry_bytes
+#     an entry that lies about its size (declares 100 B, holds 80 MiB)
+#                                                       400 or 413 invalid_epub (never more work)
+#     10,001 entries                                    413 invalid_epub max_entries
+#     10,000 spine itemrefs to one file                 413 invalid_epub max_spine_refs_per_file
+#   upstream chunks (POST /v1/chat/completions, streamed)
+#     data: 42 / [] / "x" / a non-object delta         error event upstream_malformed, stream ends
+#     content after finish_reason                      dropped; the stream ends with [DONE]
+#     then citeflow_streams_open is 0
+#   requests
+#     Last-Event-ID 2^63, 2^64, -1, garbage            400 invalid_request, param Last-Event-ID
+#     GET /v1/chat/completions                         405 method_not_allowed (JSON envelope)
+#
+# Needs: python3 (the driver uses its urllib and zipfile), prlimit (util-linux), cargo.
+# CITEFLOW_BIN=path uses a citeflow binary already built instead of building citeflow-cli.
+# Idempotent; both servers are stopped on exit, whatever happens.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+MAX_RSS_MB="${MAX_RSS_MB:-300}"
+ATTACK_SECONDS="${ATTACK_SECONDS:-10}"
+# Hard cap on the server's address space: a runaway allocation is killed, not swapped.
+ADDRESS_SPACE_BYTES="${ADDRESS_SPACE_BYTES:-$((4 << 30))}"
+
+if [ -z "${CITEFLOW_BIN:-}" ]; then
+    cargo build --quiet --locked -p citeflow-cli
+    CITEFLOW_BIN="$TARGET_DIR/debug/citeflow"
+fi
+cargo build --quiet --locked -p citeflow-server --features _replay --example replay_upstream
+
+WORK="$(mktemp -d)"
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT INT TERM
+
+first_line() {
+    local file="$1"
+    for _ in $(seq 1 400); do
+        if [ -s "$file" ]; then head -n1 "$file"; return 0; fi
+        sleep 0.05
+    done
+    echo "server did not start: $file" >&2
+    cat "${file%.out}.err" >&2 2>/dev/null || true
+    return 1
+}
+
+cat > "$WORK/hostile.py" <<'PY'
+"""Builds the hostile inputs (`gen DIR`) and runs the attacks (`run DIR URL PID`)."""
+import io, json, os, sys, time, urllib.error, urllib.request, zipfile
+
+CONTAINER = """<?xml version="1.0"?>
+<container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">
+<rootfiles><rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/></rootfiles>
+</container>"""
+CHAPTER = '<html xmlns="http://www.w3.org/1999/xhtml"><head><title>c</title></head><body><p>Hello</p></body></html>'
+
+
+def opf(doctype="", title="Hostile", spine_refs=1, nav=False):
+    manifest = '<item id="c" href="c.xhtml" media-type="application/xhtml+xml"/>'
+    if nav:
+        manifest += '<item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>'
+    spine = '<itemref idref="c"/>' * spine_refs
+    return (f'<?xml version="1.0"?>\n{doctype}<package xmlns="http://www.idpf.org/2007/opf" version="3.0" '
+            f'unique-identifier="id"><metadata xmlns:dc="http://purl.org/dc/elements/1.1/">'
+            f'<dc:identifier id="id">urn:hostile</dc:identifier><dc:title>{title}</dc:title></metadata>'
+            f'<manifest>{manifest}</manifest><spine>{spine}</spine></package>')
+
+
+def epub(chapter=CHAPTER, package=None, nav=None, extra=(), nav_stored=False):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("mimetype", "application/epub+zip", compress_type=zipfile.ZIP_STORED)
+        d = zipfile.ZIP_DEFLATED
+        z.writestr("META-INF/container.xml", CONTAINER, compress_type=d)
+        z.writestr("OEBPS/content.opf", package or opf(nav=nav is not None), compress_type=d)
+        if nav is not None:
+            z.writestr("OEBPS/nav.xhtml", nav, compress_type=zipfile.ZIP_STORED if nav_stored else d)
+        z.writestr("OEBPS/c.xhtml", chapter, compress_type=d)
+        for name, data in extra:
+            z.writestr(name, data, compress_type=d)
+    return buf.getvalue()
+
+
+def entity_doc(value_bytes, refs):
+    return (f'<!DOCTYPE html [<!ENTITY e "{"x" * value_bytes}">]>\n<html><head><title>t</title></head>'
+            f'<body><p>{"&e;" * refs}</p></body></html>')
+
+
+def laughs(refs):
+    dtd = '<!ENTITY l0 "lol">' + "".join(f'<!ENTITY l{i} "{("&l%d;" % (i - 1)) * 10}">' for i in range(1, 10))
+    return dtd, "&l9;" * refs
+
+
+def nav_doc(body):
+    return ('<html xmlns="http://www.w3.org/1999/xhtml" xmlns:epub="http://www.idpf.org/2007/ops"><head>'
+            f'<title>nav</title></head><body><nav epub:type="toc">{body}</nav></body></html>')
+
+
+def lying_sizes():
+    data = bytearray(epub(chapter="<html><body><p>" + "a" * (80 << 20) + "</p></body></html>"))
+    name = b"OEBPS/c.xhtml"
+    i = 0
+    while (at := data.find(name, i)) >= 0:
+        if data[at - 30:at - 26] == b"PK\x03\x04":
+            data[at - 30 + 22:at - 30 + 26] = (100).to_bytes(4, "little")
+        elif at >= 46 and data[at - 46:at - 42] == b"PK\x01\x02":
+            data[at - 46 + 24:at - 46 + 28] = (100).to_bytes(4, "little")
+        i = at + len(name)
+    return bytes(data)
+
+
+def many_entries():
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("mimetype", "application/epub+zip")
+        for i in range(10_001):
+            z.writestr(f"f{i}", b"")
+    return buf.getvalue()
+
+
+ENTITY = ("invalid_epub", "max_entity_bytes_per_document")
+# name -> (bytes, expected statuses, expected code, expected param)
+def books():
+    dtd, refs = laughs(100_000)
+    opf_dtd, opf_refs = laughs(100)
+    attrs = "".join(f' a{i}=""' for i in range(60_000))
+    return {
+        "entity-xhtml": (lambda: epub(chapter=entity_doc(100_000, 2_000)), {413}, *ENTITY),
+        "entity-xhtml-large": (lambda: epub(chapter=entity_doc(400_000, 150_000)), {413}, *ENTITY),
+        "entity-opf": (lambda: epub(package=opf(doctype=f'<!DOCTYPE package [<!ENTITY e "{"x" * 100_000}">]>',
+                                                 title="&e;" * 2_000)), {413}, *ENTITY),
+        "laughs-xhtml": (lambda: epub(chapter=f"<!DOCTYPE html [{dtd}]>\n<html><body><p>{refs}</p></body></html>"),
+                         {413}, *ENTITY),
+        "laughs-opf": (lambda: epub(package=opf(doctype=f"<!DOCTYPE package [{opf_dtd}]>", title=opf_refs)),
+                       {400}, "invalid_epub", None),
+        "deep-nesting": (lambda: epub(chapter="<html><body>" + "<div>x" * 20_000 + "</body></html>"),
+                         {413}, "invalid_epub", "max_depth"),
+        "attribute-flood": (lambda: epub(chapter=f"<html><body><p{attrs}>x</p></body></html>"),
+                            {413}, "invalid_epub", "max_attributes_per_element"),
+        "nav-nested-flood": (lambda: epub(nav=nav_doc("<ol><li>" + '<a href="c.xhtml">x' * 20_000 + "</li></ol>")),
+                             {413}, "invalid_epub", "max_depth"),
+        # Stored, so that the compression-ratio budget does not stop it first.
+        "nav-flat-flood": (lambda: epub(nav=nav_doc("<ol>" + '<li><a href="c.xhtml">x</a></li>' * 60_000 + "</ol>"),
+                                        nav_stored=True),
+                           {413}, "invalid_epub", "max_toc_entries"),
+        "zip-bomb": (lambda: epub(chapter="<html><body><p>" + "a" * (80 << 20) + "</p></body></html>"),
+                     {413}, "invalid_epub", "max_entry_bytes"),
+        "lying-sizes": (lying_sizes, {400, 413}, "invalid_epub", "*"),
+        "10001-entries": (many_entries, {413}, "invalid_epub", "max_entries"),
+        "spine-repeats": (lambda: epub(package=opf(spine_refs=10_000)), {413}, "invalid_epub",
+                          "max_spine_refs_per_file"),
+    }
+
+
+def chunk(content=None, finish=None, delta=None):
+    d = delta if delta is not None else ({} if content is None else {"content": content})
+    return "data: " + json.dumps({"id": "x", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                                  "choices": [{"index": 0, "delta": d, "finish_reason": finish}]}) + "\n\n"
+
+
+def streams():
+    start = chunk(delta={"role": "assistant", "content": ""}) + chunk("Hello ")
+    end = chunk(finish="stop") + "data: [DONE]\n\n"
+    return {
+        "ok.sse": start + chunk("world") + end,
+        "hostile-number.sse": start + "data: 42\n\n" + end,
+        "hostile-array.sse": start + "data: []\n\n" + end,
+        "hostile-string.sse": start + 'data: "x"\n\n' + end,
+        "hostile-delta.sse": start + 'data: {"choices": [{"index": 0, "delta": "x"}]}\n\n' + end,
+        "after-finish.sse": start + chunk(finish="stop") + chunk(" extra") + "data: [DONE]\n\n",
+    }
+
+
+def gen(d):
+    os.makedirs(f"{d}/streams")
+    for name, body in streams().items():
+        with open(f"{d}/streams/{name}", "w") as f:
+            f.write(body)
+
+
+def request(url, method="GET", body=None, headers=None, timeout=60):
+    req = urllib.request.Request(url, data=body, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, dict(r.headers), r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read()
+
+
+def sse_data(raw):
+    return [l[5:].strip() for l in raw.decode().splitlines() if l.startswith("data:")]
+
+
+def chat(base, model, timeout):
+    body = json.dumps({"model": model, "stream": True, "messages": [{"role": "user", "content": "q"}]}).encode()
+    return request(f"{base}/v1/chat/completions", "POST", body, {"content-type": "application/json"}, timeout)
+
+
+def rss_mb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+failures = []
+
+
+def check(ok, what):
+    print(("ok    " if ok else "FAIL  ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+def still_serving(base, after):
+    s, _, _ = request(f"{base}/healthz", timeout=5)
+    check(s == 200, f"/healthz answers after {after}")
+    s, _, raw = chat(base, "ok.sse", 10)
+    data = sse_data(raw) if s == 200 else []
+    check(s == 200 and data[-1:] == ["[DONE]"], f"a normal streamed chat works after {after}")
+
+
+def run(d, base, pid, seconds):
+    for name, (build, statuses, code, param) in books().items():
+        body = build()
+        t = time.monotonic()
+        s, _, raw = request(f"{base}/v1/books", "POST", body, {"content-type": "application/epub+zip"}, 60)
+        took = time.monotonic() - t
+        try:
+            err = json.loads(raw)["error"]
+        except (ValueError, KeyError):
+            err = {}
+        good = s in statuses and err.get("code") == code and (param == "*" or err.get("param") == param)
+        check(good and took < seconds,
+              f"upload {name} ({len(body)} B): {s} {err.get('code')} param={err.get('param')} in {took:.2f} s"
+              + ("" if good else f" (expected {sorted(statuses)} {code} {param}: {err.get('message')})"))
+        still_serving(base, name)
+        check(rss_mb(pid) < MAX_RSS, f"peak RSS {rss_mb(pid):.0f} MB < {MAX_RSS} MB after {name}")
+    for model in ["hostile-number.sse", "hostile-array.sse", "hostile-string.sse", "hostile-delta.sse"]:
+        t = time.monotonic()
+        s, _, raw = chat(base, model, seconds)
+        took = time.monotonic() - t
+        data = sse_data(raw)
+        try:
+            last = json.loads(data[-1])["error"]["code"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            last = None
+        check(s == 200 and last == "upstream_malformed" and took < seconds,
+              f"upstream {model}: stream ends with {last} in {took:.2f} s")
+        still_serving(base, model)
+    s, _, raw = chat(base, "after-finish.sse", seconds)
+    data = sse_data(raw)
+    text = "".join(json.loads(x)["choices"][0]["delta"].get("content") or ""
+                   for x in data if x != "[DONE]" and json.loads(x).get("choices"))
+    check(data[-1:] == ["[DONE]"] and " extra" not in text, f"content after finish_reason is dropped: {text!r}")
+    time.sleep(0.2)
+    _, _, metrics = request(f"{base}/metrics", timeout=5)
+    open_streams = [l for l in metrics.decode().splitlines() if l.startswith("citeflow_streams_open ")]
+    check(open_streams == ["citeflow_streams_open 0"], f"no stream left running: {open_streams}")
+    s, h, raw = chat(base, "ok.sse", seconds)
+    stream_id = h.get("x-citeflow-stream-id") or h.get("X-Citeflow-Stream-Id")
+    for bad in ["9223372036854775808", "18446744073709551616", "-1", "abc"]:
+        s, _, raw = request(f"{base}/v1/streams/{stream_id}", headers={"last-event-id": bad}, timeout=seconds)
+        err = json.loads(raw).get("error", {}) if s == 400 else {}
+        check(s == 400 and err.get("param") == "Last-Event-ID", f"Last-Event-ID {bad}: {s} {err.get('code')}")
+    s, h, raw = request(f"{base}/v1/chat/completions", timeout=seconds)
+    err = json.loads(raw).get("error", {}) if raw else {}
+    check(s == 405 and err.get("code") == "method_not_allowed", f"GET /v1/chat/completions: {s} {err.get('code')}")
+    still_serving(base, "everything")
+    check(rss_mb(pid) < MAX_RSS, f"peak RSS of the server {rss_mb(pid):.0f} MB < {MAX_RSS} MB")
+    if failures:
+        print(f"{len(failures)} hostile-input checks failed", file=sys.stderr)
+        sys.exit(1)
+    print("all hostile-input checks passed")
+
+
+MAX_RSS = float(os.environ.get("MAX_RSS_MB", "300"))
+if sys.argv[1] == "gen":
+    gen(sys.argv[2])
+else:
+    run(sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]))
+PY
+
+python3 "$WORK/hostile.py" gen "$WORK"
+
+"$TARGET_DIR/debug/examples/replay_upstream" "$WORK/streams" > "$WORK/upstream.out" 2> "$WORK/upstream.err" &
+PIDS+=($!)
+UPSTREAM="$(first_line "$WORK/upstream.out")"
+
+CITEFLOW_LOG=error CITEFLOW_DATA_DIR="$WORK/data" prlimit --as="$ADDRESS_SPACE_BYTES" -- \
+    "$CITEFLOW_BIN" serve --upstream "$UPSTREAM" --listen 127.0.0.1:0 \
+    --store "sqlite:$WORK/citeflow.db" --index "$WORK/index" --no-sample-books \
+    > "$WORK/citeflow.out" 2> "$WORK/citeflow.err" &
+SERVER=$!
+PIDS+=("$SERVER")
+URL="$(first_line "$WORK/citeflow.out" | sed 's/^citeflow listening on //')"
+
+MAX_RSS_MB="$MAX_RSS_MB" python3 "$WORK/hostile.py" run "$WORK" "$URL" "$SERVER" "$ATTACK_SECONDS"
+kill -0 "$SERVER" || { echo "the server died" >&2; exit 1; }
