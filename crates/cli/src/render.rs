@@ -179,7 +179,19 @@ impl<W: Write> Renderer<W> {
     fn write(&mut self, chunk: &[u8]) -> Result<()> {
         let r = self.stream.write(chunk);
         self.drain()?;
-        Ok(r?)
+        if r.is_err() {
+            self.release_held()?;
+        }
+        r.map_err(|e| anyhow::anyhow!("stdin {e}"))
+    }
+
+    /// What was rendered before an error is shown, never lost.
+    fn release_held(&mut self) -> Result<()> {
+        if let Some(h) = self.held.take() {
+            self.out.write_all(h.as_bytes())?;
+            self.out.flush()?;
+        }
+        Ok(())
     }
 
     fn drain(&mut self) -> Result<()> {
@@ -200,9 +212,13 @@ impl<W: Write> Renderer<W> {
                         }
                     }
                     Event::Done { sources, text, .. } => {
-                        if let Some(h) = self.held.take() {
-                            self.out
-                                .write_all(text.as_deref().unwrap_or(&h).as_bytes())?;
+                        match self.held.take() {
+                            Some(h) => self.out.write_all(text.as_deref().unwrap_or(&h).as_bytes())?,
+                            None if text.is_some() => eprintln!(
+                                "citeflow: some provider citations arrived after their text was \
+                                 printed; `--output jsonl` has them (and `done.text`, the final answer)"
+                            ),
+                            None => {}
                         }
                         let Some(rw) = self.stream.rewriter() else {
                             continue;
@@ -233,7 +249,10 @@ impl<W: Write> Renderer<W> {
     fn end(&mut self) -> Result<Numbering> {
         let r = self.stream.end();
         self.drain()?;
-        r?;
+        if r.is_err() {
+            self.release_held()?;
+        }
+        r.map_err(|e| anyhow::anyhow!("stdin {e}"))?;
         Ok(self
             .stream
             .rewriter()

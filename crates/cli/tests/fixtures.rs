@@ -168,54 +168,133 @@ fn smollm2_streams_resolve_offered_ids_and_report_invented_ones() {
     assert_eq!((total_markers, total_offered), (31, 17));
 }
 
+/// The answer text of a recorded provider stream and the character spans of the inline links
+/// its provider annotated, read straight from the recording (independent of citeflow).
+fn provider_answer(name: &str, data: &str) -> (String, Vec<(usize, usize)>) {
+    let mut text = String::new();
+    let mut links = Vec::new();
+    for line in data.lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let piece = if name.starts_with("openai-text") || name.starts_with("perplexity") {
+            v["choices"][0]["delta"]["content"].as_str()
+        } else if name.starts_with("anthropic") {
+            (v["delta"]["type"] == "text_delta")
+                .then(|| v["delta"]["text"].as_str())
+                .flatten()
+        } else if name.starts_with("amazon-bedrock") {
+            v["contentBlockDelta"]["delta"]["text"].as_str()
+        } else if name.starts_with("cohere") {
+            v["delta"]["message"]["content"]["text"].as_str()
+        } else if name.starts_with("google-interactions") {
+            (v["delta"]["type"] == "text")
+                .then(|| v["delta"]["text"].as_str())
+                .flatten()
+        } else {
+            if v["type"] == "response.output_text.annotation.added" {
+                let a = &v["annotation"];
+                if let (Some(s), Some(e)) = (a["start_index"].as_u64(), a["end_index"].as_u64()) {
+                    let span: String = text
+                        .chars()
+                        .skip(s as usize)
+                        .take((e - s) as usize)
+                        .collect();
+                    let link = Regex::new(r"^\(?\[[^\]\n]+\]\([^)\s]+\)\)?$").unwrap();
+                    if link.is_match(&span) {
+                        links.push((s as usize, e as usize));
+                    }
+                }
+            }
+            (v["type"] == "response.output_text.delta")
+                .then(|| v["delta"].as_str())
+                .flatten()
+        };
+        text.push_str(piece.unwrap_or_default());
+    }
+    (text, links)
+}
+
+/// Distinct sources each recording cites (the fixture README's counts).
+const PROVIDER_SOURCES: [(&str, usize); 17] = [
+    ("amazon-bedrock-document-citations.chunks.txt", 1),
+    ("anthropic-web-search-citation-replay.1.chunks.txt", 5),
+    ("anthropic-web-search-tool.1.chunks.txt", 4),
+    ("azure-web-search-preview-tool.1.chunks.txt", 1),
+    ("cohere-citations.chunks.txt", 1),
+    ("google-interactions-google-search.chunks.txt", 8),
+    ("openai-code-interpreter-tool.1.chunks.txt", 1),
+    ("openai-file-search-tool.1.chunks.txt", 1),
+    ("openai-file-search-tool.2.chunks.txt", 1),
+    ("openai-text.chunks.txt", 0),
+    ("openai-web-search-tool.1.chunks.txt", 7),
+    ("openai-web-search-tool.2025-09.chunks.txt", 3),
+    ("perplexity-citations.chunks.txt", 2),
+    ("perplexity-text.chunks.txt", 2),
+    ("xai-13218-web-search-provider-tool-result.1.chunks.txt", 9),
+    ("xai-web-search-tool.1.chunks.txt", 5),
+    ("xai-x-search-tool.chunks.txt", 20),
+];
+
+/// `text[start..end]` counted in `unit` (bytes, chars or utf16).
+fn slice_units(text: &str, start: u64, end: u64, unit: &str) -> String {
+    match unit {
+        "bytes" => text[start as usize..end as usize].to_owned(),
+        "chars" => text
+            .chars()
+            .skip(start as usize)
+            .take((end - start) as usize)
+            .collect(),
+        _ => {
+            let u: Vec<u16> = text.encode_utf16().collect();
+            String::from_utf16(&u[start as usize..end as usize]).unwrap()
+        }
+    }
+}
+
 #[test]
-fn provider_chunk_recordings_render_without_error() {
+fn every_provider_recording_renders_its_answer_and_numbers_its_citations() {
     let dir = shared_dir().join("fixtures/streams");
-    let mut n = 0;
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_str().unwrap().to_owned();
-        if !name.ends_with(".chunks.txt") {
-            continue;
-        }
-        let data = std::fs::read(&path).unwrap();
-        let rank = name.starts_with("perplexity");
-        let mut args = vec!["render", "--input", "jsonl", "--output", "jsonl"];
-        if rank {
-            args.push("--rank");
-        }
-        let out = citeflow(&args, &data);
+    let number = Regex::new(r"\[\d+\]").unwrap();
+    for (name, want_sources) in PROVIDER_SOURCES {
+        let data = std::fs::read_to_string(dir.join(name)).unwrap();
+        let out = citeflow(
+            &["render", "--input", "jsonl", "--output", "jsonl"],
+            data.as_bytes(),
+        );
         assert!(
             out.status.success(),
             "{name}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
         let evs = events(&out.stdout);
-        assert_eq!(evs.last().unwrap()["type"], "done", "{name}");
+        let done = evs.last().unwrap();
+        assert_eq!(done["type"], "done", "{name}");
+        assert_eq!(done["report"]["verified"], true, "{name}");
+        let streamed: String = evs
+            .iter()
+            .filter(|e| e["type"] == "text")
+            .map(|e| e["text"].as_str().unwrap())
+            .collect();
+        let shown = done["text"].as_str().unwrap_or(&streamed).to_owned();
+
+        // The text, numbers taken out, is the provider's answer (annotated links replaced).
+        let (mut answer, links) = provider_answer(name, &data);
+        for (s, e) in links.iter().rev() {
+            let bs = answer
+                .char_indices()
+                .nth(*s)
+                .map_or(answer.len(), |(i, _)| i);
+            let be = answer
+                .char_indices()
+                .nth(*e)
+                .map_or(answer.len(), |(i, _)| i);
+            answer.replace_range(bs..be, "");
+        }
+        assert!(!answer.is_empty(), "{name}: empty answer");
         if name == "openai-text.chunks.txt" {
-            let want: String = String::from_utf8_lossy(&data)
-                .lines()
-                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                .filter_map(|v| {
-                    v["choices"][0]["delta"]["content"]
-                        .as_str()
-                        .map(str::to_owned)
-                })
-                .collect();
-            let got: String = evs
-                .iter()
-                .filter(|e| e["type"] == "text")
-                .map(|e| e["text"].as_str().unwrap())
-                .collect();
-            assert_eq!(got, want, "plain text passes through byte for byte");
+            assert_eq!(streamed, answer, "plain text passes through byte for byte");
         }
         if name == "perplexity-text.chunks.txt" {
-            let got: String = evs
-                .iter()
-                .filter(|e| e["type"] == "text")
-                .map(|e| e["text"].as_str().unwrap())
-                .collect();
-            assert!(got.starts_with("**EcoVista Day**[1][2]"), "{got}");
+            assert!(shown.starts_with("**EcoVista Day**[1][2]"), "{shown}");
             let urls: Vec<&str> = evs
                 .iter()
                 .filter(|e| e["type"] == "source")
@@ -227,14 +306,68 @@ fn provider_chunk_recordings_render_without_error() {
             );
         }
         if name == "perplexity-citations.chunks.txt" {
-            let got: String = evs
-                .iter()
-                .filter(|e| e["type"] == "text")
-                .map(|e| e["text"].as_str().unwrap())
-                .collect();
-            assert_eq!(got, "The current population of **[1][2]");
+            assert_eq!(shown, "The current population of **[1][2]");
         }
-        n += 1;
+        assert_eq!(
+            number.replace_all(&shown, ""),
+            number.replace_all(&answer, ""),
+            "{name}: the answer text"
+        );
+
+        // One list entry per distinct cited source, numbered densely in order of appearance.
+        let listed: Vec<u64> = done["sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["number"].as_u64().unwrap())
+            .collect();
+        assert_eq!(listed.len(), want_sources, "{name}: distinct cited sources");
+        assert_eq!(
+            listed,
+            (1..=want_sources as u64).collect::<Vec<_>>(),
+            "{name}"
+        );
+        let mut first_seen: Vec<u64> = Vec::new();
+        for m in number.find_iter(&shown) {
+            let n: u64 = m.as_str()[1..m.as_str().len() - 1].parse().unwrap();
+            if !first_seen.contains(&n) {
+                first_seen.push(n);
+            }
+        }
+        if !name.starts_with("perplexity") {
+            assert_eq!(
+                first_seen, listed,
+                "{name}: numbers in order of first appearance"
+            );
+        }
+
+        // Every citation's offsets, in all three units, point at the same place.
+        for c in evs.iter().filter(|e| e["type"] == "citation") {
+            let late = c["provider"]["late"] == true;
+            let at = |u: &str| c[u].as_u64().unwrap();
+            if !late {
+                let rendering = format!("[{}]", c["number"]);
+                for (u, unit) in [
+                    ("byte_offset", "bytes"),
+                    ("char_offset", "chars"),
+                    ("utf16_offset", "utf16"),
+                ] {
+                    let rest = slice_units(&streamed, at(u), at(u) + rendering.len() as u64, unit);
+                    assert_eq!(rest, rendering, "{name}: {u} of {c}");
+                }
+            }
+            if let Some(span) = c["provider"].get("span") {
+                let cut = |unit: &str| {
+                    slice_units(
+                        &streamed,
+                        span["start"][unit].as_u64().unwrap(),
+                        span["end"][unit].as_u64().unwrap(),
+                        unit,
+                    )
+                };
+                assert_eq!(cut("bytes"), cut("chars"), "{name}: span of {c}");
+                assert_eq!(cut("bytes"), cut("utf16"), "{name}: span of {c}");
+            }
+        }
     }
-    assert!(n >= 15, "only {n} recordings");
 }

@@ -25,10 +25,12 @@ pub enum ProviderError {
         max_line_bytes: usize,
     },
     /// A payload that is not JSON.
-    #[error("line {line}: not valid JSON: {message}")]
+    #[error("line {line}: {}: {message}", if *.sse { "data is not JSON" } else { "not valid JSON" })]
     Json {
         /// 1-based line number where the payload ends.
         line: u64,
+        /// Whether the payload was an SSE event's data (else a JSONL line).
+        sse: bool,
         /// What the JSON parser said.
         message: String,
     },

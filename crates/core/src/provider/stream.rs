@@ -159,12 +159,19 @@ impl ProviderStream {
         self.rw.as_ref()
     }
 
-    /// Whether a citation of this stream may be bound after its text was shown: true for the
-    /// dialects whose citations can come after their text.
+    /// Whether this stream's citations usually come after their text (Cohere, Gemini, the
+    /// Responses API), so that a reader who wants the final answer rather than the stream
+    /// should wait for [`Event::Done`]'s `text`. Chat Completions annotations may come late
+    /// too, but rarely do; Anthropic and Bedrock citations never do.
     pub fn may_bind_late(&self) -> bool {
-        !matches!(
+        matches!(
             self.dialect,
-            None | Some(Dialect::Anthropic) | Some(Dialect::Bedrock)
+            Some(
+                Dialect::OpenaiResponses
+                    | Dialect::Cohere
+                    | Dialect::Gemini
+                    | Dialect::GeminiInteractions
+            )
         )
     }
 
@@ -190,6 +197,7 @@ impl ProviderStream {
         while let Some(p) = self.frames.poll_payload() {
             let value: Value = serde_json::from_str(&p.data).map_err(|e| ProviderError::Json {
                 line: p.line,
+                sse: self.frames.framing() == Framing::Sse,
                 message: e.to_string(),
             })?;
             self.write_payload(&value, p.line)?;
