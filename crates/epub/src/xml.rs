@@ -728,8 +728,7 @@ impl<'a> Parser<'a> {
             return b.len();
         }
         let mut attrs: Vec<(String, String)> = Vec::new();
-        // Names seen, as slices of the source: linear duplicate checks.
-        let mut seen: HashSet<&str> = HashSet::new();
+        let mut names = AttrNames::default();
         let mut attr_count = 0usize;
         let mut self_closing = false;
         let mut terminated = false;
@@ -784,8 +783,8 @@ impl<'a> Parser<'a> {
                 self.fail(e);
                 return b.len();
             }
-            let an_str = &s[an_start..i];
-            let an = an_str.to_owned();
+            let an_end = i;
+            let an = s[an_start..an_end].to_owned();
             while i < b.len() && b[i].is_ascii_whitespace() {
                 i += 1;
             }
@@ -817,7 +816,7 @@ impl<'a> Parser<'a> {
                     self.line_of(i)
                 ));
             }
-            if !seen.insert(an_str) {
+            if !names.insert(s, an_start, an_end) {
                 self.warn(format!(
                     "duplicate attribute {an} at line {}",
                     self.line_of(an_start)
@@ -969,6 +968,44 @@ fn html_entity(name: &str) -> Option<&'static str> {
     })
 }
 
+/// The attribute names of one start tag, for duplicate checks in linear
+/// time: the first few as byte ranges of the source (no allocation), a
+/// hash set once there are more.
+#[derive(Default)]
+struct AttrNames<'s> {
+    few: [(usize, usize); ATTR_NAMES_INLINE],
+    len: usize,
+    many: Option<HashSet<&'s str>>,
+}
+
+/// Attribute names checked by scanning before a hash set is built.
+const ATTR_NAMES_INLINE: usize = 16;
+
+impl<'s> AttrNames<'s> {
+    /// Adds the name `src[start..end]`; `false` if the tag has it already.
+    fn insert(&mut self, src: &'s str, start: usize, end: usize) -> bool {
+        let name = &src[start..end];
+        if let Some(set) = &mut self.many {
+            return set.insert(name);
+        }
+        if self.few[..self.len]
+            .iter()
+            .any(|&(a, z)| &src[a..z] == name)
+        {
+            return false;
+        }
+        if self.len < ATTR_NAMES_INLINE {
+            self.few[self.len] = (start, end);
+            self.len += 1;
+        } else {
+            let mut set: HashSet<&'s str> = self.few.iter().map(|&(a, z)| &src[a..z]).collect();
+            set.insert(name);
+            self.many = Some(set);
+        }
+        true
+    }
+}
+
 /// Whether an attribute name ends before byte `i`.
 fn is_attr_name_end(b: &[u8], i: usize) -> bool {
     let c = b[i];
@@ -1031,6 +1068,26 @@ mod tests {
         let dom = Dom::parse("<r><p>one<b>two</p><i>x &nbsp; & y</r>");
         assert!(!dom.warnings.is_empty());
         assert_eq!(dom.text_content(dom.root().unwrap()), "onetwox \u{a0} & y");
+    }
+
+    #[test]
+    fn duplicate_attributes_are_found_before_and_after_the_hash_set() {
+        let mut attrs: String = (0..20).map(|i| format!(" a{i}=\"{i}\"")).collect();
+        attrs.push_str(" a3=\"x\" a19=\"y\" a20=\"z\"");
+        let dom = Dom::parse(&format!("<r{attrs}/>"));
+        let r = dom.element(dom.root().unwrap()).unwrap();
+        assert_eq!(r.attrs.len(), 21);
+        assert_eq!(
+            (r.attr("a3"), r.attr("a19"), r.attr("a20")),
+            (Some("3"), Some("19"), Some("z"))
+        );
+        assert_eq!(
+            dom.warnings,
+            vec![
+                "duplicate attribute a3 at line 1".to_owned(),
+                "duplicate attribute a19 at line 1".to_owned()
+            ]
+        );
     }
 
     #[test]
