@@ -52,6 +52,7 @@ mod numbering;
 mod prompt;
 #[cfg(feature = "serde")]
 pub mod provider;
+mod remove;
 mod render;
 mod rewriter;
 mod scan;

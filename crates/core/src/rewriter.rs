@@ -5,9 +5,11 @@ use std::collections::VecDeque;
 use crate::error::{RewriteError, SourceError};
 use crate::event::{CitationDetail, Event, ListedSource, Report, Span, UnresolvedReason};
 use crate::numbering::Numbering;
+use crate::remove::Repair;
 use crate::scan::{Item, Marker, ScanConfig, Scanner};
 use crate::settings::{NumberSource, RankMode, Settings, UnknownPolicy};
 use crate::source::{Source, Sources};
+use crate::style::Style;
 use crate::utf8::Utf8Decoder;
 
 /// Whether a chunk given with a sequence number or offset was new.
@@ -71,6 +73,9 @@ struct State {
     citations: u64,
     unresolved: u64,
     new_numbers: u32,
+    /// Whitespace repair of [`Style::Remove`].
+    #[cfg_attr(feature = "serde", serde(default))]
+    repair: Repair,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -162,6 +167,7 @@ impl Rewriter {
                 citations: 0,
                 unresolved: 0,
                 new_numbers: 0,
+                repair: Repair::default(),
             },
         }
     }
@@ -357,16 +363,37 @@ impl Rewriter {
         if self.st.text.is_empty() {
             return None;
         }
-        Some(Event::Text {
-            text: self.take_text(),
-        })
+        let text = self.take_text();
+        if text.is_empty() {
+            return None;
+        }
+        Some(Event::Text { text })
     }
 
     fn flush_text(&mut self) {
         if !self.st.text.is_empty() {
             let text = self.take_text();
-            self.st.events.push_back(Event::Text { text });
+            if !text.is_empty() {
+                self.st.events.push_back(Event::Text { text });
+            }
         }
+    }
+
+    fn is_remove(&self) -> bool {
+        matches!(self.st.settings.style(), Style::Remove)
+    }
+
+    /// [`Style::Remove`]: passes outgoing text through the whitespace repair, and moves the
+    /// offset map where the repair took spaces after a removed marker.
+    fn repair_text(&mut self, text: String) -> String {
+        let (text, shift) = self.st.repair.take(text);
+        if let (Some(sh), Some(&(inp, out))) = (shift, self.st.anchors.last()) {
+            let anchor = (inp + sh.input_skip, out + sh.output_prefix);
+            if anchor != (inp, out) {
+                self.st.anchors.push(anchor);
+            }
+        }
+        text
     }
 
     /// Takes the pending output: small texts are copied so that the buffer keeps its capacity.
@@ -377,6 +404,11 @@ impl Rewriter {
             let t = self.st.text.as_str().to_owned();
             self.st.text.clear();
             t
+        };
+        let text = if self.is_remove() {
+            self.repair_text(text)
+        } else {
+            text
         };
         self.st.flushed_bytes += text.len() as u64;
         let (chars, utf16) = count_units(&text);
@@ -560,8 +592,16 @@ impl Rewriter {
             .pieces
             .iter()
             .all(|p| matches!(p, Piece::Unresolved { .. }));
+        let remove = matches!(st.settings.style(), Style::Remove);
+        // As written: a marker with a resolved citation is shown as the model wrote it, once.
+        let as_written = matches!(st.settings.style(), Style::AsWritten)
+            && !all_unresolved
+            && !group.marker.raw.is_empty();
+        if as_written {
+            st.text.push_str(&group.marker.raw);
+        }
         for piece in group.pieces {
-            let byte_offset = base + st.text.len() as u64;
+            let byte_offset = base + if as_written { start } else { st.text.len() } as u64;
             match piece {
                 Piece::Number { number, index } => {
                     st.citations += 1;
@@ -575,15 +615,22 @@ impl Rewriter {
                             ..
                         }) => (span.end.bytes, span.end.chars, span.end.utf16),
                         _ => {
-                            let (chars, utf16) = count_units(&st.text);
+                            let before = if as_written {
+                                &st.text[..start]
+                            } else {
+                                st.text.as_str()
+                            };
+                            let (chars, utf16) = count_units(before);
                             let at = (
                                 byte_offset,
                                 st.flushed_chars + chars,
                                 st.flushed_utf16 + utf16,
                             );
-                            st.settings
-                                .style()
-                                .render_number(number, source, &mut st.text);
+                            if !as_written {
+                                st.settings
+                                    .style()
+                                    .render_number(number, source, &mut st.text);
+                            }
                             at
                         }
                     };
@@ -600,12 +647,19 @@ impl Rewriter {
                 Piece::Unresolved { reference, reason } => {
                     st.unresolved += 1;
                     match st.settings.unknown() {
+                        _ if as_written => {}
                         UnknownPolicy::Mark => st.settings.style().render_unresolved(&mut st.text),
                         UnknownPolicy::Keep if all_unresolved && st.text.len() == start => {
+                            if remove {
+                                st.repair.release(&mut st.text);
+                            }
                             st.text.push_str(&group.marker.raw);
                         }
                         UnknownPolicy::Keep if all_unresolved => {}
                         UnknownPolicy::Keep => {
+                            if remove && st.text.len() == start {
+                                st.repair.release(&mut st.text);
+                            }
                             st.text.push('[');
                             st.text.push_str(&reference);
                             st.text.push(']');
@@ -623,6 +677,9 @@ impl Rewriter {
             }
         }
         let late = group.detail.as_deref().is_some_and(|d| d.late);
+        if remove && !late && st.text.len() == start {
+            st.repair.marker_removed();
+        }
         if !late {
             let input_end = input_byte_offset + group.marker.raw.len() as u64;
             let output_end = st.flushed_bytes + st.text.len() as u64;
@@ -817,6 +874,9 @@ impl Rewriter {
     }
 
     fn finish_stream(&mut self) -> Result<(), RewriteError> {
+        if self.is_remove() {
+            self.st.repair.finish(&mut self.st.text);
+        }
         self.flush_text();
         let sources = self.listed_sources(false);
         let st = &self.st;

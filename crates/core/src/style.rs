@@ -39,11 +39,22 @@ pub enum Style {
     /// A template that produces HTML: as [`Style::Template`], and `{id}`, `{title}` and
     /// `{url}` are HTML-escaped.
     HtmlTemplate(String),
+    /// Markers are taken out of the text; citations are still tracked and reported (events,
+    /// list, report). The spaces around a removed marker are repaired: `Text [1].` →
+    /// `Text.`, `a [1] b` → `a b`; text without spaces (CJK) is left as it is. Unresolved
+    /// markers are removed too, unless the unknown policy is
+    /// [`UnknownPolicy::Keep`](crate::UnknownPolicy::Keep).
+    Remove,
+    /// Resolved markers stay exactly as the model wrote them (`[1, 2]`, `【1】`, `[[1]]`);
+    /// citations are tracked and reported as usual. A marker none of whose citations resolve
+    /// follows the unknown policy. [`Style::render_number`] alone, which does not know the
+    /// marker, writes `[n]`.
+    AsWritten,
 }
 
 impl Style {
-    /// Parses `brackets`, `markdown`, `fullwidth`, `html`, `footnote`, `template:<text>` or
-    /// `html_template:<text>`.
+    /// Parses `brackets`, `markdown`, `fullwidth`, `html`, `footnote`, `remove`,
+    /// `as_written` (or `as-written`), `template:<text>` or `html_template:<text>`.
     ///
     /// # Errors
     /// [`SettingsError::UnknownName`] for anything else;
@@ -61,6 +72,8 @@ impl Style {
             "fullwidth" | "full_width" => Ok(Style::FullWidth),
             "html" => Ok(Style::Html),
             "footnote" => Ok(Style::Footnote),
+            "remove" => Ok(Style::Remove),
+            "as_written" | "as-written" => Ok(Style::AsWritten),
             _ => Err(SettingsError::UnknownName {
                 what: "style",
                 value: name.to_owned(),
@@ -88,12 +101,13 @@ impl Style {
         let url = source.url.as_deref().and_then(link_url);
         // Writing to a String cannot fail.
         let _ = match self {
-            Style::Brackets => {
+            Style::Brackets | Style::AsWritten => {
                 out.push('[');
                 push_number(out, number);
                 out.push(']');
                 Ok(())
             }
+            Style::Remove => Ok(()),
             Style::MarkdownLink => match url {
                 Some(url) => write!(out, "[[{number}]]({url})"),
                 None => write!(out, "[{number}]"),
@@ -137,7 +151,8 @@ impl Style {
     /// Appends the mark for an unresolved citation (`[?]` in this style's brackets) to `out`.
     pub fn render_unresolved(&self, out: &mut String) {
         match self {
-            Style::Brackets | Style::MarkdownLink => out.push_str("[?]"),
+            Style::Brackets | Style::MarkdownLink | Style::AsWritten => out.push_str("[?]"),
+            Style::Remove => {}
             Style::Footnote => out.push_str("[^?]"),
             Style::FullWidth => out.push_str("【?】"),
             Style::Html => out.push_str("<sup class=\"citeflow-unresolved\">?</sup>"),

@@ -1,7 +1,7 @@
 //! Property tests: any cut of any text gives the output of the whole text, which equals the
 //! naive oracle; numbers are assigned in first-appearance order and never change.
 
-use citeflow_core::{Event, RankMode, Settings, Source, Sources, Syntax};
+use citeflow_core::{Event, RankMode, Settings, Source, Sources, Style, Syntax, UnknownPolicy};
 use proptest::prelude::*;
 
 use crate::support::{naive::oracle, run, run_chunks, Chunking};
@@ -192,5 +192,47 @@ proptest! {
         let a = run_chunks(&[&bytes], &s, &src, citeflow_core::Numbering::new());
         let b = run_chunks(&[&bytes[..cut], &bytes[cut..]], &s, &src, citeflow_core::Numbering::new());
         prop_assert_eq!(a, b);
+    }
+
+    #[test]
+    fn prop_remove_mode_is_chunk_invariant_and_keeps_words_apart(
+        text in text_strategy(),
+        rank in any::<bool>(),
+        keep_unknown in any::<bool>(),
+        cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..12),
+    ) {
+        let src = sources();
+        let mut settings = Settings::default().with_style(Style::Remove);
+        if rank {
+            settings = settings.with_rank(RankMode::Renumber);
+        }
+        if keep_unknown {
+            settings = settings.with_unknown(UnknownPolicy::Keep);
+        }
+        let whole = run(&text, &Chunking::Whole, &settings, &src);
+        let mut at: Vec<usize> = cuts.iter().map(|i| i.index(text.len() + 1)).collect();
+        at.sort_unstable();
+        let cut = run(&text, &Chunking::Cuts(at.clone()), &settings, &src);
+        prop_assert_eq!(&cut, &whole, "cuts {:?}", at);
+        let bytes = run(&text, &Chunking::Bytes, &settings, &src);
+        prop_assert_eq!(&bytes, &whole);
+        if !keep_unknown {
+            // The text with every marker replaced by nothing, spaces untouched.
+            let bare = settings
+                .clone()
+                .with_style(Style::Template(String::new()))
+                .with_unknown(UnknownPolicy::Drop);
+            let reference = run(&text, &Chunking::Whole, &bare, &src).text;
+            let words = |s: &str| -> Vec<String> {
+                s.split(|c: char| !c.is_alphanumeric())
+                    .filter(|w| !w.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            };
+            let visible = |s: &str| -> String { s.chars().filter(|c| !c.is_whitespace()).collect() };
+            prop_assert_eq!(words(&whole.text), words(&reference), "words joined or split");
+            prop_assert_eq!(visible(&whole.text), visible(&reference), "only whitespace may go");
+            prop_assert!(!whole.text.contains("  ") || reference.contains("  "), "new double space");
+        }
     }
 }

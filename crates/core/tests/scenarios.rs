@@ -518,3 +518,74 @@ fn footnote_references_are_citations_only_when_enabled() {
     assert_eq!(on.text, "Claim[1] and[2][3].\n\n[^1]: a real footnote\n");
     assert_eq!(oracle(input, &settings, &provider_sources()), on.text);
 }
+
+// Issue 18 §3: remove mode.
+#[test]
+fn remove_mode_takes_markers_out_and_repairs_spaces() {
+    let input = "Text [[source_3]]. A [[source_7]] b [[source_3]][[source_12]], end [[source_99]]\n[[source_7]] Line start. 東京[[source_3]]、パリ [[source_12]]";
+    let settings = Settings::default().with_style(Style::Remove);
+    let run = assert_chunk_invariant(input, &settings, &sources());
+    assert_eq!(run.text, "Text. A b, end\nLine start. 東京、パリ");
+    assert_eq!(
+        numbers(&run.events)
+            .iter()
+            .map(|(n, _)| *n)
+            .collect::<Vec<_>>(),
+        [1, 2, 1, 3, 2, 1, 3]
+    );
+    let (list, report) = done(&run.events);
+    assert_eq!(list.len(), 3);
+    assert_eq!((report.citations, report.unresolved), (7, 1));
+    assert!(report.verified);
+    // Each citation points where its marker was: right after the word it cites.
+    let offsets: Vec<u64> = run
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Citation { byte_offset, .. } => Some(*byte_offset),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(&run.text[..offsets[0] as usize], "Text");
+    assert_eq!(&run.text[..offsets[1] as usize], "Text. A");
+    let keep = assert_chunk_invariant(
+        "a [[source_99]] b [[source_3]] [[source_98]].",
+        &settings.clone().with_unknown(UnknownPolicy::Keep),
+        &sources(),
+    );
+    assert_eq!(keep.text, "a [[source_99]] b [[source_98]].");
+}
+
+// Issue 18 §4: keep-as-written mode.
+#[test]
+fn as_written_mode_keeps_resolved_markers_verbatim() {
+    let input = "x [[source_3]] y [source_7, source_12] z 【source_3】 w [[source_99]] v [[source_3, source_98]].";
+    let settings = Settings::default().with_style(Style::AsWritten);
+    let run = assert_chunk_invariant(input, &settings, &sources());
+    assert_eq!(
+        run.text,
+        "x [[source_3]] y [source_7, source_12] z 【source_3】 w [?] v [[source_3, source_98]]."
+    );
+    let cites: Vec<(u32, u64)> = run
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Citation {
+                number,
+                byte_offset,
+                ..
+            } => Some((*number, *byte_offset)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(cites, [(1, 2), (2, 17), (3, 17), (1, 41), (1, 64)]);
+    let (list, report) = done(&run.events);
+    assert_eq!(list.len(), 3);
+    assert_eq!(report.unresolved, 2);
+    let ranks = assert_chunk_invariant(
+        "a [1, 2] b 【3】 c [[2]] d [9]",
+        &settings.with_rank(RankMode::Renumber),
+        &sources(),
+    );
+    assert_eq!(ranks.text, "a [1, 2] b 【3】 c [[2]] d [?]");
+}
