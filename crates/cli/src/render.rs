@@ -73,7 +73,9 @@ pub(crate) struct RenderArgs {
     /// What is written to stdout.
     #[arg(long, value_enum, default_value = "text")]
     output: OutputFormat,
-    /// Number style: brackets, markdown, fullwidth, html, footnote, or template:TEXT with {n}.
+    /// Number style: brackets, markdown, fullwidth, html, footnote, remove (markers taken out,
+    /// spaces repaired), as-written (markers kept as the model wrote them), template:TEXT with
+    /// {n} {id} {url} {title}, or html_template:TEXT (fields HTML-escaped).
     #[arg(long, default_value = "brackets")]
     style: String,
     /// Unknown ids: mark ([?]), drop, or keep verbatim.
@@ -88,7 +90,8 @@ pub(crate) struct RenderArgs {
     /// With --scope session: JSON file holding the session's numbering, read and updated.
     #[arg(long)]
     session_file: Option<PathBuf>,
-    /// Marker syntaxes, comma-separated: double_bracket,cite_colon,cite_tag,single_bracket,bare_id.
+    /// Marker syntaxes, comma-separated: double_bracket, cite_colon, cite_tag, single_bracket,
+    /// bare_id, openai_cite, assistants_cite, footnote (default: all but bare_id and footnote).
     #[arg(long, value_delimiter = ',')]
     syntax: Vec<String>,
     /// Shape of ids in ambiguous markers.
