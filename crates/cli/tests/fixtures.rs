@@ -173,6 +173,7 @@ fn smollm2_streams_resolve_offered_ids_and_report_invented_ones() {
 fn provider_answer(name: &str, data: &str) -> (String, Vec<(usize, usize)>) {
     let mut text = String::new();
     let mut links = Vec::new();
+    let link = Regex::new(r"^\(?\[[^\]\n]+\]\([^)\s]+\)\)?$").unwrap();
     for line in data.lines().filter(|l| !l.trim().is_empty()) {
         let v: Value = serde_json::from_str(line).unwrap();
         let piece = if name.starts_with("openai-text") || name.starts_with("perplexity") {
@@ -198,7 +199,6 @@ fn provider_answer(name: &str, data: &str) -> (String, Vec<(usize, usize)>) {
                         .skip(s as usize)
                         .take((e - s) as usize)
                         .collect();
-                    let link = Regex::new(r"^\(?\[[^\]\n]+\]\([^)\s]+\)\)?$").unwrap();
                     if link.is_match(&span) {
                         links.push((s as usize, e as usize));
                     }

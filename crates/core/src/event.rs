@@ -199,6 +199,11 @@ pub struct CitationDetail {
     /// [`Event::Done`]'s `text` has it there.
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "std::ops::Not::not"))]
     pub late: bool,
+    /// True when the number replaces `span` rather than following it: the span is the
+    /// model's own inline link to the cited url (`([site](url))`), which the number stands
+    /// for.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "std::ops::Not::not"))]
+    pub replaces_span: bool,
 }
 
 impl Event {

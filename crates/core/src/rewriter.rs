@@ -759,8 +759,9 @@ impl Rewriter {
 
     /// Cites a registered source for text already shown (a provider citation that arrived
     /// after its text): shown text never changes, so the number is not rendered; the
-    /// [`Event::Citation`] carries `span` (where the number belongs is `span.end`) with
-    /// [`CitationDetail::late`] set, and the source is listed and counted as for any citation.
+    /// [`Event::Citation`] carries `span` (the number belongs at `span.end`, or in place of the
+    /// span with [`CitationDetail::replaces_span`]) with [`CitationDetail::late`] set, and the
+    /// source is listed and counted as for any citation.
     ///
     /// # Errors
     /// As [`Rewriter::write_citation`].
@@ -768,16 +769,13 @@ impl Rewriter {
         &mut self,
         source_id: &str,
         span: Span,
-        quote: Option<String>,
+        mut detail: CitationDetail,
     ) -> Result<(), RewriteError> {
         self.check_citation(source_id)?;
         self.write_boundary();
         self.flush_text();
-        let detail = CitationDetail {
-            quote,
-            span: Some(span),
-            late: true,
-        };
+        detail.span = Some(span);
+        detail.late = true;
         self.cite(source_id, Some(Box::new(detail)));
         Ok(())
     }

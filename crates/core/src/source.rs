@@ -344,30 +344,82 @@ impl Sources {
     }
 }
 
-/// Lower-cases scheme and host, drops a trailing `/` and a `#fragment`.
+/// Query parameters that only track where a click came from: dropped from canonical keys.
+const TRACKING_PARAMS: [&str; 9] = [
+    "fbclid", "gclid", "dclid", "msclkid", "mc_cid", "mc_eid", "igshid", "ref_src", "yclid",
+];
+
+/// The canonical form of a url for numbering: scheme and host lower-cased, the default port
+/// (`:80` for http, `:443` for https), the `#fragment`, tracking parameters (`utm_*`, `fbclid`,
+/// `gclid`, …) and a trailing `/` dropped; the other parameters keep their order.
 pub(crate) fn normalize_url(url: &str) -> String {
     let url = url.trim();
     let url = url.split('#').next().unwrap_or(url);
     let (scheme, rest) = match url.find("://") {
-        Some(i) => (&url[..i + 3], &url[i + 3..]),
-        None => ("", url),
+        Some(i) => (url[..i].to_ascii_lowercase(), &url[i + 3..]),
+        None => (String::new(), url),
     };
-    let (host, path) = match rest.find('/') {
+    let (host, path) = match rest.find(['/', '?']) {
         Some(i) => (&rest[..i], &rest[i..]),
         None => (rest, ""),
     };
+    let mut host = host.to_ascii_lowercase();
+    let default_port = match scheme.as_str() {
+        "http" => Some(":80"),
+        "https" => Some(":443"),
+        _ => None,
+    };
+    if let Some(p) = default_port {
+        if host.ends_with(p) {
+            host.truncate(host.len() - p.len());
+        }
+    }
+    let (path, query) = match path.find('?') {
+        Some(i) => (&path[..i], Some(&path[i + 1..])),
+        None => (path, None),
+    };
     let path = path.strip_suffix('/').unwrap_or(path);
-    format!(
-        "{}{}{}",
-        scheme.to_ascii_lowercase(),
-        host.to_ascii_lowercase(),
-        path
-    )
+    let kept: Vec<&str> = query
+        .into_iter()
+        .flat_map(|q| q.split('&'))
+        .filter(|kv| {
+            let k = kv.split('=').next().unwrap_or("").to_ascii_lowercase();
+            !k.is_empty() && !k.starts_with("utm_") && !TRACKING_PARAMS.contains(&k.as_str())
+        })
+        .collect();
+    let mut out = String::with_capacity(url.len());
+    if !scheme.is_empty() {
+        out.push_str(&scheme);
+        out.push_str("://");
+    }
+    out.push_str(&host);
+    out.push_str(path);
+    if !kept.is_empty() {
+        out.push('?');
+        out.push_str(&kept.join("&"));
+    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn urls_are_compared_without_case_default_ports_fragments_or_tracking() {
+        let key = |u: &str| Sources::key_of(&Source::new("a").with_url(u), true);
+        assert_eq!(
+            key("HTTPS://Example.org:443/a/?utm_source=openai&x=1&fbclid=9#top"),
+            key("https://example.org/a?x=1")
+        );
+        assert_eq!(key("http://example.org:80/"), key("http://example.org"));
+        assert_ne!(key("http://example.org:8080/"), key("http://example.org"));
+        assert_ne!(
+            key("https://example.org/a?x=1"),
+            key("https://example.org/a?x=2")
+        );
+        assert_ne!(key("https://example.org/A"), key("https://example.org/a"));
+    }
 
     #[test]
     fn same_url_shares_a_key_unless_dedupe_is_off() {

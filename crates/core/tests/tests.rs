@@ -5,6 +5,7 @@ mod support;
 
 mod external;
 mod props;
+mod provider;
 mod recorded;
 mod scenarios;
 mod snapshot;

@@ -42,7 +42,7 @@ impl Messages {
                     }
                     "citations_delta" => {
                         if let Some(c) = citation(obj(delta, "citation")?)? {
-                            out.push(ProviderEvent::Citation(c));
+                            out.push(ProviderEvent::Citation(Box::new(c)));
                         }
                     }
                     "input_json_delta" => {
@@ -90,7 +90,7 @@ impl Messages {
                 out.push(ProviderEvent::PartStart);
                 for c in arr(block, "citations")? {
                     if let Some(c) = citation(c)? {
-                        out.push(ProviderEvent::Citation(c));
+                        out.push(ProviderEvent::Citation(Box::new(c)));
                     }
                 }
                 if let Some(t) = opt_str(block, "text")?.filter(|t| !t.is_empty()) {

@@ -31,7 +31,7 @@ impl Converse {
                         out.push(ProviderEvent::Text { text: t.to_owned() });
                     }
                     if let Some(c) = delta.get("citation").filter(|c| !c.is_null()) {
-                        out.push(ProviderEvent::Citation(citation(c)?));
+                        out.push(ProviderEvent::Citation(Box::new(citation(c)?)));
                     }
                 }
                 "contentBlockStop" => {

@@ -46,7 +46,7 @@ impl Chat {
                 let end = opt_u64(c, "end")?.ok_or_else(|| shape("`end` to be an integer"))?;
                 let quote = opt_str(c, "text")?.map(str::to_owned);
                 for s in arr(c, "sources")? {
-                    out.push(ProviderEvent::Citation(ProviderCitation {
+                    out.push(ProviderEvent::Citation(Box::new(ProviderCitation {
                         source: source(s)?,
                         quote: quote.clone(),
                         placement: Placement::Span {
@@ -54,7 +54,7 @@ impl Chat {
                             end,
                             unit: Unit::Chars,
                         },
-                    }));
+                    })));
                 }
             }
             "message-end" => {

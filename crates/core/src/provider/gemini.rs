@@ -111,7 +111,7 @@ impl Generate {
                         self.chunks.len()
                     )));
                 };
-                out.push(ProviderEvent::Citation(ProviderCitation {
+                out.push(ProviderEvent::Citation(Box::new(ProviderCitation {
                     source: source.clone(),
                     quote: quote.clone(),
                     placement: Placement::Span {
@@ -119,7 +119,7 @@ impl Generate {
                         end,
                         unit: Unit::Bytes,
                     },
-                }));
+                })));
             }
         }
         Ok(())

@@ -58,11 +58,11 @@ impl Interactions {
                                     },
                                     _ => Placement::Unplaced,
                                 };
-                            out.push(ProviderEvent::Citation(ProviderCitation {
+                            out.push(ProviderEvent::Citation(Box::new(ProviderCitation {
                                 source: url_source(url, opt_str(a, "title")?),
                                 quote: None,
                                 placement,
-                            }));
+                            })));
                         }
                     }
                     "google_search_call" => {

@@ -52,7 +52,7 @@ impl Chat {
                 }
                 self.seen_annotations.push(a.clone());
                 if let Some(c) = annotation(a)? {
-                    out.push(ProviderEvent::Citation(c));
+                    out.push(ProviderEvent::Citation(Box::new(c)));
                 }
             }
         }

@@ -36,7 +36,7 @@ impl Responses {
             "response.output_text.annotation.added" => {
                 self.enter_part(v, out);
                 if let Some(c) = annotation(obj(v, "annotation")?)? {
-                    out.push(ProviderEvent::Citation(c));
+                    out.push(ProviderEvent::Citation(Box::new(c)));
                 }
             }
             "response.output_text.done" | "response.content_part.done" => {

@@ -82,8 +82,8 @@ pub enum ProviderEvent {
         /// The results.
         sources: Vec<Source>,
     },
-    /// A citation.
-    Citation(ProviderCitation),
+    /// A citation (boxed to keep events small).
+    Citation(Box<ProviderCitation>),
 }
 
 /// A source for a url: its id is the url.

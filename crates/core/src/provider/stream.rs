@@ -379,7 +379,7 @@ impl ProviderStream {
                 }
                 self.rw_mut().append_sources(query, round)?;
             }
-            ProviderEvent::Citation(c) => self.citation(c)?,
+            ProviderEvent::Citation(c) => self.citation(*c)?,
         }
         self.drain();
         Ok(())
@@ -523,7 +523,12 @@ impl ProviderStream {
         }
         let (os, oe) = (span.start.bytes as usize, span.end.bytes as usize);
         let rw = self.rw_mut();
-        rw.cite_late(&pending.id, span, pending.quote)?;
+        let detail = CitationDetail {
+            quote: pending.quote,
+            replaces_span: is_link,
+            ..CitationDetail::default()
+        };
+        rw.cite_late(&pending.id, span, detail)?;
         self.late.push_back((os, oe, is_link));
         self.drain();
         Ok(())
@@ -556,7 +561,7 @@ impl ProviderStream {
         let detail = CitationDetail {
             quote: p.quote.clone(),
             span,
-            late: false,
+            ..CitationDetail::default()
         };
         let rw = self.rw_mut();
         rw.write_citation(&p.id, Some(detail))?;
