@@ -141,7 +141,7 @@ impl Rewriter {
     pub fn new(settings: Settings, sources: Sources, numbering: Numbering) -> Self {
         let mut sources = sources;
         sources.reindex();
-        let cfg = ScanConfig::new(&settings, sources.iter().map(|s| s.id.as_str()));
+        let cfg = ScanConfig::for_sources(&settings, &sources);
         let keys = keys_of(&sources, &settings);
         Rewriter {
             cfg,
@@ -522,9 +522,10 @@ impl Rewriter {
                 .sources
                 .index_of(id)
                 .ok_or(UnresolvedReason::UnknownId),
-            Item::Rank(n) => (*n as usize)
-                .checked_sub(1)
-                .filter(|&i| i < self.st.sources.len())
+            Item::Rank(n) => self
+                .st
+                .sources
+                .index_of_rank(*n)
                 .ok_or(UnresolvedReason::RankOutOfRange),
         }
     }
@@ -700,10 +701,7 @@ impl Rewriter {
         sources: Vec<Source>,
     ) -> Result<u32, SourceError> {
         let round = self.st.sources.append_round(query, sources)?;
-        self.cfg = ScanConfig::new(
-            &self.st.settings,
-            self.st.sources.iter().map(|s| s.id.as_str()),
-        );
+        self.cfg = ScanConfig::for_sources(&self.st.settings, &self.st.sources);
         self.keys = keys_of(&self.st.sources, &self.st.settings);
         Ok(round)
     }
@@ -719,10 +717,7 @@ impl Rewriter {
             return Ok(self.st.sources.round_of(&source.id).unwrap_or(1));
         }
         let round = self.st.sources.append_to_last_round(source)?;
-        self.cfg = ScanConfig::new(
-            &self.st.settings,
-            self.st.sources.iter().map(|s| s.id.as_str()),
-        );
+        self.cfg = ScanConfig::for_sources(&self.st.settings, &self.st.sources);
         self.keys = keys_of(&self.st.sources, &self.st.settings);
         Ok(round)
     }
@@ -827,7 +822,12 @@ impl Rewriter {
         } else {
             self.st.anchors[i - 1]
         };
-        Some(out + (input_byte - inp))
+        let at = out + (input_byte - inp);
+        // A position inside the next marker maps no further than that marker's rendering.
+        Some(match self.st.anchors.get(i) {
+            Some(&(_, next_out)) => at.min(next_out),
+            None => at,
+        })
     }
 
     /// Rendered output so far (flushed and pending), in bytes.
@@ -989,7 +989,7 @@ impl Rewriter {
         }
         let mut st = snapshot.state;
         st.sources.reindex();
-        let cfg = ScanConfig::new(&st.settings, st.sources.iter().map(|s| s.id.as_str()));
+        let cfg = ScanConfig::for_sources(&st.settings, &st.sources);
         let keys = keys_of(&st.sources, &st.settings);
         Ok(Rewriter { st, cfg, keys })
     }

@@ -541,12 +541,19 @@ impl ProviderStream {
         rw.write_boundary();
         let (os, oe) = (rw.output_offset(is)?, rw.output_offset(ie)?);
         self.drain();
-        if oe as usize > self.out.len() || !self.out.is_char_boundary(os as usize) {
-            return None;
-        }
+        // A provider offset inside a marker the model wrote lands in its rendering: keep
+        // both ends on character boundaries of the output.
+        let floor = |text: &str, at: u64| {
+            let mut at = usize::try_from(at).unwrap_or(usize::MAX).min(text.len());
+            while !text.is_char_boundary(at) {
+                at -= 1;
+            }
+            at
+        };
+        let (os, oe) = (floor(&self.out, os), floor(&self.out, oe));
         Some(Span {
-            start: position(&self.out, os as usize),
-            end: position(&self.out, oe as usize),
+            start: position(&self.out, os.min(oe)),
+            end: position(&self.out, oe),
         })
     }
 
