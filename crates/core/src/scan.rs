@@ -7,6 +7,7 @@
 //! a little context from before it, so the result does not depend on how the input was cut.
 
 use crate::settings::{IdShape, RankMode, Settings, Syntax};
+use crate::source::Sources;
 
 /// One citation inside a marker.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +46,8 @@ pub(crate) struct ScanConfig {
     rank: bool,
     skip_code: bool,
     cap: usize,
+    /// The most digits a rank may have: 4, or as many as the largest source label.
+    rank_digits: u32,
     shape: IdShape,
     /// Registered ids, sorted, for prefix checks.
     ids: Vec<String>,
@@ -71,6 +74,7 @@ impl ScanConfig {
             rank: settings.rank() != RankMode::Off,
             skip_code: settings.is_skip_code(),
             cap: settings.max_pending_bytes(),
+            rank_digits: 4,
             shape: settings.id_shape().clone(),
             ids,
             interesting: [0; 4],
@@ -112,6 +116,20 @@ impl ScanConfig {
             *slot = ascii.get(k).copied().unwrap_or(fill);
         }
         c
+    }
+
+    /// The configuration for these sources: their ids, and as many rank digits as their
+    /// largest label needs.
+    pub(crate) fn for_sources(settings: &Settings, sources: &Sources) -> Self {
+        let mut c = ScanConfig::new(settings, sources.iter().map(|s| s.id.as_str()));
+        let max_label = sources.iter().filter_map(|s| s.label).max().unwrap_or(0);
+        c.rank_digits = (max_label.checked_ilog10().unwrap_or(0) + 1).clamp(4, 9);
+        c
+    }
+
+    /// The value of 1 to `rank_digits` ASCII or full-width digits.
+    fn rank_value(&self, s: &str) -> Option<u32> {
+        rank_value(s, self.rank_digits)
     }
 
     /// The index of the next byte at or after `i` that needs a look, or `bytes.len()`.
@@ -726,15 +744,15 @@ fn explicit_items(content: &str, cfg: &ScanConfig) -> Vec<Item> {
         .split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
-        .map(|s| match rank_value(s) {
+        .map(|s| match cfg.rank_value(s) {
             Some(n) if cfg.rank && !cfg.is_registered(s) => Item::Rank(n),
             _ => Item::Id(s.to_owned()),
         })
         .collect()
 }
 
-/// The value of 1 to 4 ASCII or full-width digits.
-fn rank_value(s: &str) -> Option<u32> {
+/// The value of 1 to `max_digits` (at most 9) ASCII or full-width digits.
+fn rank_value(s: &str, max_digits: u32) -> Option<u32> {
     let mut n = 0u32;
     let mut count = 0;
     for ch in s.chars() {
@@ -745,7 +763,7 @@ fn rank_value(s: &str) -> Option<u32> {
         };
         n = n * 10 + d;
         count += 1;
-        if count > 4 {
+        if count > max_digits {
             return None;
         }
     }
@@ -761,7 +779,7 @@ enum ItemCheck {
 }
 
 fn check_item(s: &str, ids: bool, cfg: &ScanConfig) -> ItemCheck {
-    if cfg.rank && rank_value(s).is_some() {
+    if cfg.rank && cfg.rank_value(s).is_some() {
         return ItemCheck::Valid;
     }
     if ids {
@@ -808,7 +826,7 @@ fn check_group_with(
         if check != ItemCheck::Valid {
             return Err(());
         }
-        items.push(match rank_value(item) {
+        items.push(match cfg.rank_value(item) {
             Some(n) if cfg.rank && !cfg.is_registered(item) => Item::Rank(n),
             _ => Item::Id(item.to_owned()),
         });

@@ -63,6 +63,12 @@ pub struct Source {
     /// [`Sources::key_of`]).
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub key: Option<String>,
+    /// The number the model was shown for this source (`[101]`) when it is not the source's
+    /// position: in rank mode, as soon as any source has a label, numbers in markers are
+    /// labels (sparse, from 0, up to 9 digits) instead of positions, and a number that is no
+    /// source's label is unresolved.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub label: Option<u32>,
     /// Free metadata, passed through untouched.
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "BTreeMap::is_empty"))]
     pub metadata: BTreeMap<String, String>,
@@ -111,6 +117,12 @@ impl Source {
     /// Sets the explicit canonical key.
     pub fn with_key(mut self, key: impl Into<String>) -> Self {
         self.key = Some(key.into());
+        self
+    }
+
+    /// Sets the label the model was shown (see [`Source::label`]).
+    pub fn with_label(mut self, label: u32) -> Self {
+        self.label = Some(label);
         self
     }
 }
@@ -288,6 +300,28 @@ impl Sources {
     /// The n-th source (1-based) in the order the model was shown them.
     pub fn by_rank(&self, rank: u32) -> Option<&Source> {
         self.sources.get((rank as usize).checked_sub(1)?)
+    }
+
+    /// Whether any source has a [`Source::label`]: then rank numbers are labels.
+    pub fn has_labels(&self) -> bool {
+        self.sources.iter().any(|s| s.label.is_some())
+    }
+
+    /// The first registered source with this [`Source::label`].
+    pub fn by_label(&self, label: u32) -> Option<&Source> {
+        self.sources.iter().find(|s| s.label == Some(label))
+    }
+
+    /// The registration index of the source a rank number names: its label when any source
+    /// has one, else its position.
+    pub(crate) fn index_of_rank(&self, n: u32) -> Option<usize> {
+        if self.has_labels() {
+            self.sources.iter().position(|s| s.label == Some(n))
+        } else {
+            (n as usize)
+                .checked_sub(1)
+                .filter(|&i| i < self.sources.len())
+        }
     }
 
     /// The round that first registered this id.

@@ -589,3 +589,47 @@ fn as_written_mode_keeps_resolved_markers_verbatim() {
     );
     assert_eq!(ranks.text, "a [1, 2] b 【3】 c [[2]] d [?]");
 }
+
+// Issue 18 §5: labels instead of positions.
+#[test]
+fn rank_numbers_are_labels_when_sources_have_them() {
+    let labelled = Sources::from_vec(vec![
+        Source::new("a").with_label(101).with_url("https://e.x/a"),
+        Source::new("b").with_label(0),
+        Source::new("c").with_label(20417),
+    ])
+    .unwrap();
+    let input = "x [101] y 【0】 z [20417][101] w [1] v [2, 0].";
+    let renumber = Settings::default().with_rank(RankMode::Renumber);
+    let run = assert_chunk_invariant(input, &renumber, &labelled);
+    assert_eq!(run.text, "x [1] y [2] z [3][1] w [?] v [?][2].");
+    assert_eq!(
+        numbers(&run.events),
+        [
+            (1, "a".into()),
+            (2, "b".into()),
+            (3, "c".into()),
+            (1, "a".into()),
+            (2, "b".into())
+        ]
+    );
+    let keep = assert_chunk_invariant(
+        "x [101] z [20417] w [7]",
+        &Settings::default()
+            .with_rank(RankMode::Keep)
+            .with_unknown(UnknownPolicy::Keep),
+        &labelled,
+    );
+    assert_eq!(keep.text, "x [101] z [20417] w [7]");
+    assert_eq!(
+        keep.numbering
+            .entries()
+            .iter()
+            .map(|e| (e.number, e.source_id.as_str()))
+            .collect::<Vec<_>>(),
+        [(101, "a"), (20417, "c")]
+    );
+    // Without labels, positions; five digits are not a rank.
+    let plain = assert_chunk_invariant("[1] [3] [20417]", &renumber, &sources());
+    assert_eq!(plain.text, "[1] [2] [20417]");
+}
