@@ -835,6 +835,23 @@ impl Rewriter {
         self.st.flushed_bytes + self.st.text.len() as u64
     }
 
+    /// The sources shown to the model (every registered round) that this stream has not cited,
+    /// in registration order: the "more sources" a UI may list after the cited ones. A source
+    /// whose document was cited under another id (same canonical key) is not among them.
+    pub fn uncited_sources(&self) -> Vec<Source> {
+        let st = &self.st;
+        st.sources
+            .iter()
+            .zip(&self.keys)
+            .filter(|(s, key)| {
+                !st.shown
+                    .iter()
+                    .any(|sh| &sh.key == *key || sh.source_id == s.id)
+            })
+            .map(|(s, _)| s.clone())
+            .collect()
+    }
+
     /// The cited sources by number; with `all`, every numbered source of the table.
     pub fn listed_sources(&self, all: bool) -> Vec<ListedSource> {
         let st = &self.st;

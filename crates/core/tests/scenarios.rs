@@ -633,3 +633,20 @@ fn rank_numbers_are_labels_when_sources_have_them() {
     let plain = assert_chunk_invariant("[1] [3] [20417]", &renumber, &sources());
     assert_eq!(plain.text, "[1] [2] [20417]");
 }
+
+// Issue 18 §6: retrieved but not cited.
+#[test]
+fn uncited_sources_are_the_rest_in_registration_order() {
+    let s = Sources::from_vec(vec![
+        Source::new("source_1").with_url("https://e.x/doc"),
+        Source::new("source_2").with_url("https://e.x/other"),
+        Source::new("source_3").with_url("https://E.x/doc/"),
+        Source::new("source_4"),
+    ])
+    .unwrap();
+    let mut rw = Rewriter::new(Settings::default(), s, Numbering::new());
+    rw.write("a [[source_1]] b").unwrap();
+    rw.end().unwrap();
+    let ids: Vec<String> = rw.uncited_sources().into_iter().map(|s| s.id).collect();
+    assert_eq!(ids, ["source_2", "source_4"]);
+}
