@@ -51,6 +51,15 @@ pyo3::create_exception!(
     CiteflowError,
     "A malformed Server-Sent Events stream."
 );
+pyo3::create_exception!(
+    citeflow._citeflow,
+    ProviderError,
+    CiteflowError,
+    "A provider stream that cannot be read: a payload that is not JSON, of no known provider API \
+     or not of its API's shape, an error the provider reported, or a stream without answer text. \
+     The message names the line. Framing errors raise `SseError`, the rewriter's `RewriteError`, \
+     a provider source that cannot be registered `SourceError`."
+);
 
 /// Builds an exception of type `T` with `message` and `code`.
 pub(crate) fn raise<T: PyTypeInfo>(py: Python<'_>, code: &str, message: String) -> PyErr {
@@ -124,6 +133,26 @@ pub(crate) fn sse_err(py: Python<'_>, e: core::sse::SseError) -> PyErr {
     raise::<SseError>(py, code, e.to_string())
 }
 
+/// A provider stream error as the exception of its family: `SseError`, `RewriteError` and
+/// `SourceError` for the core errors it wraps, `ProviderError` for the rest.
+pub(crate) fn provider_err(py: Python<'_>, e: core::provider::ProviderError) -> PyErr {
+    use core::provider::ProviderError as E;
+    let code = match &e {
+        E::Sse(inner) => return sse_err(py, inner.clone()),
+        E::Rewrite(inner) => return rewrite_err(py, inner.clone()),
+        E::Source(inner) => return source_err(py, inner.clone()),
+        E::InvalidUtf8 { .. } => "invalid_utf8",
+        E::LineTooLong { .. } => "line_too_long",
+        E::Json { .. } => "invalid_json",
+        E::UnknownDialect { .. } => "unknown_dialect",
+        E::Shape { .. } => "unexpected_shape",
+        E::Upstream { .. } => "upstream_error",
+        E::NoText { .. } => "no_text",
+        _ => "provider",
+    };
+    raise::<ProviderError>(py, code, e.to_string())
+}
+
 /// Registers the exception classes on the module, with a class-level default `code`.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -139,6 +168,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ("RewriteError", RewriteError::type_object(py), "rewrite"),
         ("RestoreError", RestoreError::type_object(py), "restore"),
         ("SseError", SseError::type_object(py), "sse"),
+        ("ProviderError", ProviderError::type_object(py), "provider"),
     ];
     for (name, ty, code) in classes {
         ty.setattr("code", code)?;

@@ -8,7 +8,8 @@ use citeflow_core as core;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyList, PyString};
 
-use crate::convert::{repr_str, serde_name};
+use crate::convert::{repr_opt, repr_str, serde_name};
+use crate::detail::CitationDetail;
 use crate::errors::{raise, CiteflowError};
 use crate::types::{to_py, ListedSource, Report, Source};
 
@@ -161,7 +162,9 @@ impl SourceEvent {
 
 /// A resolved citation. `byte_offset` is where the number's rendering starts in the rendered
 /// output and `input_byte_offset` where the marker started in the decoded input, both in
-/// UTF-8 bytes (for a `str` index use `len(text.encode()[:offset].decode())`).
+/// UTF-8 bytes; `char_offset` is the output position as a `str` index (code points) and
+/// `utf16_offset` in UTF-16 code units. `provider` is what a provider said about the citation
+/// (`ProviderStream`), None for a marker the model wrote.
 #[pyclass(frozen, eq, module = "citeflow._citeflow")]
 #[derive(PartialEq)]
 pub(crate) struct CitationEvent {
@@ -169,13 +172,32 @@ pub(crate) struct CitationEvent {
     source_id: String,
     byte_offset: u64,
     input_byte_offset: u64,
+    char_offset: u64,
+    utf16_offset: u64,
+    provider: Option<core::CitationDetail>,
 }
 
 #[pymethods]
 impl CitationEvent {
     #[classattr]
-    fn __match_args__() -> (&'static str, &'static str, &'static str, &'static str) {
-        ("number", "source_id", "byte_offset", "input_byte_offset")
+    fn __match_args__() -> (
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+    ) {
+        (
+            "number",
+            "source_id",
+            "byte_offset",
+            "input_byte_offset",
+            "char_offset",
+            "utf16_offset",
+            "provider",
+        )
     }
 
     /// Always `"citation"`.
@@ -208,6 +230,26 @@ impl CitationEvent {
         self.input_byte_offset
     }
 
+    /// Where the number's rendering starts in the rendered output, in code points (a `str`
+    /// index).
+    #[getter]
+    fn char_offset(&self) -> u64 {
+        self.char_offset
+    }
+
+    /// Where the number's rendering starts in the rendered output, in UTF-16 code units (a
+    /// JavaScript index).
+    #[getter]
+    fn utf16_offset(&self) -> u64 {
+        self.utf16_offset
+    }
+
+    /// What the provider said about this citation; None for a marker the model wrote.
+    #[getter]
+    fn provider(&self) -> Option<CitationDetail> {
+        self.provider.clone().map(|inner| CitationDetail { inner })
+    }
+
     /// The core's JSON form.
     fn to_dict(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         to_py(
@@ -217,17 +259,24 @@ impl CitationEvent {
                 source_id: self.source_id.clone(),
                 byte_offset: self.byte_offset,
                 input_byte_offset: self.input_byte_offset,
+                char_offset: self.char_offset,
+                utf16_offset: self.utf16_offset,
+                provider: self.provider.clone().map(Box::new),
             },
         )
     }
 
     pub(crate) fn __repr__(&self) -> String {
         format!(
-            "CitationEvent(number={}, source_id={}, byte_offset={}, input_byte_offset={})",
+            "CitationEvent(number={}, source_id={}, byte_offset={}, input_byte_offset={}, char_offset={}, utf16_offset={}, provider={})",
             self.number,
             repr_str(&self.source_id),
             self.byte_offset,
-            self.input_byte_offset
+            self.input_byte_offset,
+            self.char_offset,
+            self.utf16_offset,
+            self.provider()
+                .map_or_else(|| "None".to_owned(), |d| d.__repr__())
         )
     }
 }
@@ -385,13 +434,14 @@ impl NumberNeededEvent {
 pub(crate) struct DoneEvent {
     sources: Vec<core::ListedSource>,
     report: core::Report,
+    text: Option<String>,
 }
 
 #[pymethods]
 impl DoneEvent {
     #[classattr]
-    fn __match_args__() -> (&'static str, &'static str) {
-        ("sources", "report")
+    fn __match_args__() -> (&'static str, &'static str, &'static str) {
+        ("sources", "report", "text")
     }
 
     /// Always `"done"`.
@@ -418,6 +468,14 @@ impl DoneEvent {
         }
     }
 
+    /// The final answer when provider citations were bound after their text was shown
+    /// (`CitationDetail.late`): the streamed text with those numbers placed. None when the
+    /// streamed text is final.
+    #[getter]
+    fn text(&self) -> Option<&str> {
+        self.text.as_deref()
+    }
+
     /// The core's JSON form.
     fn to_dict(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         to_py(
@@ -425,6 +483,7 @@ impl DoneEvent {
             &core::Event::Done {
                 sources: self.sources.clone(),
                 report: self.report.clone().into(),
+                text: self.text.clone(),
             },
         )
     }
@@ -432,9 +491,10 @@ impl DoneEvent {
     pub(crate) fn __repr__(&self) -> String {
         let items: Vec<String> = self.sources().iter().map(|s| s.__repr__()).collect();
         format!(
-            "DoneEvent(sources=[{}], report={})",
+            "DoneEvent(sources=[{}], report={}, text={})",
             items.join(", "),
-            self.report().__repr__()
+            self.report().__repr__(),
+            repr_opt(self.text.as_deref())
         )
     }
 }
@@ -476,6 +536,9 @@ pub(crate) fn event_to_py(py: Python<'_>, e: core::Event) -> PyResult<Bound<'_, 
             source_id,
             byte_offset,
             input_byte_offset,
+            char_offset,
+            utf16_offset,
+            provider,
         } => Bound::new(
             py,
             CitationEvent {
@@ -483,6 +546,9 @@ pub(crate) fn event_to_py(py: Python<'_>, e: core::Event) -> PyResult<Bound<'_, 
                 source_id,
                 byte_offset,
                 input_byte_offset,
+                char_offset,
+                utf16_offset,
+                provider: provider.map(unbox),
             },
         )?
         .into_any(),
@@ -506,11 +572,16 @@ pub(crate) fn event_to_py(py: Python<'_>, e: core::Event) -> PyResult<Bound<'_, 
         core::Event::NumberNeeded { key, source_id } => {
             Bound::new(py, NumberNeededEvent { key, source_id })?.into_any()
         }
-        core::Event::Done { sources, report } => Bound::new(
+        core::Event::Done {
+            sources,
+            report,
+            text,
+        } => Bound::new(
             py,
             DoneEvent {
                 sources,
                 report: unbox(report),
+                text,
             },
         )?
         .into_any(),

@@ -10,13 +10,20 @@
 //! core errors become one Python exception class per error family (`errors`). A panic in the
 //! core is caught at the call, poisons that rewriter, and surfaces as `RewriteError`.
 //!
-//! Byte offsets in events are the core's: UTF-8 bytes of the rendered output or the input.
+//! [`provider::ProviderStream`] reads a provider API's stream (Anthropic, OpenAI Chat and
+//! Responses, Gemini, Cohere, Bedrock) with the core's readers, so provider-native citations
+//! are numbered in the same table as markers.
+//!
+//! Byte offsets in events are the core's: UTF-8 bytes of the rendered output or the input;
+//! citations also carry code-point (`char_offset`) and UTF-16 (`utf16_offset`) offsets.
 //! The Python package lives in `python/citeflow/` with the `.pyi` stub and `py.typed`.
 
 mod convert;
+mod detail;
 mod errors;
 mod events;
 mod funcs;
+mod provider;
 mod rewriter;
 mod settings;
 mod types;
@@ -42,6 +49,10 @@ fn _citeflow(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<events::UnresolvedEvent>()?;
     m.add_class::<events::NumberNeededEvent>()?;
     m.add_class::<events::DoneEvent>()?;
+    m.add_class::<detail::Position>()?;
+    m.add_class::<detail::Span>()?;
+    m.add_class::<detail::CitationDetail>()?;
+    m.add_class::<provider::ProviderStream>()?;
     m.add_class::<rewriter::Rewriter>()?;
     m.add_class::<rewriter::Session>()?;
     m.add_class::<funcs::Rewritten>()?;

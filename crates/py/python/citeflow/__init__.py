@@ -22,20 +22,27 @@ Quick start::
 
 Events are ``TextEvent``, ``SourceEvent``, ``CitationEvent``, ``UnresolvedEvent``,
 ``NumberNeededEvent`` and ``DoneEvent``; each has ``.type``, ``to_dict()`` (the core's JSON
-form), equality and a ``repr``. Offsets in events (``byte_offset``, ``input_byte_offset``) are
-UTF-8 byte offsets, as in the core.
+form), equality and a ``repr``. ``byte_offset`` and ``input_byte_offset`` are UTF-8 byte
+offsets, as in the core; a citation's ``char_offset`` is its output position as a ``str``
+index and ``utf16_offset`` in UTF-16 code units.
+
+``ProviderStream`` reads a provider API's own stream (Anthropic Messages, OpenAI Chat and
+Responses, Gemini, Cohere, Bedrock), as bytes or one event at a time, and numbers the
+provider's citations (``CitationEvent.provider``: quote, span, late) in the same table as
+markers.
 
 Errors derive from ``CiteflowError``: ``SettingsError``, ``SourceError``, ``NumberingError``,
-``RewriteError``, ``RestoreError`` and ``SseError``, each with the core's message and a
-stable ``code``.
+``RewriteError``, ``RestoreError``, ``SseError`` and ``ProviderError``, each with the core's
+message and a stable ``code``.
 
-Adapters for the OpenAI SDK and LangChain streams are in ``citeflow.adapters``.
+Adapters for the OpenAI, Anthropic and LangChain streams are in ``citeflow.adapters``.
 """
 
 from typing import Union
 
 from ._citeflow import (
     MIN_PENDING_BYTES,
+    CitationDetail,
     CitationEvent,
     CiteflowError,
     DoneEvent,
@@ -45,6 +52,9 @@ from ._citeflow import (
     Numbering,
     NumberingError,
     NumberNeededEvent,
+    Position,
+    ProviderError,
+    ProviderStream,
     Report,
     RestoreError,
     Rewriter,
@@ -58,6 +68,7 @@ from ._citeflow import (
     SourceError,
     SourceEvent,
     Sources,
+    Span,
     SseDecoder,
     SseError,
     SseEvent,
@@ -84,6 +95,7 @@ Event = Union[
 
 __all__ = [
     "MIN_PENDING_BYTES",
+    "CitationDetail",
     "CitationEvent",
     "CiteflowError",
     "DoneEvent",
@@ -94,6 +106,9 @@ __all__ = [
     "NumberNeededEvent",
     "Numbering",
     "NumberingError",
+    "Position",
+    "ProviderError",
+    "ProviderStream",
     "Report",
     "RestoreError",
     "RewriteError",
@@ -107,6 +122,7 @@ __all__ = [
     "SourceError",
     "SourceEvent",
     "Sources",
+    "Span",
     "SseDecoder",
     "SseError",
     "SseEvent",

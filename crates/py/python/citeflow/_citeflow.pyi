@@ -1,12 +1,15 @@
 """Type stubs of the native module ``citeflow._citeflow`` (checked by ``mypy.stubtest``).
 
-Offsets in events are UTF-8 byte offsets, as in the Rust core.
+``*byte_offset`` fields are UTF-8 byte offsets, as in the Rust core; citations also give their
+output position in code points (``char_offset``, a ``str`` index) and UTF-16 code units
+(``utf16_offset``).
 """
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Final, Literal, Optional, Union, final
 
 __all__ = [
+    "CitationDetail",
     "CitationEvent",
     "CiteflowError",
     "DoneEvent",
@@ -17,6 +20,9 @@ __all__ = [
     "NumberNeededEvent",
     "Numbering",
     "NumberingError",
+    "Position",
+    "ProviderError",
+    "ProviderStream",
     "Report",
     "RestoreError",
     "RewriteError",
@@ -28,6 +34,7 @@ __all__ = [
     "SettingsError",
     "Source",
     "SourceError",
+    "Span",
     "SourceEvent",
     "Sources",
     "SseDecoder",
@@ -59,6 +66,20 @@ _ScopeName = Literal["answer", "session"]
 _SourceLike = Union["Source", Mapping[str, Any]]
 _SourcesLike = Union["Sources", Iterable[_SourceLike]]
 _Chunk = Union[str, bytes, bytearray]
+_DialectName = Literal[
+    "auto",
+    "openai-chat",
+    "openai-responses",
+    "anthropic",
+    "bedrock",
+    "cohere",
+    "gemini",
+    "gemini-interactions",
+    "openai_chat",
+    "openai_responses",
+    "gemini_interactions",
+]
+_FramingName = Literal["auto", "sse", "jsonl", "text", "openai-sse", "openai_sse"]
 
 class CiteflowError(Exception):
     code: ClassVar[str]
@@ -69,6 +90,7 @@ class NumberingError(CiteflowError): ...
 class RewriteError(CiteflowError): ...
 class RestoreError(CiteflowError): ...
 class SseError(CiteflowError): ...
+class ProviderError(CiteflowError): ...
 
 @final
 class Locator:
@@ -307,7 +329,7 @@ class SourceEvent:
 @final
 class CitationEvent:
     __hash__: ClassVar[None]  # type: ignore[assignment]
-    __match_args__: ClassVar[tuple[str, str, str, str]]
+    __match_args__: ClassVar[tuple[str, str, str, str, str, str, str]]
     @property
     def type(self) -> Literal["citation"]: ...
     @property
@@ -320,6 +342,15 @@ class CitationEvent:
     @property
     def input_byte_offset(self) -> int:
         """UTF-8 byte offset of the marker in the decoded input."""
+    @property
+    def char_offset(self) -> int:
+        """Code-point offset of the number's rendering in the rendered output (a ``str`` index)."""
+    @property
+    def utf16_offset(self) -> int:
+        """UTF-16 code-unit offset of the number's rendering in the rendered output."""
+    @property
+    def provider(self) -> Optional[CitationDetail]:
+        """What a provider said about the citation; None for a marker the model wrote."""
     def to_dict(self) -> dict[str, Any]: ...
 
 @final
@@ -355,13 +386,59 @@ class NumberNeededEvent:
 @final
 class DoneEvent:
     __hash__: ClassVar[None]  # type: ignore[assignment]
-    __match_args__: ClassVar[tuple[str, str]]
+    __match_args__: ClassVar[tuple[str, str, str]]
     @property
     def type(self) -> Literal["done"]: ...
     @property
     def sources(self) -> list[ListedSource]: ...
     @property
     def report(self) -> Report: ...
+    @property
+    def text(self) -> Optional[str]:
+        """The final answer when provider citations were bound after their text was shown;
+        None when the streamed text is final."""
+    def to_dict(self) -> dict[str, Any]: ...
+
+@final
+class Position:
+    __match_args__: ClassVar[tuple[str, str, str]]
+    def __new__(cls, bytes: int, chars: int, utf16: int) -> Position: ...
+    @property
+    def bytes(self) -> int:
+        """UTF-8 bytes."""
+    @property
+    def chars(self) -> int:
+        """Code points (a ``str`` index)."""
+    @property
+    def utf16(self) -> int:
+        """UTF-16 code units (a JavaScript index)."""
+    def to_dict(self) -> dict[str, Any]: ...
+
+@final
+class Span:
+    __match_args__: ClassVar[tuple[str, str]]
+    def __new__(cls, start: Position, end: Position) -> Span: ...
+    @property
+    def start(self) -> Position: ...
+    @property
+    def end(self) -> Position: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+@final
+class CitationDetail:
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    __match_args__: ClassVar[tuple[str, str, str, str]]
+    def __new__(
+        cls, quote: Optional[str] = None, span: Optional[Span] = None, late: bool = False, replaces_span: bool = False
+    ) -> CitationDetail: ...
+    @property
+    def quote(self) -> Optional[str]: ...
+    @property
+    def span(self) -> Optional[Span]: ...
+    @property
+    def late(self) -> bool: ...
+    @property
+    def replaces_span(self) -> bool: ...
     def to_dict(self) -> dict[str, Any]: ...
 
 _Event = Union[SourceEvent, TextEvent, CitationEvent, UnresolvedEvent, NumberNeededEvent, DoneEvent]
@@ -407,6 +484,45 @@ class Rewriter:
     def held_bytes(self) -> int: ...
     def is_awaiting_number(self) -> bool: ...
     def is_ended(self) -> bool: ...
+
+@final
+class ProviderStream:
+    def __new__(
+        cls,
+        sources: Optional[_SourcesLike] = None,
+        *,
+        dialect: _DialectName = "auto",
+        framing: _FramingName = "auto",
+        settings: Optional[Settings] = None,
+        numbering: Optional[Numbering] = None,
+        syntaxes: Optional[Sequence[_SyntaxName]] = None,
+        id_pattern: Optional[str] = None,
+        rank: Optional[_RankName] = None,
+        unknown: Optional[_UnknownName] = None,
+        style: Optional[str] = None,
+        max_pending_bytes: Optional[int] = None,
+        invalid_utf8: Optional[_InvalidUtf8Name] = None,
+        number_source: Optional[_NumberSourceName] = None,
+        dedupe: Optional[bool] = None,
+        skip_code: Optional[bool] = None,
+    ) -> ProviderStream: ...
+    def feed_bytes(self, data: _Chunk) -> list[_Event]: ...
+    def feed_event(self, event: Union[Mapping[str, Any], str, bytes, Any]) -> list[_Event]: ...
+    def finish(self) -> list[_Event]: ...
+    def end(self) -> None: ...
+    def provide_number(self, key: str, number: int) -> None: ...
+    def poll_event(self) -> Optional[_Event]: ...
+    def poll_events(self) -> list[_Event]: ...
+    def __iter__(self) -> Iterator[_Event]: ...
+    def __next__(self) -> _Event: ...
+    @property
+    def dialect(self) -> Optional[str]: ...
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def sources(self) -> Sources: ...
+    @property
+    def numbering(self) -> Numbering: ...
 
 @final
 class Session:
