@@ -361,3 +361,81 @@ fn the_same_source_cited_many_times_keeps_one_number_and_markers_share_the_table
     assert_eq!(sources.len(), 1);
     assert_eq!(sources[0].citations, 2);
 }
+
+/// The final answer of a stream of payloads.
+fn final_answer(lines: &[Value]) -> (String, Vec<Value>) {
+    let mut bytes = Vec::new();
+    for l in lines {
+        bytes.extend_from_slice(l.to_string().as_bytes());
+        bytes.push(b'\n');
+    }
+    let events = run(&bytes, &[]);
+    let streamed: String = events
+        .iter()
+        .filter(|e| e["type"] == "text")
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    let done = events.last().unwrap();
+    let text = done["text"].as_str().map_or(streamed, str::to_owned);
+    (text, events)
+}
+
+#[test]
+fn gemini_grounding_counts_bytes_of_non_ascii_text() {
+    // "東京は日本の首都です。" is 33 bytes; "東京は日本の首都です" (the cited segment) 30.
+    let lines = [
+        json!({"candidates": [{"content": {"parts": [{"text": "東京は日本の"}], "role": "model"}}]}),
+        json!({"candidates": [{"content": {"parts": [{"text": "首都です。人口は多い。"}], "role": "model"},
+            "groundingMetadata": {
+                "webSearchQueries": ["東京 首都"],
+                "groundingChunks": [
+                    {"web": {"uri": "https://ja.wikipedia.org/wiki/東京", "title": "wikipedia.org"}},
+                    {"web": {"uri": "https://example.jp/tokyo", "title": "example.jp"}}
+                ],
+                "groundingSupports": [
+                    {"segment": {"startIndex": 0, "endIndex": 30, "text": "東京は日本の首都です"}, "groundingChunkIndices": [0, 1]},
+                    {"segment": {"startIndex": 33, "endIndex": 48, "text": "人口は多い"}, "groundingChunkIndices": [1]}
+                ]}, "finishReason": "STOP"}]}),
+    ];
+    let (text, events) = final_answer(&lines);
+    assert_eq!(text, "東京は日本の首都です[1][2]。人口は多い[2]。");
+    let citations: Vec<&Value> = events.iter().filter(|e| e["type"] == "citation").collect();
+    assert_eq!(citations.len(), 3);
+    let span = &citations[0]["provider"]["span"];
+    assert_eq!(span["end"], json!({"bytes": 30, "chars": 10, "utf16": 10}));
+    assert_eq!(citations[0]["provider"]["quote"], "東京は日本の首都です");
+    check(&events).unwrap();
+}
+
+#[test]
+fn chat_annotations_replace_the_models_link_or_follow_their_span() {
+    let link = "([example.org](https://example.org/a?utm_source=openai))";
+    let lines = [
+        json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": "Café facts "}}]}),
+        json!({"choices": [{"index": 0, "delta": {"content": link}}]}),
+        json!({"choices": [{"index": 0, "delta": {"annotations": [{"type": "url_citation", "url_citation": {
+            "start_index": 11, "end_index": 11 + link.chars().count(), "url": "https://example.org/a?utm_source=openai", "title": "Example"}}]}}]}),
+        json!({"choices": [{"index": 0, "delta": {"content": " and more."}, "finish_reason": "stop"}]}),
+    ];
+    let (text, events) = final_answer(&lines);
+    assert_eq!(text, "Café facts [1] and more.");
+    // The link was still held when its annotation came: it never reached the screen.
+    assert!(events
+        .iter()
+        .all(|e| e["type"] != "text" || !e["text"].as_str().unwrap().contains("](")));
+    assert_eq!(
+        events.last().unwrap()["sources"][0]["source"]["title"],
+        "Example"
+    );
+}
+
+#[test]
+fn openai_chat_completion_of_a_local_model_is_plain_text() {
+    let lines = [
+        json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"role": "assistant"}}]}),
+        json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": "a [x](y) b"}}]}),
+        json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+    ];
+    let (text, _) = final_answer(&lines);
+    assert_eq!(text, "a [x](y) b");
+}
