@@ -41,6 +41,20 @@ pub(crate) struct ServeArgs {
         hide_env_values = true
     )]
     api_keys: Vec<String>,
+    /// Serve without --api-key on an address other than loopback (anyone who reaches the
+    /// port can use the server and add books). Without it, a server with no API key refuses
+    /// to start on such an address.
+    #[arg(long, env = "CITEFLOW_ALLOW_NO_AUTH")]
+    allow_no_auth: bool,
+    /// An origin (https://app.example) whose web pages may call the API from a browser,
+    /// besides the server's own page (repeat, or comma-separated in CITEFLOW_ALLOW_ORIGINS).
+    /// A request with another Origin is 403 forbidden_origin.
+    #[arg(
+        long = "allow-origin",
+        env = "CITEFLOW_ALLOW_ORIGINS",
+        value_delimiter = ','
+    )]
+    allow_origins: Vec<String>,
     /// Bearer key sent to the upstream.
     #[arg(long, env = "CITEFLOW_UPSTREAM_API_KEY", hide_env_values = true)]
     upstream_api_key: Option<String>,
@@ -331,6 +345,8 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .with_api_keys(args.api_keys.clone())
         .with_upstream_api_key(args.upstream_api_key.clone())
         .with_index(index)
+        .with_allowed_origins(args.allow_origins.clone())
+        .with_allow_no_auth(args.allow_no_auth)
         .with_limits(limits(&args));
     let settings = match &local {
         Some(_) => settings.with_prompt_defaults(crate::local_model::LOCAL_MODEL_PROMPT),
@@ -341,6 +357,7 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .await
             .with_context(|| format!("cannot listen on {}", args.listen))?;
         let addr = listener.local_addr().context("listener address")?;
+        citeflow_server::check_exposure(&settings, addr)?;
         let mut out = std::io::stdout();
         writeln!(out, "citeflow listening on http://{addr}")?;
         out.flush()?;

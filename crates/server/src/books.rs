@@ -16,14 +16,15 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use citeflow_core::Source;
 use citeflow_epub::{Book, Cfi, ChunkSettings, PageProgression, Reading};
-use citeflow_index::{book_key, fingerprint, BookInfo, BookPassage, Index, IndexError};
+use citeflow_index::{fingerprint, BookInfo, BookPassage, Index, IndexError};
 use serde_json::{json, Value};
 
-use crate::auth::owner;
+use crate::auth::{owner, Owner};
 use crate::body::read_json;
 use crate::error::ApiError;
 use crate::settings::Limits;
 use crate::state::AppState;
+use crate::tenancy::{is_visible, owned_book_key, rekey, shared_book_key};
 
 /// The book index a server answers from.
 pub(crate) struct Library {
@@ -48,26 +49,46 @@ impl Library {
         self.index.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The passages of book `key` that best match `query`, as sources. `param` is the request
-    /// field that named the book, for the `book_not_found` error (`None`: the path).
+    /// Book `key` as `owner` may see it: a book of another key is answered as if absent.
+    /// `param` is the request field that named the book, for the `book_not_found` error
+    /// (`None`: the path).
+    fn info(
+        &self,
+        index: &Index,
+        owner: &Owner,
+        key: &str,
+        param: Option<&'static str>,
+    ) -> Result<BookInfo, ApiError> {
+        let find = || -> Result<Option<BookInfo>, ApiError> {
+            Ok(index.books()?.into_iter().find(|b| b.key == key))
+        };
+        let found = match find()? {
+            Some(info) => Some(info),
+            None => {
+                // Another process may have added it since: look again.
+                index.reload()?;
+                find()?
+            }
+        };
+        found
+            .filter(|info| is_visible(owner, info))
+            .ok_or_else(|| ApiError::BookNotFound {
+                key: key.to_owned(),
+                param,
+            })
+    }
+
+    /// The passages of book `key` that best match `query`, as sources.
     fn retrieve(
         &self,
+        owner: &Owner,
         key: &str,
         query: &str,
         k: usize,
         param: Option<&'static str>,
     ) -> Result<Vec<Source>, ApiError> {
         let index = self.read();
-        if index.fingerprint(key)?.is_none() {
-            // Another process may have added it since: look again.
-            index.reload()?;
-            if index.fingerprint(key)?.is_none() {
-                return Err(ApiError::BookNotFound {
-                    key: key.to_owned(),
-                    param,
-                });
-            }
-        }
+        self.info(&index, owner, key, param)?;
         Ok(index
             .search_book(key, query, k)?
             .iter()
@@ -75,28 +96,41 @@ impl Library {
             .collect())
     }
 
-    fn books(&self) -> Result<Vec<BookInfo>, ApiError> {
+    /// The books `owner` may see: the shared ones and its own.
+    fn books(&self, owner: &Owner) -> Result<Vec<BookInfo>, ApiError> {
         let index = self.read();
         index.reload()?;
-        Ok(index.books()?)
+        let mut books = index.books()?;
+        books.retain(|b| is_visible(owner, b));
+        Ok(books)
     }
 
-    /// Reads an EPUB and adds it, unless the index holds it already as it is. Returns the
-    /// book, whether it was added, and the reader's warnings.
-    fn add(&self, bytes: &[u8]) -> Result<(BookInfo, bool, Vec<String>), ApiError> {
+    /// Reads an EPUB and adds it as `owner`'s, unless a shared book or one of `owner`'s holds
+    /// it already as it is. Returns the book, whether it was added, and the reader's
+    /// warnings. It never replaces a book of another key, nor a shared one: `owner`'s copy
+    /// has a key of its own (see [`owned_book_key`]).
+    fn add(&self, owner: &Owner, bytes: &[u8]) -> Result<(BookInfo, bool, Vec<String>), ApiError> {
         let book = Book::open(bytes, &citeflow_epub::Limits::default()).map_err(epub_error)?;
         let warnings: Vec<String> = book.warnings().iter().map(ToString::to_string).collect();
         let meta = book.metadata();
-        let key = book_key(
+        let (id, title) = (
             meta.identifier.as_deref().unwrap_or(""),
             meta.title.as_deref().unwrap_or(""),
         );
         let settings = ChunkSettings::default();
         let print = fingerprint(bytes, &settings);
+        let shared = shared_book_key(id, title);
+        let key = if self.read().fingerprint(&shared)?.as_deref() == Some(print.as_str()) {
+            // A shared book as it is (a start-up book): every key reads it already.
+            shared
+        } else {
+            owned_book_key(owner, id, title)
+        };
         let current = self.read().fingerprint(&key)?;
         let added = current.as_deref() != Some(print.as_str());
         if added {
-            let passages = BookPassage::from_book(&book, &settings);
+            let mut passages = BookPassage::from_book(&book, &settings);
+            rekey(&mut passages, &key);
             if passages.is_empty() {
                 return Err(ApiError::InvalidEpub(
                     "the book has no text to index".to_owned(),
@@ -120,22 +154,9 @@ impl Library {
     }
 
     /// Book `key` opened from the file the index keeps (re-used while its fingerprint holds).
-    fn open_book(&self, key: &str) -> Result<(Arc<Book>, BookInfo), ApiError> {
+    fn open_book(&self, owner: &Owner, key: &str) -> Result<(Arc<Book>, BookInfo), ApiError> {
         let index = self.read();
-        let find = || -> Result<Option<BookInfo>, ApiError> {
-            Ok(index.books()?.into_iter().find(|b| b.key == key))
-        };
-        let info = match find()? {
-            Some(info) => info,
-            None => {
-                // Another process may have added it since: look again.
-                index.reload()?;
-                find()?.ok_or_else(|| ApiError::BookNotFound {
-                    key: key.to_owned(),
-                    param: None,
-                })?
-            }
-        };
+        let info = self.info(&index, owner, key, None)?;
         {
             let mut opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(i) = opened
@@ -210,11 +231,11 @@ pub(crate) async fn list(
     State(state): State<AppState>,
     headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
-    owner(&state, &headers)?;
+    let owner = owner(&state, &headers)?;
     let books = match &state.books {
         Some(lib) => {
             let lib = Arc::clone(lib);
-            blocking(move || lib.books()).await?
+            blocking(move || lib.books(&owner)).await?
         }
         None => Vec::new(),
     };
@@ -231,7 +252,7 @@ pub(crate) async fn upload(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    owner(&state, &headers)?;
+    let owner = owner(&state, &headers)?;
     let lib = state.books.clone().ok_or(ApiError::NoBookIndex)?;
     let max_bytes = state.settings.limits.max_book_bytes;
     let bytes = axum::body::to_bytes(body, max_bytes)
@@ -243,7 +264,7 @@ pub(crate) async fn upload(
             None,
         ));
     }
-    let (info, added, warnings) = blocking(move || lib.add(&bytes)).await?;
+    let (info, added, warnings) = blocking(move || lib.add(&owner, &bytes)).await?;
     if added {
         tracing::info!(book = %info.key, passages = info.passages, "book added");
     }
@@ -275,7 +296,7 @@ pub(crate) async fn read(
     Path(key): Path<String>,
     query: Result<Query<ReadQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    owner(&state, &headers)?;
+    let owner = owner(&state, &headers)?;
     let Query(query) = query.map_err(|e| ApiError::invalid(e.body_text(), None))?;
     let text = query
         .cfi
@@ -287,7 +308,7 @@ pub(crate) async fn read(
     };
     let max_chars = state.settings.limits.max_reading_chars;
     blocking(move || {
-        let (book, info) = lib.open_book(&key)?;
+        let (book, info) = lib.open_book(&owner, &key)?;
         let reading = book
             .reading(&cfi, false)
             .map_err(|e| ApiError::CfiNotFound {
@@ -461,7 +482,7 @@ pub(crate) async fn search(
     Path(key): Path<String>,
     body: Body,
 ) -> Result<Json<Value>, ApiError> {
-    owner(&state, &headers)?;
+    let owner = owner(&state, &headers)?;
     let limits = &state.settings.limits;
     let body = read_json(body, limits).await?;
     let req: SearchRequest = serde_json::from_value(body)
@@ -471,7 +492,7 @@ pub(crate) async fn search(
         return Err(ApiError::invalid("query is empty", Some("query")));
     }
     // The key is in the path, not in a field of the body.
-    let sources = retrieve(&state, &key, &req.query, k, None).await?;
+    let sources = retrieve(&state, &owner, &key, &req.query, k, None).await?;
     Ok(Json(json!({
         "object": "list",
         "book": key,
@@ -485,6 +506,7 @@ pub(crate) async fn search(
 /// `param`, the request field that named the book (`None`: the path).
 pub(crate) async fn retrieve(
     state: &AppState,
+    owner: &Owner,
     key: &str,
     query: &str,
     k: usize,
@@ -496,8 +518,8 @@ pub(crate) async fn retrieve(
             param,
         });
     };
-    let (key, query) = (key.to_owned(), query.to_owned());
-    blocking(move || lib.retrieve(&key, &query, k, param)).await
+    let (owner, key, query) = (owner.clone(), key.to_owned(), query.to_owned());
+    blocking(move || lib.retrieve(&owner, &key, &query, k, param)).await
 }
 
 /// The text of the last user message (a string, or the `text` parts of a content array).

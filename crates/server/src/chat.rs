@@ -104,7 +104,8 @@ async fn plan(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Plan,
                     Some("messages"),
                 )
             })?;
-            let passages = books::retrieve(state, key, &q, k, Some("citeflow.book")).await?;
+            let passages =
+                books::retrieve(state, &owner, key, &q, k, Some("citeflow.book")).await?;
             for p in passages {
                 if !given.iter().any(|s| s.id == p.id) {
                     given.push(p);

@@ -80,6 +80,23 @@ pub enum ApiError {
         /// The path.
         path: String,
     },
+    /// A request whose `Origin` is neither the server's own nor one of
+    /// `ServerSettings::with_allowed_origins` (403 `forbidden_origin`).
+    #[error(
+        "origin {origin:?} is not allowed (the server's own page and --allow-origin ones are)"
+    )]
+    ForbiddenOrigin {
+        /// The `Origin` sent.
+        origin: String,
+    },
+    /// A body without the content type the route reads (415 `unsupported_media_type`).
+    #[error("the body's content type is {given:?}; send content-type: {expected}")]
+    UnsupportedMediaType {
+        /// The `Content-Type` sent (empty if none).
+        given: String,
+        /// The one the route reads.
+        expected: &'static str,
+    },
     /// The body is larger than the limit.
     #[error("request body is larger than {max_bytes} bytes")]
     BodyTooLarge {
@@ -151,6 +168,8 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::ForbiddenOrigin { .. } => StatusCode::FORBIDDEN,
+            ApiError::UnsupportedMediaType { .. } => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::NotFound { .. }
             | ApiError::NoRoute { .. }
             | ApiError::BookNotFound { .. }
@@ -184,6 +203,8 @@ impl ApiError {
     pub fn code(&self) -> &'static str {
         match self {
             ApiError::Unauthorized => "invalid_api_key",
+            ApiError::ForbiddenOrigin { .. } => "forbidden_origin",
+            ApiError::UnsupportedMediaType { .. } => "unsupported_media_type",
             ApiError::NotFound { .. } => "not_found",
             ApiError::NoRoute { .. } => "unknown_route",
             ApiError::MethodNotAllowed { .. } => "method_not_allowed",
@@ -211,6 +232,7 @@ impl ApiError {
     pub fn kind(&self) -> &'static str {
         match self.status().as_u16() {
             401 => "authentication_error",
+            403 => "permission_error",
             404 => "not_found_error",
             400..=499 => "invalid_request_error",
             _ if self.code().starts_with("upstream") => "upstream_error",
@@ -228,6 +250,8 @@ impl ApiError {
             ApiError::BookNotFound { param, .. } => param.map(str::to_owned),
             ApiError::CfiNotFound { .. } => Some("cfi".to_owned()),
             ApiError::EpubOverBudget { limit, .. } => Some((*limit).to_owned()),
+            ApiError::ForbiddenOrigin { .. } => Some("Origin".to_owned()),
+            ApiError::UnsupportedMediaType { .. } => Some("Content-Type".to_owned()),
             _ => None,
         };
         envelope(self.code(), &self.to_string(), self.kind(), param)

@@ -30,6 +30,7 @@ mod books;
 mod chat;
 mod error;
 mod generate;
+mod guard;
 mod metrics;
 #[cfg(feature = "_replay")]
 #[doc(hidden)]
@@ -38,6 +39,7 @@ mod sessions;
 mod settings;
 mod state;
 mod streams;
+mod tenancy;
 mod web;
 
 use std::future::Future;
@@ -98,6 +100,10 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/streams/{id}", get(streams::resume))
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            guard::browser_guard,
+        ))
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
 }
@@ -145,6 +151,37 @@ pub enum LaunchError {
     /// Serving failed.
     #[error("serve: {0}")]
     Serve(#[from] std::io::Error),
+    /// No API key, and a listener another machine can reach, without
+    /// [`ServerSettings::with_allow_no_auth`].
+    #[error(
+        "refusing to serve without an API key on {addr}, which other machines can reach: \
+         pass --api-key KEY, listen on a loopback address (127.0.0.1 or [::1]), or pass \
+         --allow-no-auth to serve anyone who can reach the port"
+    )]
+    NoAuthOnNetwork {
+        /// The address of the listener.
+        addr: std::net::SocketAddr,
+    },
+}
+
+/// Checks that a server with these settings may listen on `addr`: with no API key it serves
+/// anyone who reaches the port, so only a loopback address is allowed, unless the settings
+/// say [`ServerSettings::with_allow_no_auth`]. [`launch`] calls it; a binary can call it
+/// before it announces the address.
+///
+/// # Errors
+/// [`LaunchError::NoAuthOnNetwork`].
+pub fn check_exposure(
+    settings: &ServerSettings,
+    addr: std::net::SocketAddr,
+) -> Result<(), LaunchError> {
+    if settings.api_keys.is_empty()
+        && !settings.allow_no_auth
+        && !addr.ip().to_canonical().is_loopback()
+    {
+        return Err(LaunchError::NoAuthOnNetwork { addr });
+    }
+    Ok(())
 }
 
 /// Opens the store named by the settings.
@@ -179,6 +216,7 @@ pub async fn launch(
     listener: tokio::net::TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), LaunchError> {
+    check_exposure(&settings, listener.local_addr()?)?;
     let store = open_store(&settings.store)?;
     let state = AppState::try_new(settings, store)?;
     let n = recover_interrupted(&state).await?;

@@ -140,6 +140,8 @@ pub struct ServerSettings {
     pub(crate) limits: Limits,
     pub(crate) index: Option<PathBuf>,
     pub(crate) prompt: PromptDefaults,
+    pub(crate) allowed_origins: Vec<String>,
+    pub(crate) allow_no_auth: bool,
 }
 
 /// What the server asks the model for when a request does not say (`citeflow.marker`,
@@ -179,6 +181,8 @@ impl ServerSettings {
             limits: Limits::default(),
             index: None,
             prompt: PromptDefaults::default(),
+            allowed_origins: Vec::new(),
+            allow_no_auth: false,
         }
     }
 
@@ -208,6 +212,28 @@ impl ServerSettings {
     /// Empty.
     pub fn with_api_keys(mut self, keys: Vec<String>) -> Self {
         self.api_keys = keys.into_iter().filter(|k| !k.is_empty()).collect();
+        self
+    }
+
+    /// Origins (`https://app.example`, scheme, host and port) whose pages may call the API
+    /// from a browser, besides the server's own page (the origin of the `Host` the request
+    /// was sent to, always allowed). A request with any other `Origin` is 403
+    /// `forbidden_origin`.
+    ///
+    /// ### Default
+    /// Empty: only the server's own page.
+    pub fn with_allowed_origins(mut self, origins: Vec<String>) -> Self {
+        self.allowed_origins = origins.into_iter().filter(|o| !o.is_empty()).collect();
+        self
+    }
+
+    /// Whether [`launch`](crate::launch) may serve without API keys on an address other than
+    /// loopback (see [`check_exposure`](crate::check_exposure)).
+    ///
+    /// ### Default
+    /// `false`: without API keys, only a loopback listener is served.
+    pub fn with_allow_no_auth(mut self, allow: bool) -> Self {
+        self.allow_no_auth = allow;
         self
     }
 

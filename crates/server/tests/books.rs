@@ -551,6 +551,7 @@ async fn an_uploaded_epub_is_indexed_once_and_bad_uploads_say_why() {
     let bare = Harness::start().await;
     let r = bare
         .post("/v1/books")
+        .header("content-type", "application/epub+zip")
         .body(epub(KUSAMAKURA))
         .send()
         .await
@@ -619,6 +620,7 @@ async fn a_cited_passage_opens_its_chapter_with_the_passage_marked() {
     // Adding it again (unchanged, so not re-indexed) keeps its file.
     let r = h
         .post("/v1/books")
+        .header("content-type", "application/epub+zip")
         .body(epub(ALICE))
         .send()
         .await
@@ -684,6 +686,7 @@ async fn a_cited_passage_opens_its_chapter_with_the_passage_marked() {
     // A Japanese vertical book, uploaded: its text, direction and language.
     let r = h
         .post("/v1/books")
+        .header("content-type", "application/epub+zip")
         .body(epub(KUSAMAKURA))
         .send()
         .await

@@ -244,7 +244,10 @@ async fn an_entity_bomb_upload_is_a_413_naming_the_budget() {
     assert!(bomb.len() < 4_000, "{}", bomb.len());
     let r = tokio::time::timeout(
         Duration::from_secs(10),
-        h.post("/v1/books").body(bomb).send(),
+        h.post("/v1/books")
+            .header("content-type", "application/epub+zip")
+            .body(bomb)
+            .send(),
     )
     .await
     .expect("the upload is answered quickly")

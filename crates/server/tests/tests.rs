@@ -4,7 +4,9 @@
 mod api;
 mod books;
 mod failures;
+mod guard;
 mod hostile;
 mod recorded;
 mod resume;
 mod support;
+mod tenancy;
