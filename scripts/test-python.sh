@@ -18,7 +18,7 @@ if [ ! -x "$VENV/bin/python" ]; then
     mkdir -p "$ROOT/target"
     "$PYTHON" -m venv "$VENV"
 fi
-# Exact versions (maturin, pytest, hypothesis, mypy, openai, langchain-core and their
+# Exact versions (maturin, pytest, hypothesis, mypy, openai, anthropic, langchain-core and their
 # dependencies) so that a run today and a run next month test the same thing.
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
     -r crates/py/requirements-test.txt

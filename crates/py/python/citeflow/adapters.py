@@ -14,10 +14,26 @@ the rewriter's events: ``TextEvent`` for the rewritten text, plus ``SourceEvent`
   ``model.stream(...)`` / ``model.astream(...)`` (message chunks whose ``content`` is a str or
   a list of content blocks; text blocks are used).
 
-Neither library is imported at run time: the adapters read the chunks' attributes, so citeflow
-has no dependency on either package (their types are imported for type checkers only).
+Provider-native citations (the API reports them beside the text) go through a
+``ProviderStream``, which numbers them in the same table as markers; each adapter yields its
+events, ending with the ``DoneEvent`` (whose ``text`` is the final answer when a citation was
+bound after its text was shown):
 
-Offsets in the events are UTF-8 byte offsets of the rewritten text, as everywhere in citeflow.
+- ``anthropic_stream`` / ``anthropic_astream``: the ``anthropic`` SDK's stream events
+  (``RawMessageStreamEvent`` from ``client.messages.create(..., stream=True)``, or the
+  ``MessageStreamEvent``s of ``client.messages.stream(...)``, whose helper events ``text``,
+  ``citation``, ``thinking``, ``signature`` and ``input_json`` repeat the raw deltas and are
+  skipped).
+- ``openai_responses_stream`` / ``openai_responses_astream``: the ``openai`` SDK's Responses
+  stream events (``ResponseStreamEvent`` from ``client.responses.create(..., stream=True)``;
+  also Azure OpenAI and xAI).
+
+Plain dicts of the APIs' JSON work too. No SDK is imported at run time: SDK events are read with
+``model_dump(mode="json")``, so citeflow has no dependency on any of these packages (their types
+are imported for type checkers only).
+
+Offsets in the events are UTF-8 byte offsets of the rewritten text, as everywhere in citeflow;
+citations also carry ``char_offset`` (a ``str`` index) and ``utf16_offset``.
 """
 
 from __future__ import annotations
@@ -29,6 +45,7 @@ from ._citeflow import (
     CitationEvent,
     DoneEvent,
     NumberNeededEvent,
+    ProviderStream,
     Rewriter,
     SourceEvent,
     TextEvent,
@@ -36,9 +53,12 @@ from ._citeflow import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover - imported for type checkers only
+    from anthropic.lib.streaming import MessageStreamEvent
+    from anthropic.types import RawMessageStreamEvent
     from langchain_core.messages import BaseMessageChunk
     from openai.types.chat import ChatCompletionChunk
     from openai.types.completion import Completion
+    from openai.types.responses import ResponseStreamEvent
 
 Event = Union[
     SourceEvent,
@@ -50,6 +70,10 @@ Event = Union[
 ]
 
 __all__ = [
+    "anthropic_astream",
+    "anthropic_stream",
+    "openai_responses_astream",
+    "openai_responses_stream",
     "openai_astream",
     "openai_chunk_text",
     "openai_stream",
@@ -159,3 +183,69 @@ async def langchain_astream(
                 yield event
     for event in rewriter.finish():
         yield event
+
+
+AnthropicEvent = Union["RawMessageStreamEvent", "MessageStreamEvent", Mapping[str, Any]]
+ResponsesEvent = Union["ResponseStreamEvent", Mapping[str, Any]]
+
+#: Events of the ``anthropic`` SDK's ``MessageStream`` that repeat a raw delta.
+_ANTHROPIC_HELPER_EVENTS = frozenset({"text", "citation", "thinking", "signature", "input_json"})
+
+
+def _anthropic_raw(event: AnthropicEvent) -> bool:
+    return _get(event, "type") not in _ANTHROPIC_HELPER_EVENTS
+
+
+def anthropic_stream(
+    stream: Iterable[AnthropicEvent],
+    provider: Optional[ProviderStream] = None,
+) -> Iterator[Event]:
+    """Reads an ``anthropic`` SDK message stream through ``provider`` (default: a new
+    ``ProviderStream(dialect="anthropic")``): yields its events, ending with ``DoneEvent``.
+    Citations (``citations_delta``) are numbered at the end of the text block they cite."""
+    ps = provider if provider is not None else ProviderStream(dialect="anthropic")
+    for event in stream:
+        if _anthropic_raw(event):
+            yield from ps.feed_event(event)
+    yield from ps.finish()
+
+
+async def anthropic_astream(
+    stream: AsyncIterable[AnthropicEvent],
+    provider: Optional[ProviderStream] = None,
+) -> AsyncIterator[Event]:
+    """``anthropic_stream`` for an ``AsyncStream`` / ``AsyncMessageStream``."""
+    ps = provider if provider is not None else ProviderStream(dialect="anthropic")
+    async for event in stream:
+        if _anthropic_raw(event):
+            for e in ps.feed_event(event):
+                yield e
+    for e in ps.finish():
+        yield e
+
+
+def openai_responses_stream(
+    stream: Iterable[ResponsesEvent],
+    provider: Optional[ProviderStream] = None,
+) -> Iterator[Event]:
+    """Reads an ``openai`` SDK Responses stream through ``provider`` (default: a new
+    ``ProviderStream(dialect="openai-responses")``): yields its events, ending with
+    ``DoneEvent``. ``url_citation`` annotations replace the model's own inline link to the cited
+    url, or are bound to their span; ``file_citation`` goes at its index."""
+    ps = provider if provider is not None else ProviderStream(dialect="openai-responses")
+    for event in stream:
+        yield from ps.feed_event(event)
+    yield from ps.finish()
+
+
+async def openai_responses_astream(
+    stream: AsyncIterable[ResponsesEvent],
+    provider: Optional[ProviderStream] = None,
+) -> AsyncIterator[Event]:
+    """``openai_responses_stream`` for an ``AsyncStream``."""
+    ps = provider if provider is not None else ProviderStream(dialect="openai-responses")
+    async for event in stream:
+        for e in ps.feed_event(event):
+            yield e
+    for e in ps.finish():
+        yield e
