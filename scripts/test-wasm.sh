@@ -2,7 +2,9 @@
 # Builds the citeflow-wasm npm package (crates/wasm/pkg: web + nodejs builds, .d.ts included)
 # and runs its tests:
 #   1. the shared golden vectors and the API tests under Node (node:test, through the package),
-#      and snapshots exchanged with the Rust CLI (`citeflow render --snapshot-in/--snapshot-out`),
+#      snapshots exchanged with the Rust CLI (`citeflow render --snapshot-in/--snapshot-out`),
+#      and every recorded provider stream in $CITEFLOW_SHARED_DIR/fixtures/streams through
+#      ProviderStream, compared with `citeflow render --input jsonl --output jsonl`,
 #   2. wasm-bindgen-test under Node (plus the crate's host unit tests),
 #   3. one test in headless Chromium loading the web build from a local static server,
 #   and type-checks a TypeScript file against the package's .d.ts files.
@@ -64,16 +66,16 @@ cp "$crate/npm/package.json" "$pkg/package.json"
 cp "$crate/npm/node-package.json" "$pkg/node/package.json"
 cp "$crate/README.md" "$pkg/README.md"
 
-step "build the CLI (snapshot interop test)"
+step "build the CLI (snapshot interop and recorded stream tests)"
 cargo build -p citeflow-cli
 export CITEFLOW_CLI="$target_dir/debug/citeflow"
 
 step "npm packages of the test harness"
 (cd "$harness" && npm ci --no-audit --no-fund)
 
-step "node:test: golden vectors, API, snapshots with the CLI, headless Chromium"
+step "node:test: golden vectors, API, snapshots and recorded provider streams with the CLI, headless Chromium"
 (cd "$harness" && node --test --test-reporter=spec \
-  vectors.test.mjs api.test.mjs snapshot-cli.test.mjs browser.test.mjs)
+  vectors.test.mjs api.test.mjs snapshot-cli.test.mjs streams.test.mjs browser.test.mjs)
 
 step "TypeScript: the package's .d.ts files type the API (tsc --noEmit)"
 (cd "$harness" && ./node_modules/.bin/tsc -p tsconfig.json)

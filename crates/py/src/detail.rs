@@ -18,7 +18,7 @@ fn py_bool(b: bool) -> &'static str {
 /// A position in the rendered output in three units: `bytes` (UTF-8), `chars` (code points:
 /// a Python `str` index) and `utf16` (UTF-16 code units: a JavaScript index).
 #[pyclass(frozen, eq, hash, module = "citeflow._citeflow")]
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Position {
     pub(crate) inner: core::Position,
 }
@@ -75,7 +75,7 @@ impl Position {
 
 /// A range `start..end` of the rendered output.
 #[pyclass(frozen, eq, hash, module = "citeflow._citeflow")]
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Span {
     pub(crate) inner: core::Span,
 }

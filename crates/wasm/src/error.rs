@@ -1,5 +1,7 @@
 //! Core errors as JS `Error`s with a `name` (the error family) and a stable snake_case `code`.
 
+use citeflow_core::provider::ProviderError;
+use citeflow_core::sse::SseError;
 use citeflow_core::{NumberingError, RestoreError, RewriteError, SettingsError, SourceError};
 
 /// An error on its way to JS: thrown as an `Error` whose `name`, `code` and `message` are these.
@@ -8,7 +10,7 @@ use citeflow_core::{NumberingError, RestoreError, RewriteError, SettingsError, S
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BindingError {
     /// The error family: `SettingsError`, `SourceError`, `NumberingError`, `RewriteError`,
-    /// `RestoreError` or `TypeError`.
+    /// `RestoreError`, `ProviderError` or `TypeError`.
     pub name: &'static str,
     /// Stable snake_case code, e.g. `unknown_name`, `invalid_utf8`, `ended`.
     pub code: &'static str,
@@ -107,6 +109,26 @@ impl From<RestoreError> for BindingError {
             _ => "invalid_snapshot",
         };
         BindingError::new("RestoreError", code, e.to_string())
+    }
+}
+
+impl From<ProviderError> for BindingError {
+    fn from(e: ProviderError) -> Self {
+        let code = match &e {
+            ProviderError::Rewrite(inner) => return inner.clone().into(),
+            ProviderError::Source(inner) => return inner.clone().into(),
+            ProviderError::Sse(SseError::LineTooLong { .. }) => "sse_line_too_long",
+            ProviderError::Sse(SseError::InvalidUtf8 { .. }) => "sse_invalid_utf8",
+            ProviderError::InvalidUtf8 { .. } => "invalid_utf8",
+            ProviderError::LineTooLong { .. } => "line_too_long",
+            ProviderError::Json { .. } => "invalid_json",
+            ProviderError::UnknownDialect { .. } => "unknown_dialect",
+            ProviderError::Shape { .. } => "unexpected_shape",
+            ProviderError::Upstream { .. } => "upstream_error",
+            ProviderError::NoText { .. } => "no_text",
+            _ => "provider",
+        };
+        BindingError::new("ProviderError", code, e.to_string())
     }
 }
 

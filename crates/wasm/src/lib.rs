@@ -47,6 +47,7 @@
 mod error;
 mod functions;
 mod js;
+mod provider;
 mod rewriter;
 mod settings;
 mod sources;
@@ -56,6 +57,7 @@ pub use error::BindingError;
 pub use functions::{
     citation_instruction, context_block, default_settings, prompt_settings, render_list, rewrite,
 };
+pub use provider::ProviderStream;
 pub use rewriter::Rewriter;
 pub use sources::Sources;
 pub use types::*;

@@ -115,16 +115,72 @@ export interface Report {
 export interface SourceEvent { type: "source"; number: number; source: Source; round?: number; is_new: boolean }
 /** Rendered text; concatenated, the texts are the whole answer. */
 export interface TextEvent { type: "text"; text: string }
-/** A resolved citation. Offsets are UTF-8 bytes (output, and decoded input). */
-export interface CitationEvent { type: "citation"; number: number; source_id: string; byte_offset: number; input_byte_offset: number }
+/** A position in the rendered output in the three units strings are indexed with. */
+export interface Position {
+  /** UTF-8 bytes. */
+  bytes: number;
+  /** Code points (Python string indexes). */
+  chars: number;
+  /** UTF-16 code units (JavaScript string indexes). */
+  utf16: number;
+}
+/** A range `start..end` of the rendered output. */
+export interface Span { start: Position; end: Position }
+/** What a provider said about a citation it reported beside the text (`ProviderStream`). */
+export interface CitationDetail {
+  /** The text the provider says supports the answer, for a hover. */
+  quote?: string;
+  /** The cited part of the rendered output, when the provider said which it is. */
+  span?: Span;
+  /** Present (true) when the citation arrived after its text was shown: the number is in no `text` event; `done.text` has it. */
+  late?: boolean;
+  /** Present (true) when the number stands for `span` (the model's own inline link to the cited url) instead of following it. */
+  replaces_span?: boolean;
+}
+/**
+ * A resolved citation. `byte_offset` (output) and `input_byte_offset` (decoded input) are UTF-8 bytes;
+ * `utf16_offset` is the output position as a JavaScript string index, `char_offset` in code points.
+ */
+export interface CitationEvent {
+  type: "citation";
+  number: number;
+  source_id: string;
+  byte_offset: number;
+  input_byte_offset: number;
+  char_offset: number;
+  utf16_offset: number;
+  /** Absent for a marker the model wrote. */
+  provider?: CitationDetail;
+}
 /** A marker, or one id in it, that did not resolve. */
 export interface UnresolvedEvent { type: "unresolved"; raw: string; reference: string; reason: "unknown_id" | "rank_out_of_range"; byte_offset: number; input_byte_offset: number }
 /** `numberSource: "external"` only: answer with `provideNumber(key, n)`. */
 export interface NumberNeededEvent { type: "number_needed"; key: string; source_id: string }
-/** The end: the final source list and the report. */
-export interface DoneEvent { type: "done"; sources: ListedSource[]; report: Report }
+/** The end: the final source list and the report; `text` is the final answer when provider citations were bound after their text was shown. */
+export interface DoneEvent { type: "done"; sources: ListedSource[]; report: Report; text?: string }
 /** One output of the rewriter, exactly the core's serde JSON of `Event`. */
 export type Event = SourceEvent | TextEvent | CitationEvent | UnresolvedEvent | NumberNeededEvent | DoneEvent;
+
+/** A provider API's stream format; `"auto"` detects it from the first payload. */
+export type Dialect =
+  | "auto" | "openai-chat" | "openai-responses" | "anthropic" | "bedrock" | "cohere" | "gemini" | "gemini-interactions";
+
+/** How the bytes given to `ProviderStream.feedBytes` are framed. */
+export type Framing = "auto" | "sse" | "jsonl" | "text";
+
+/** Options of `new ProviderStream(sources, options)`. */
+export interface ProviderStreamOptions {
+  settings?: Settings;
+  /** The numbering to continue (the session's saved entries). */
+  numbering?: NumberEntry[];
+  /** Default: `"auto"`. */
+  dialect?: Dialect;
+  /** Default: `"auto"`. */
+  framing?: Framing;
+}
+
+/** One parsed provider event (an SDK's stream event object), or its JSON text. A JSON string value is a chunk of answer text. */
+export type ProviderEvent = Record<string, unknown> | string;
 
 /** The result of `rewrite`. */
 export interface Rewritten {
@@ -145,7 +201,7 @@ export type Accepted = "new" | "duplicate";
 
 /** What every function of this package throws (besides wasm traps). */
 export interface CiteflowError extends Error {
-  name: "SettingsError" | "SourceError" | "NumberingError" | "RewriteError" | "RestoreError" | "TypeError" | "RangeError" | "Error";
+  name: "SettingsError" | "SourceError" | "NumberingError" | "RewriteError" | "RestoreError" | "ProviderError" | "TypeError" | "RangeError" | "Error";
   /** Stable snake_case code, e.g. `unknown_name`, `duplicate_id`, `invalid_utf8`, `ended`, `gap`. */
   code: string;
 }
@@ -198,4 +254,10 @@ extern "C" {
     /// `Accepted`.
     #[wasm_bindgen(typescript_type = "Accepted")]
     pub type JsAccepted;
+    /// `ProviderStreamOptions`.
+    #[wasm_bindgen(typescript_type = "ProviderStreamOptions")]
+    pub type JsProviderStreamOptions;
+    /// `ProviderEvent`.
+    #[wasm_bindgen(typescript_type = "ProviderEvent")]
+    pub type JsProviderEvent;
 }

@@ -1,6 +1,7 @@
 // Compiled with `tsc --noEmit` (tsconfig.json) by scripts/test-wasm.sh: the package's .d.ts
 // files resolve through its "exports" and type the API as documented. Never run.
 import {
+  ProviderStream,
   Rewriter,
   Sources,
   renderList,
@@ -35,13 +36,15 @@ function describe(e: Event): string {
     case "source":
       return `${e.number} ${e.source.id} ${e.is_new} ${e.round ?? ""}`;
     case "citation":
-      return `${e.number} ${e.source_id} ${e.byte_offset} ${e.input_byte_offset}`;
+      return `${e.number} ${e.source_id} ${e.byte_offset} ${e.input_byte_offset} ${e.char_offset} ${e.utf16_offset} ${
+        e.provider?.span?.end.utf16 ?? ""
+      } ${e.provider?.quote ?? ""} ${e.provider?.late ?? false}`;
     case "unresolved":
       return `${e.raw} ${e.reference} ${e.reason}`;
     case "number_needed":
       return `${e.key} ${e.source_id}`;
     case "done":
-      return `${e.report.verified} ${e.sources.map((s) => s.number).join(",")}`;
+      return `${e.report.verified} ${e.sources.map((s) => s.number).join(",")} ${e.text ?? ""}`;
   }
 }
 
@@ -68,3 +71,12 @@ async function web(): Promise<void> {
 }
 
 void [round, snake, badStyle, prefix, kept, text, web];
+
+const ps = new ProviderStream(new Sources(), { dialect: "anthropic", framing: "sse", settings: { style: "brackets" } });
+const fromBytes: Event[] = ps.feedBytes(new Uint8Array([0x64]));
+const fromEvent: Event[] = ps.feedEvent({ type: "message_start" });
+const fromJson: Event[] = ps.feedEvent('{"type":"ping"}');
+const psDialect: string | undefined = ps.dialect;
+for (const e of ps.finish()) describe(e);
+// @ts-expect-error unknown dialect
+new ProviderStream(new Sources(), { dialect: "claude" });

@@ -1,0 +1,117 @@
+// The recorded provider streams ($CITEFLOW_SHARED_DIR/fixtures/streams/*.chunks.txt, default
+// ../shared beside the checkout) through the package's ProviderStream: the events must be
+// exactly the JSON that `citeflow render --input jsonl --output jsonl` prints for the same
+// file, whether the bytes come whole, cut every 7 bytes, or one parsed event at a time.
+// scripts/test-wasm.sh builds the CLI and sets CITEFLOW_CLI.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+import { ProviderStream, Sources } from "citeflow";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const workspace = resolve(here, "..", "..", "..", "..");
+const shared = process.env.CITEFLOW_SHARED_DIR ?? join(workspace, "..", "shared");
+const streamsDir = join(shared, "fixtures", "streams");
+const cli = process.env.CITEFLOW_CLI;
+
+function recordings() {
+  if (!existsSync(streamsDir) || !statSync(streamsDir).isDirectory()) {
+    throw new Error(`recorded streams directory ${streamsDir} is missing (set CITEFLOW_SHARED_DIR)`);
+  }
+  const files = readdirSync(streamsDir).filter((f) => f.endsWith(".chunks.txt")).sort();
+  assert.ok(files.length >= 17, `expected the 17 provider recordings in ${streamsDir}, found ${files.length}`);
+  return files;
+}
+
+function cliEvents(data) {
+  assert.ok(cli, "CITEFLOW_CLI is not set (scripts/test-wasm.sh builds the CLI and sets it)");
+  assert.ok(existsSync(cli), `no CLI at ${cli}`);
+  const r = spawnSync(cli, ["render", "--input", "jsonl", "--output", "jsonl"], { input: data, encoding: "utf8" });
+  assert.equal(r.status, 0, `citeflow render failed: ${r.stderr}`);
+  return r.stdout
+    .split("\n")
+    .filter((l) => l.trim() !== "")
+    .map((l) => JSON.parse(l));
+}
+
+function run(feed) {
+  const ps = new ProviderStream(new Sources());
+  const events = [];
+  feed(ps, events);
+  events.push(...ps.finish());
+  assert.equal(ps.pollEvent(), undefined);
+  return { events, dialect: ps.dialect };
+}
+
+for (const file of recordings()) {
+  test(`recording_gives_the_cli_events: ${file}`, () => {
+    const data = readFileSync(join(streamsDir, file));
+    const want = cliEvents(data);
+    assert.equal(want.at(-1).type, "done", file);
+
+    const whole = run((ps, out) => out.push(...ps.feedBytes(new Uint8Array(data))));
+    assert.deepStrictEqual(whole.events, want, `${file}: whole file`);
+    assert.ok(whole.dialect, `${file}: no dialect detected`);
+
+    const cut = run((ps, out) => {
+      for (let i = 0; i < data.length; i += 7) out.push(...ps.feedBytes(new Uint8Array(data.subarray(i, i + 7))));
+    });
+    assert.deepStrictEqual(cut.events, want, `${file}: 7-byte pieces`);
+
+    const lines = data.toString("utf8").split("\n").filter((l) => l.trim() !== "");
+    const parsed = run((ps, out) => {
+      for (const line of lines) out.push(...ps.feedEvent(JSON.parse(line)));
+    });
+    assert.deepStrictEqual(parsed.events, want, `${file}: one parsed event at a time`);
+  });
+}
+
+test("provider_stream_errors_name_the_line_and_family", () => {
+  const ps = new ProviderStream(new Sources());
+  assert.throws(
+    () => ps.feedEvent({ hello: "world" }),
+    (e) => e.name === "ProviderError" && e.code === "unknown_dialect" && /line 1/.test(e.message),
+  );
+  assert.throws(() => ps.feedEvent({ hello: "again" }), (e) => e.name === "RewriteError" && e.code === "failed");
+
+  const bad = new ProviderStream(new Sources());
+  assert.throws(() => bad.feedEvent("{not json"), (e) => e.name === "ProviderError" && e.code === "invalid_json");
+
+  assert.throws(
+    () => new ProviderStream(new Sources(), { dialect: "nope" }),
+    (e) => e.name === "SettingsError" && e.code === "unknown_name",
+  );
+});
+
+test("provider_citation_offsets_slice_the_same_text_in_every_unit", () => {
+  // Cohere binds late: the citation carries its span in bytes, code points and UTF-16 units.
+  const ps = new ProviderStream(new Sources(), { dialect: "cohere" });
+  const events = [
+    ...ps.feedEvent({ type: "content-start", index: 0, delta: { message: { content: { type: "text", text: "" } } } }),
+    ...ps.feedEvent({ type: "content-delta", index: 0, delta: { message: { content: { text: "Le ciel 😀 est bleu." } } } }),
+    ...ps.feedEvent({
+      type: "citation-start",
+      index: 0,
+      delta: {
+        message: {
+          citations: { start: 14, end: 18, text: "bleu", sources: [{ type: "document", id: "doc:0", document: { title: "Ciel" } }] },
+        },
+      },
+    }),
+    ...ps.finish(),
+  ];
+  const text = events.filter((e) => e.type === "text").map((e) => e.text).join("");
+  const c = events.find((e) => e.type === "citation");
+  assert.equal(c.provider.late, true);
+  assert.equal(c.provider.quote, "bleu");
+  const { start, end } = c.provider.span;
+  assert.equal(text.slice(start.utf16, end.utf16), "bleu");
+  assert.equal(Array.from(text).slice(start.chars, end.chars).join(""), "bleu");
+  const bytes = new TextEncoder().encode(text);
+  assert.equal(new TextDecoder().decode(bytes.subarray(start.bytes, end.bytes)), "bleu");
+  assert.equal(events.at(-1).text, "Le ciel 😀 est bleu[1].");
+});
