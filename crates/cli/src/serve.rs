@@ -79,6 +79,18 @@ pub(crate) struct ServeArgs {
     /// Longest upstream silence between chunks in ms [default: 60000].
     #[arg(long)]
     upstream_idle_timeout_ms: Option<u64>,
+    /// Longest a client may take to send a request's headers, in ms; then the connection is
+    /// closed [default: 10000].
+    #[arg(long)]
+    header_read_timeout_ms: Option<u64>,
+    /// Longest a client may take to send a request's body, in ms (408 request_timeout)
+    /// [default: 60000].
+    #[arg(long)]
+    body_read_timeout_ms: Option<u64>,
+    /// Most connections served at once (each open stream holds one); further ones wait
+    /// [default: 1024].
+    #[arg(long)]
+    max_connections: Option<usize>,
     /// How long an unused session is kept, in ms [default: 7 days].
     #[arg(long)]
     session_ttl_ms: Option<u64>,
@@ -156,6 +168,11 @@ fn limits(a: &ServeArgs) -> Limits {
     set(&mut l.upstream_response_timeout_ms, a.upstream_timeout_ms);
     set(&mut l.upstream_idle_timeout_ms, a.upstream_idle_timeout_ms);
     set(&mut l.session_idle_ttl_ms, a.session_ttl_ms);
+    set(&mut l.header_read_timeout_ms, a.header_read_timeout_ms);
+    set(&mut l.body_read_timeout_ms, a.body_read_timeout_ms);
+    if let Some(v) = a.max_connections {
+        l.max_connections = v;
+    }
     l
 }
 

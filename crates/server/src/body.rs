@@ -4,6 +4,7 @@ use axum::body::Body;
 use citeflow_core::Source;
 use serde_json::Value;
 
+use crate::conn::body_error;
 use crate::error::ApiError;
 use crate::settings::Limits;
 
@@ -12,7 +13,7 @@ pub(crate) async fn read_json(body: Body, limits: &Limits) -> Result<Value, ApiE
     let max_bytes = limits.max_body_bytes;
     let bytes = axum::body::to_bytes(body, max_bytes)
         .await
-        .map_err(|_| ApiError::BodyTooLarge { max_bytes })?;
+        .map_err(|e| body_error(e, ApiError::BodyTooLarge { max_bytes }))?;
     if bytes.is_empty() {
         return Ok(Value::Object(Default::default()));
     }

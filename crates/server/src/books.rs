@@ -257,7 +257,7 @@ pub(crate) async fn upload(
     let max_bytes = state.settings.limits.max_book_bytes;
     let bytes = axum::body::to_bytes(body, max_bytes)
         .await
-        .map_err(|_| ApiError::BodyTooLarge { max_bytes })?;
+        .map_err(|e| crate::conn::body_error(e, ApiError::BodyTooLarge { max_bytes }))?;
     if bytes.is_empty() {
         return Err(ApiError::invalid(
             "the body is empty: send the bytes of an .epub file",

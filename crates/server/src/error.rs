@@ -97,6 +97,12 @@ pub enum ApiError {
         /// The one the route reads.
         expected: &'static str,
     },
+    /// The body was not received within `body_read_timeout_ms` (408 `request_timeout`).
+    #[error("the request body was not received within {timeout_ms} ms")]
+    RequestTimeout {
+        /// The time-out.
+        timeout_ms: u64,
+    },
     /// The body is larger than the limit.
     #[error("request body is larger than {max_bytes} bytes")]
     BodyTooLarge {
@@ -169,6 +175,7 @@ impl ApiError {
         match self {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::ForbiddenOrigin { .. } => StatusCode::FORBIDDEN,
+            ApiError::RequestTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
             ApiError::UnsupportedMediaType { .. } => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::NotFound { .. }
             | ApiError::NoRoute { .. }
@@ -204,6 +211,7 @@ impl ApiError {
         match self {
             ApiError::Unauthorized => "invalid_api_key",
             ApiError::ForbiddenOrigin { .. } => "forbidden_origin",
+            ApiError::RequestTimeout { .. } => "request_timeout",
             ApiError::UnsupportedMediaType { .. } => "unsupported_media_type",
             ApiError::NotFound { .. } => "not_found",
             ApiError::NoRoute { .. } => "unknown_route",

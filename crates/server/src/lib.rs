@@ -28,6 +28,7 @@ mod auth;
 mod body;
 mod books;
 mod chat;
+mod conn;
 mod error;
 mod generate;
 mod guard;
@@ -100,6 +101,10 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/streams/{id}", get(streams::resume))
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            conn::body_deadline,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             guard::browser_guard,
@@ -252,14 +257,14 @@ pub async fn launch(
         signal_state.begin_shutdown();
         let _ = stopped_tx.send(());
     };
-    let server = axum::serve(listener, app).with_graceful_shutdown(graceful);
-    let result = tokio::select! {
-        r = server => r,
+    let limits = state.settings.limits.clone();
+    tokio::select! {
+        () = conn::serve(listener, app, &limits, graceful) => {}
         () = async {
             let _ = stopped_rx.await;
             tokio::time::sleep(Duration::from_secs(5)).await;
-        } => Ok(()),
+        } => {}
     };
     purge.abort();
-    result.map_err(LaunchError::from)
+    Ok(())
 }

@@ -110,6 +110,24 @@ pub struct Limits {
     /// ### Default
     /// 200,000.
     pub max_reading_chars: usize,
+    /// Longest a client may take to send a request's headers (HTTP/1): then the connection
+    /// is closed, so a slow client cannot hold a socket for ever.
+    ///
+    /// ### Default
+    /// 10 s.
+    pub header_read_timeout_ms: u64,
+    /// Longest a client may take to send a request's body, from the end of its headers
+    /// (`request_timeout`, 408).
+    ///
+    /// ### Default
+    /// 60 s.
+    pub body_read_timeout_ms: u64,
+    /// Most connections served at once; further ones wait in the listen backlog until one
+    /// closes. Each open SSE stream holds one.
+    ///
+    /// ### Default
+    /// 1024.
+    pub max_connections: usize,
 }
 
 impl Default for Limits {
@@ -126,6 +144,9 @@ impl Default for Limits {
             max_top_k: 32,
             max_book_bytes: 64 << 20,
             max_reading_chars: 200_000,
+            header_read_timeout_ms: 10_000,
+            body_read_timeout_ms: 60_000,
+            max_connections: 1024,
         }
     }
 }

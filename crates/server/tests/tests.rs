@@ -3,6 +3,7 @@
 
 mod api;
 mod books;
+mod conn;
 mod failures;
 mod guard;
 mod hostile;
