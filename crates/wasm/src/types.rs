@@ -9,20 +9,22 @@ use wasm_bindgen::prelude::*;
 #[wasm_bindgen(typescript_custom_section)]
 const TS_TYPES: &str = r#"
 /** A marker syntax the scanner recognises. */
-export type Syntax = "double_bracket" | "cite_colon" | "cite_tag" | "single_bracket" | "bare_id";
+export type Syntax =
+  | "double_bracket" | "cite_colon" | "cite_tag" | "single_bracket" | "bare_id"
+  | "openai_cite" | "assistants_cite" | "footnote";
 
 /** How numbers are written into the text: `[1]`, `[[1]](url)`, `【1】`, `<sup>…</sup>`, `[^1]`, or a template with `{n}`, `{id}`, `{url}`, `{title}`. */
 export type Style =
-  | "brackets" | "markdown_link" | "full_width" | "html" | "footnote"
-  | "markdown" | "fullwidth" | `template:${string}`
-  | { template: string };
+  | "brackets" | "markdown_link" | "full_width" | "html" | "footnote" | "remove" | "as_written"
+  | "markdown" | "fullwidth" | "as-written" | `template:${string}` | `html_template:${string}`
+  | { template: string } | { html_template: string };
 
 /** The shape of ids in ambiguous markers: `"source_<digits>"`, `"doc-<word>"`, or its parts. */
 export type IdShape = string | { prefix: string; body: "digits" | "word" };
 
 /** Everything that decides how a stream is rewritten. Every key is optional; the defaults are the core's. */
 export interface Settings {
-  /** Default: all but `bare_id`. */
+  /** Default: all but `bare_id` and `footnote`. */
   syntaxes?: Syntax[];
   /** Default: `"source_<digits>"`. */
   idShape?: IdShape;

@@ -53,7 +53,9 @@ __all__ = [
 __version__: Final[str]
 MIN_PENDING_BYTES: Final[int]
 
-_SyntaxName = Literal["double_bracket", "cite_colon", "cite_tag", "single_bracket", "bare_id"]
+_SyntaxName = Literal[
+    "double_bracket", "cite_colon", "cite_tag", "single_bracket", "bare_id", "openai_cite", "assistants_cite", "footnote"
+]
 _RankName = Literal["off", "renumber", "keep"]
 _UnknownName = Literal["mark", "drop", "keep"]
 _InvalidUtf8Name = Literal["replace", "error"]

@@ -179,7 +179,7 @@ test("errors_have_name_and_code", () => {
 test("settings_are_camel_case_and_read_back", () => {
   const d = defaultSettings();
   assert.deepStrictEqual(d, {
-    syntaxes: ["double_bracket", "cite_colon", "cite_tag", "single_bracket"],
+    syntaxes: ["double_bracket", "cite_colon", "cite_tag", "single_bracket", "openai_cite", "assistants_cite"],
     idShape: { prefix: "source_", body: "digits" },
     rank: "off",
     unknown: "mark",
