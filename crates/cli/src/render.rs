@@ -192,8 +192,8 @@ impl<W: Write> Renderer<W> {
     fn release_held(&mut self) -> Result<()> {
         if let Some(h) = self.held.take() {
             self.out.write_all(h.as_bytes())?;
-            self.out.flush()?;
         }
+        self.out.flush()?;
         Ok(())
     }
 
@@ -245,7 +245,6 @@ impl<W: Write> Renderer<W> {
                 },
             }
         }
-        self.out.flush()?;
         Ok(())
     }
 
@@ -304,25 +303,30 @@ pub(crate) fn run(args: RenderArgs) -> Result<ExitCode> {
         stream = stream.with_dialect(d);
     }
     let stdout = std::io::stdout();
+    // Output is buffered and flushed whenever the input has nothing more ready: a queue of
+    // chunks is written in a few writes, a chunk that arrives alone is shown at once.
     let mut r = Renderer {
         args_output: args.output,
         list: args.list,
         list_format: ListFormat::from_name(&args.list_format)?,
         stream,
         held: None,
-        out: stdout.lock(),
+        out: std::io::BufWriter::with_capacity(64 * 1024, stdout.lock()),
     };
-    let stdin = std::io::stdin();
-    let mut input = stdin.lock();
-    let mut buf = vec![0u8; 64 * 1024];
+    let input = read_stdin();
     loop {
-        let n = match input.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e).context("cannot read stdin"),
+        let chunk = match input.try_recv() {
+            Ok(chunk) => chunk,
+            Err(std::sync::mpsc::TryRecvError::Empty) => {
+                r.out.flush()?;
+                match input.recv() {
+                    Ok(chunk) => chunk,
+                    Err(_) => break,
+                }
+            }
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => break,
         };
-        r.write(&buf[..n])?;
+        r.write(&chunk.context("cannot read stdin")?)?;
     }
     if let Some(p) = &args.snapshot_out {
         let rw = match r.stream.rewriter() {
@@ -335,7 +339,9 @@ pub(crate) fn run(args: RenderArgs) -> Result<ExitCode> {
         r.out.flush()?;
         return Ok(ExitCode::SUCCESS);
     }
-    let numbering = r.end()?;
+    let numbering = r.end();
+    r.out.flush()?;
+    let numbering = numbering?;
     if let (Some(p), Scope::Session) = (&args.session_file, args.scope) {
         let f = SessionFile {
             numbering: numbering.entries().to_vec(),
@@ -344,4 +350,30 @@ pub(crate) fn run(args: RenderArgs) -> Result<ExitCode> {
             .with_context(|| format!("cannot write session file {}", p.display()))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Stdin read on its own thread, so that the renderer can tell whether more input is ready.
+fn read_stdin() -> std::sync::mpsc::Receiver<std::io::Result<Vec<u8>>> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(64);
+    std::thread::spawn(move || {
+        let mut input = std::io::stdin().lock();
+        loop {
+            let mut buf = vec![0u8; 64 * 1024];
+            match input.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    buf.truncate(n);
+                    if tx.send(Ok(buf)).is_err() {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    break;
+                }
+            }
+        }
+    });
+    rx
 }
