@@ -276,6 +276,19 @@ impl ProviderStream {
         Ok(())
     }
 
+    /// Decides the held-back text now, as at the end of a content block (see
+    /// [`Rewriter::write_boundary`]), and keeps the stream open: for a caller that re-emits
+    /// the provider's own events and must give a block all of its text before it closes.
+    ///
+    /// # Errors
+    /// As [`ProviderStream::write`].
+    pub fn write_boundary(&mut self) -> Result<(), ProviderError> {
+        self.feed_all()?;
+        self.rw_mut().write_boundary();
+        self.drain();
+        Ok(())
+    }
+
     /// Answers [`Event::NumberNeeded`] (see [`Rewriter::provide_number`]).
     ///
     /// # Errors
