@@ -58,6 +58,14 @@ pub(crate) struct ServeArgs {
     /// Bearer key sent to the upstream.
     #[arg(long, env = "CITEFLOW_UPSTREAM_API_KEY", hide_env_values = true)]
     upstream_api_key: Option<String>,
+    /// Base URL of the Anthropic Messages API, e.g. https://api.anthropic.com/v1: POST
+    /// /v1/messages is forwarded to URL/messages (with --upstream-api-key sent as x-api-key).
+    #[arg(long, env = "CITEFLOW_ANTHROPIC_UPSTREAM")]
+    anthropic_upstream: Option<String>,
+    /// Send each caller's own key (Authorization or x-api-key) to the upstream instead of
+    /// --upstream-api-key: for deployments where every user brings their key.
+    #[arg(long, env = "CITEFLOW_FORWARD_CLIENT_KEY")]
+    forward_client_key: bool,
     /// Largest request body in bytes [default: 4194304].
     #[arg(long)]
     max_body_bytes: Option<usize>,
@@ -364,6 +372,8 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .with_index(index)
         .with_allowed_origins(args.allow_origins.clone())
         .with_allow_no_auth(args.allow_no_auth)
+        .with_anthropic_upstream(args.anthropic_upstream.clone())
+        .with_forward_client_key(args.forward_client_key)
         .with_limits(limits(&args));
     let settings = match &local {
         Some(_) => settings.with_prompt_defaults(crate::local_model::LOCAL_MODEL_PROMPT),

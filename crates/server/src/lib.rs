@@ -24,6 +24,7 @@
 //! # }
 //! ```
 
+mod ai_sdk;
 mod auth;
 mod body;
 mod books;
@@ -32,10 +33,14 @@ mod conn;
 mod error;
 mod generate;
 mod guard;
+mod messages;
 mod metrics;
+mod passthrough;
+mod proxy;
 #[cfg(feature = "_replay")]
 #[doc(hidden)]
 pub mod replay;
+mod responses;
 mod sessions;
 mod settings;
 mod state;
@@ -74,11 +79,18 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("get", "/v1/books/{key}/read"),
     ("post", "/v1/books/{key}/search"),
     ("post", "/v1/chat/completions"),
+    ("post", "/v1/messages"),
+    ("get", "/v1/messages/{id}"),
+    ("post", "/v1/responses"),
+    ("get", "/v1/responses/{id}"),
     ("post", "/v1/sessions"),
     ("get", "/v1/sessions/{id}"),
     ("delete", "/v1/sessions/{id}"),
     ("post", "/v1/sessions/{id}/rounds"),
     ("get", "/v1/streams/{id}"),
+    ("get", "/v1/{path}"),
+    ("post", "/v1/{path}"),
+    ("delete", "/v1/{path}"),
 ];
 
 /// The axum service over `state`.
@@ -99,6 +111,11 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/v1/sessions/{id}/rounds", post(sessions::append_round))
         .route("/v1/streams/{id}", get(streams::resume))
+        .route("/v1/responses", post(responses::create))
+        .route("/v1/responses/{id}", get(responses::resume))
+        .route("/v1/messages", post(messages::create))
+        .route("/v1/messages/{id}", get(messages::resume))
+        .route("/v1/{*path}", axum::routing::any(passthrough::forward))
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
         .layer(axum::middleware::from_fn_with_state(

@@ -241,6 +241,10 @@ impl Replay {
         Router::new()
             .route("/v1/chat/completions", post(answer))
             .route("/v1/completions", post(answer))
+            .route("/v1/responses", post(answer))
+            .route("/v1/messages", post(answer))
+            .route("/v1/models", axum::routing::get(models))
+            .route("/v1/embeddings", post(embeddings))
             .with_state(self.clone())
     }
 
@@ -325,6 +329,41 @@ async fn answer(State(replay): State<Replay>, body: axum::body::Bytes) -> Respon
         .header("content-type", "text/event-stream")
         .body(Body::from_stream(stream))
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+/// `GET /v1/models`: a fixed list.
+async fn models() -> Response {
+    axum::Json(json!({"object": "list", "data": [
+        {"id": "replay", "object": "model", "created": 1_700_000_000, "owned_by": "citeflow"}
+    ]}))
+    .into_response()
+}
+
+/// `POST /v1/embeddings`: one small vector per input string, derived from its bytes.
+async fn embeddings(body: axum::body::Bytes) -> Response {
+    let req: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let inputs: Vec<String> = match req.get("input") {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|v| v.as_str().unwrap_or_default().to_owned())
+            .collect(),
+        _ => Vec::new(),
+    };
+    let data: Vec<Value> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let sum: u32 = s.bytes().map(u32::from).sum();
+            let v = [s.len() as f64, f64::from(sum % 97) / 97.0, 0.5];
+            json!({"object": "embedding", "index": i, "embedding": v})
+        })
+        .collect();
+    axum::Json(
+        json!({"object": "list", "data": data, "model": req.get("model"),
+        "usage": {"prompt_tokens": 1, "total_tokens": 1}}),
+    )
+    .into_response()
 }
 
 /// `data: {…}` events get `"replay_sent_us": <now>` as their first field.

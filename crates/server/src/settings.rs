@@ -163,6 +163,8 @@ pub struct ServerSettings {
     pub(crate) prompt: PromptDefaults,
     pub(crate) allowed_origins: Vec<String>,
     pub(crate) allow_no_auth: bool,
+    pub(crate) anthropic_upstream: Option<String>,
+    pub(crate) forward_client_key: bool,
 }
 
 /// What the server asks the model for when a request does not say (`citeflow.marker`,
@@ -204,6 +206,8 @@ impl ServerSettings {
             prompt: PromptDefaults::default(),
             allowed_origins: Vec::new(),
             allow_no_auth: false,
+            anthropic_upstream: None,
+            forward_client_key: false,
         }
     }
 
@@ -255,6 +259,29 @@ impl ServerSettings {
     /// `false`: without API keys, only a loopback listener is served.
     pub fn with_allow_no_auth(mut self, allow: bool) -> Self {
         self.allow_no_auth = allow;
+        self
+    }
+
+    /// The Anthropic Messages API base URL (e.g. `https://api.anthropic.com/v1`): `POST
+    /// /v1/messages` is forwarded to `{anthropic_upstream}/messages`.
+    ///
+    /// ### Default
+    /// None: `POST /v1/messages` answers 400 `invalid_request` naming the flag.
+    pub fn with_anthropic_upstream(mut self, url: Option<String>) -> Self {
+        self.anthropic_upstream = url
+            .filter(|u| !u.is_empty())
+            .map(|u| u.trim_end_matches('/').to_owned());
+        self
+    }
+
+    /// Sends the caller's own key to the upstream (`Authorization`, or `x-api-key` for
+    /// Anthropic) instead of [`ServerSettings::with_upstream_api_key`]'s: for deployments
+    /// where each user brings their key.
+    ///
+    /// ### Default
+    /// `false`.
+    pub fn with_forward_client_key(mut self, forward: bool) -> Self {
+        self.forward_client_key = forward;
         self
     }
 

@@ -1,0 +1,149 @@
+//! The Vercel AI SDK UI message stream (AI SDK 5+, what `useChat` reads; header
+//! `x-vercel-ai-ui-message-stream: v1`), for the responses and messages routes when a request
+//! asks for it (`citeflow.protocol: "ai-sdk"`, or an `Accept` naming
+//! `x-vercel-ai-ui-message-stream`).
+//!
+//! `start`, then for each batch of rewritten text: one `source-url` (or `source-document` for
+//! a source without a url) per number shown for the first time, before the text that shows
+//! it; `text-start`/`text-delta`/`text-end` of one text part; citeflow's events as
+//! `data-citeflow` parts; `finish` and `[DONE]`.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use citeflow_store::follow;
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+
+use crate::proxy::{Drained, Failure, Wire};
+use crate::state::AppState;
+
+/// The id of the one text part.
+const TEXT_ID: &str = "text-0";
+
+/// The UI message stream over any provider dialect.
+pub(crate) struct AiSdkWire {
+    stream_id: Option<String>,
+    boundary: fn(&Value) -> bool,
+    started: bool,
+    text_open: bool,
+}
+
+impl AiSdkWire {
+    /// `boundary` says which upstream payloads end a content block.
+    pub(crate) fn new(stream_id: Option<String>, boundary: fn(&Value) -> bool) -> Self {
+        AiSdkWire {
+            stream_id,
+            boundary,
+            started: false,
+            text_open: false,
+        }
+    }
+
+    fn parts(&mut self, d: Drained) -> Vec<Value> {
+        let mut out = Vec::new();
+        if !self.started {
+            self.started = true;
+            let id = self.stream_id.clone().unwrap_or_else(|| "msg".to_owned());
+            out.push(json!({"type": "start", "messageId": id}));
+        }
+        for (number, s) in d.new_sources {
+            let id = s
+                .get("id")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let title = s.get("title").and_then(Value::as_str).map(str::to_owned);
+            let mut meta = json!({"number": number, "id": id});
+            for k in ["cfi", "chapter", "book"] {
+                if let Some(v) = s.pointer(&format!("/metadata/{k}")) {
+                    meta[k] = v.clone();
+                }
+            }
+            let part = match s.get("url").and_then(Value::as_str) {
+                Some(url) => json!({"type": "source-url", "sourceId": format!("{number}"),
+                    "url": url, "title": title, "providerMetadata": {"citeflow": meta}}),
+                None => json!({"type": "source-document", "sourceId": format!("{number}"),
+                    "mediaType": "text/plain", "title": title.unwrap_or(id),
+                    "providerMetadata": {"citeflow": meta}}),
+            };
+            out.push(part);
+        }
+        if !d.text.is_empty() {
+            if !self.text_open {
+                self.text_open = true;
+                out.push(json!({"type": "text-start", "id": TEXT_ID}));
+            }
+            out.push(json!({"type": "text-delta", "id": TEXT_ID, "delta": d.text}));
+        }
+        let mut events = d.events;
+        events.extend(d.done);
+        if !events.is_empty() {
+            out.push(json!({"type": "data-citeflow", "data": {"events": events}}));
+        }
+        out
+    }
+}
+
+impl Wire for AiSdkWire {
+    fn before(&mut self, _payload: &Value) {}
+
+    fn is_boundary(&self, payload: &Value) -> bool {
+        (self.boundary)(payload)
+    }
+
+    fn after(&mut self, _payload: Value, d: Drained) -> Vec<Value> {
+        self.parts(d)
+    }
+
+    fn end(&mut self, d: Drained) -> Result<Vec<Value>, Failure> {
+        let mut out = self.parts(d);
+        if self.text_open {
+            self.text_open = false;
+            out.push(json!({"type": "text-end", "id": TEXT_ID}));
+        }
+        out.push(json!({"type": "finish"}));
+        out.push(Value::String("[DONE]".into()));
+        Ok(out)
+    }
+
+    fn error_event(&mut self, code: &str, message: &str) -> Value {
+        json!({"type": "error", "errorText": format!("{code}: {message}")})
+    }
+}
+
+/// The UI message stream of a logged stream after `after`.
+pub(crate) fn response(state: &AppState, stream_id: &str, after: u64) -> Response {
+    let mut shutdown = state.shutdown.clone();
+    let stop = async move {
+        let _ = shutdown.wait_for(|s| *s).await;
+    };
+    let feed = follow(state.store.clone(), stream_id.to_owned(), after)
+        .map(|e| {
+            Ok::<_, Infallible>(match e {
+                Ok(e) => SseEvent::default().id(e.id.to_string()).data(e.data),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot read stream log");
+                    SseEvent::default().data(
+                        json!({"type": "error", "errorText": "the stream log cannot be read"})
+                            .to_string(),
+                    )
+                }
+            })
+        })
+        .take_until(Box::pin(stop));
+    let mut resp = Sse::new(feed)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response();
+    let h = resp.headers_mut();
+    h.insert(
+        "x-vercel-ai-ui-message-stream",
+        axum::http::HeaderValue::from_static("v1"),
+    );
+    if let Ok(v) = stream_id.parse() {
+        h.insert("x-citeflow-stream-id", v);
+    }
+    resp
+}

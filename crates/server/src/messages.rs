@@ -1,0 +1,413 @@
+//! `POST /v1/messages`: the Anthropic Messages API, forwarded to
+//! `{anthropic_upstream}/messages` (`--anthropic-upstream`).
+//!
+//! The caller's `x-api-key` (or bearer key) is checked like any key of this server;
+//! `anthropic-version` and `anthropic-beta` are passed on. The upstream is always asked to
+//! stream; its events go through a `ProviderStream` of dialect `anthropic`. `text_delta`s
+//! carry the rewritten text (a content block gets all its text, numbers included, before its
+//! `content_block_stop`); `citations_delta`s pass unchanged (Anthropic citations name no
+//! offsets, so none can go stale) and are numbered in the session's table; citeflow's events
+//! ride in a `citeflow` field, so the official SDKs parse the stream as usual. A
+//! non-streaming request gets the message put together from the stream.
+
+use std::collections::BTreeMap;
+
+use axum::body::Body;
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use citeflow_core::provider::Dialect;
+use serde_json::{json, Value};
+
+use crate::ai_sdk::AiSdkWire;
+use crate::body::read_json;
+use crate::error::ApiError;
+use crate::proxy::{
+    self, answer_scope, failure, named_sse, open_stream, pump, spawn_stream, stream_headers,
+    upstream_key, Drained, Engine, Failure, Wire,
+};
+use crate::responses::failure_response;
+use crate::state::AppState;
+
+/// One content block as the stream built it.
+#[derive(Debug, Clone)]
+struct Block {
+    start: Value,
+    text: String,
+    citations: Vec<Value>,
+    json: String,
+}
+
+/// The Messages wire format.
+pub(crate) struct MessagesWire {
+    stream_id: Option<String>,
+    cur: Option<u64>,
+    blocks: BTreeMap<u64, Block>,
+    message: Option<Value>,
+    delta: Option<Value>,
+    pending: Vec<Value>,
+    terminal: Option<Value>,
+}
+
+fn is_block_stop(v: &Value) -> bool {
+    v.get("type").and_then(Value::as_str) == Some("content_block_stop")
+}
+
+impl MessagesWire {
+    pub(crate) fn new(stream_id: Option<String>) -> Self {
+        MessagesWire {
+            stream_id,
+            cur: None,
+            blocks: BTreeMap::new(),
+            message: None,
+            delta: None,
+            pending: Vec::new(),
+            terminal: None,
+        }
+    }
+
+    fn citeflow(&self, events: Vec<Value>) -> Value {
+        match &self.stream_id {
+            Some(id) => json!({"stream_id": id, "events": events}),
+            None => json!({"events": events}),
+        }
+    }
+
+    fn attach(&mut self, mut out: Vec<Value>) -> Vec<Value> {
+        if let Some(first) = out.first_mut() {
+            if !self.pending.is_empty() {
+                let events = std::mem::take(&mut self.pending);
+                first["citeflow"] = self.citeflow(events);
+            }
+        }
+        out
+    }
+
+    /// The rewritten text as a `text_delta` of the current text block (or of a new block
+    /// when none is open).
+    fn text_events(&mut self, text: &str) -> Vec<Value> {
+        if text.is_empty() {
+            return Vec::new();
+        }
+        match self.cur {
+            Some(i) => {
+                if let Some(b) = self.blocks.get_mut(&i) {
+                    b.text.push_str(text);
+                }
+                vec![json!({"type": "content_block_delta", "index": i,
+                    "delta": {"type": "text_delta", "text": text}})]
+            }
+            None => {
+                let i = self.blocks.keys().next_back().map_or(0, |k| k + 1);
+                let start = json!({"type": "text", "text": ""});
+                self.blocks.insert(
+                    i,
+                    Block {
+                        start: start.clone(),
+                        text: text.to_owned(),
+                        citations: Vec::new(),
+                        json: String::new(),
+                    },
+                );
+                vec![
+                    json!({"type": "content_block_start", "index": i, "content_block": start}),
+                    json!({"type": "content_block_delta", "index": i,
+                        "delta": {"type": "text_delta", "text": text}}),
+                    json!({"type": "content_block_stop", "index": i}),
+                ]
+            }
+        }
+    }
+
+    /// The whole message, as a non-streaming answer.
+    fn message(&self) -> Value {
+        let mut m = self
+            .message
+            .clone()
+            .unwrap_or_else(|| json!({"type": "message"}));
+        let content: Vec<Value> = self
+            .blocks
+            .values()
+            .map(|b| {
+                let mut c = b.start.clone();
+                match c.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        c["text"] = Value::String(b.text.clone());
+                        if !b.citations.is_empty() {
+                            c["citations"] = Value::Array(b.citations.clone());
+                        }
+                    }
+                    Some("tool_use" | "server_tool_use") if !b.json.is_empty() => {
+                        if let Ok(input) = serde_json::from_str::<Value>(&b.json) {
+                            c["input"] = input;
+                        }
+                    }
+                    _ => {}
+                }
+                c
+            })
+            .collect();
+        m["content"] = Value::Array(content);
+        if let Some(d) = &self.delta {
+            if let Some(Value::Object(delta)) = d.get("delta") {
+                for (k, v) in delta {
+                    m[k] = v.clone();
+                }
+            }
+            if let (Some(Value::Object(u)), Some(Value::Object(mu))) =
+                (d.get("usage"), m.get_mut("usage"))
+            {
+                for (k, v) in u {
+                    mu.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        m
+    }
+}
+
+impl Wire for MessagesWire {
+    fn before(&mut self, v: &Value) {
+        if v.get("type").and_then(Value::as_str) == Some("content_block_start")
+            && v.pointer("/content_block/type").and_then(Value::as_str) == Some("text")
+        {
+            self.cur = v.get("index").and_then(Value::as_u64);
+        }
+    }
+
+    fn is_boundary(&self, v: &Value) -> bool {
+        is_block_stop(v)
+    }
+
+    fn after(&mut self, mut v: Value, d: Drained) -> Vec<Value> {
+        self.pending.extend(d.events.iter().cloned());
+        let t = v
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let index = v.get("index").and_then(Value::as_u64);
+        let mut out = Vec::new();
+        match t.as_str() {
+            "message_start" => {
+                self.message = v.get("message").cloned();
+                out.push(v);
+                out.extend(self.text_events(&d.text));
+            }
+            "content_block_start" => {
+                let mut start = v.get("content_block").cloned().unwrap_or(json!({}));
+                if start.get("type").and_then(Value::as_str) == Some("text") {
+                    start["text"] = json!("");
+                    v["content_block"]["text"] = json!("");
+                }
+                if let Some(i) = index {
+                    self.blocks.insert(
+                        i,
+                        Block {
+                            start,
+                            text: String::new(),
+                            citations: Vec::new(),
+                            json: String::new(),
+                        },
+                    );
+                }
+                out.push(v);
+                out.extend(self.text_events(&d.text));
+            }
+            "content_block_delta" => {
+                let kind = v
+                    .pointer("/delta/type")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                let block = index.and_then(|i| self.blocks.get_mut(&i));
+                match (kind.as_str(), block) {
+                    ("text_delta", _) => {}
+                    ("citations_delta", Some(b)) => {
+                        b.citations.extend(v.pointer("/delta/citation").cloned());
+                        out.push(v);
+                    }
+                    ("input_json_delta", Some(b)) => {
+                        if let Some(p) = v.pointer("/delta/partial_json").and_then(Value::as_str) {
+                            b.json.push_str(p);
+                        }
+                        out.push(v);
+                    }
+                    _ => out.push(v),
+                }
+                // The rewritten text replaces the upstream's text_delta.
+                let mut text = self.text_events(&d.text);
+                text.append(&mut out);
+                out = text;
+            }
+            "content_block_stop" => {
+                out.extend(self.text_events(&d.text));
+                if index == self.cur {
+                    self.cur = None;
+                }
+                out.push(v);
+            }
+            "message_delta" => {
+                self.delta = Some(v.clone());
+                out.extend(self.text_events(&d.text));
+                out.push(v);
+            }
+            "message_stop" => {
+                out.extend(self.text_events(&d.text));
+                self.terminal = Some(v);
+            }
+            _ => {
+                out.extend(self.text_events(&d.text));
+                out.push(v);
+            }
+        }
+        self.attach(out)
+    }
+
+    fn end(&mut self, d: Drained) -> Result<Vec<Value>, Failure> {
+        self.pending.extend(d.events.iter().cloned());
+        self.cur = None;
+        let mut out = self.text_events(&d.text);
+        let Some(mut terminal) = self.terminal.take() else {
+            return Err(failure(
+                "upstream_cut",
+                "the upstream closed the stream before message_stop",
+            ));
+        };
+        let mut events = std::mem::take(&mut self.pending);
+        events.extend(d.done);
+        terminal["citeflow"] = self.citeflow(events);
+        out.push(terminal);
+        Ok(out)
+    }
+
+    fn error_event(&mut self, code: &str, message: &str) -> Value {
+        let kind = if code.starts_with("upstream") {
+            "api_error"
+        } else {
+            "overloaded_error"
+        };
+        json!({"type": "error", "error": {"type": kind, "message": message, "code": code}})
+    }
+}
+
+/// The headers the checks of this server read: `x-api-key` counts as a bearer key.
+fn auth_headers(headers: &HeaderMap) -> HeaderMap {
+    let mut h = headers.clone();
+    if !h.contains_key(axum::http::header::AUTHORIZATION) {
+        if let Some(v) = headers
+            .get("x-api-key")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|k| format!("Bearer {k}").parse().ok())
+        {
+            h.insert(axum::http::header::AUTHORIZATION, v);
+        }
+    }
+    h
+}
+
+/// `POST /v1/messages`.
+pub(crate) async fn create(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let Some(base) = state.settings.anthropic_upstream.clone() else {
+        return Err(ApiError::invalid(
+            "this server has no Anthropic upstream (start it with --anthropic-upstream URL)",
+            None,
+        ));
+    };
+    let headers = auth_headers(&headers);
+    let Value::Object(body) = read_json(body, &state.settings.limits).await? else {
+        return Err(ApiError::invalid(
+            "request body must be a JSON object",
+            None,
+        ));
+    };
+    let mut plan = proxy::plan(&state, &headers, body).await?;
+    if let Some(system) = &plan.system {
+        let block = json!({"type": "text", "text": system});
+        let merged = match plan.body.remove("system") {
+            None | Some(Value::Null) => Value::String(system.clone()),
+            Some(Value::String(s)) => Value::String(format!("{system}\n\n{s}")),
+            Some(Value::Array(mut blocks)) => {
+                blocks.insert(0, block);
+                Value::Array(blocks)
+            }
+            Some(other) => other,
+        };
+        plan.body.insert("system".into(), merged);
+    }
+    plan.body.insert("stream".into(), Value::Bool(true));
+    let version = headers
+        .get("anthropic-version")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("2023-06-01")
+        .to_owned();
+    let mut req = state
+        .http
+        .post(format!("{base}/messages"))
+        .header("anthropic-version", version)
+        .json(&plan.body);
+    if let Some(beta) = headers.get("anthropic-beta").and_then(|v| v.to_str().ok()) {
+        req = req.header("anthropic-beta", beta);
+    }
+    if let Some(k) = upstream_key(&state, &headers) {
+        req = req.header("x-api-key", k);
+    }
+    let resp = proxy::send(&state, req).await?;
+    if plan.stream {
+        let (stream_id, engine) = open_stream(&state, &plan, Dialect::Anthropic).await?;
+        if plan.ai_sdk {
+            let wire = AiSdkWire::new(Some(stream_id.clone()), is_block_stop);
+            spawn_stream(state.clone(), stream_id.clone(), engine, wire, resp);
+            return Ok(crate::ai_sdk::response(&state, &stream_id, 0));
+        }
+        let wire = MessagesWire::new(Some(stream_id.clone()));
+        spawn_stream(state.clone(), stream_id.clone(), engine, wire, resp);
+        let mut r = named_sse(&state, &stream_id, 0);
+        stream_headers(&mut r, plan.session_id.as_deref());
+        return Ok(r);
+    }
+    let mut engine = Engine::new(&state, &plan, answer_scope(&plan), Dialect::Anthropic).await?;
+    let mut wire = MessagesWire::new(None);
+    let mut events: Vec<Value> = Vec::new();
+    pump(&state, &mut engine, &mut wire, resp, &mut events)
+        .await
+        .map_err(failure_response)?;
+    let mut all = Vec::new();
+    for e in &events {
+        if let Some(Value::Array(list)) = e.pointer("/citeflow/events") {
+            all.extend(list.iter().cloned());
+        }
+    }
+    let mut answer = wire.message();
+    let mut cf = json!({"events": all});
+    if let Some(s) = &plan.session_id {
+        cf["session_id"] = json!(s);
+    }
+    answer["citeflow"] = cf;
+    state
+        .metrics
+        .completions
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    Ok(Json(answer).into_response())
+}
+
+#[derive(Debug, serde::Deserialize)]
+pub(crate) struct ResumeQuery {
+    last_event_id: Option<String>,
+}
+
+/// `GET /v1/messages/{stream_id}`: the stream again after `Last-Event-ID`, with named events.
+pub(crate) async fn resume(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Query(q): Query<ResumeQuery>,
+) -> Result<Response, ApiError> {
+    let headers = auth_headers(&headers);
+    proxy::resume_named(&state, &headers, id, q.last_event_id.as_deref()).await
+}

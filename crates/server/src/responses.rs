@@ -1,0 +1,395 @@
+//! `POST /v1/responses`: the OpenAI Responses API, forwarded to `{upstream}/responses`.
+//!
+//! The upstream is always asked to stream; its events go through a `ProviderStream` of
+//! dialect `openai-responses`. Text deltas are re-emitted with the rewritten text, the
+//! provider's `annotation.added` events are replaced by citeflow's citations as standard
+//! `url_citation` (or `file_citation`) annotations whose `start_index`/`end_index` are
+//! characters of the rewritten part, `sequence_number`s count the events sent, and the done
+//! events and `response.completed` carry the rewritten text. Citeflow's own events ride in a
+//! `citeflow` field. A non-streaming request gets `response.completed`'s response.
+
+use axum::body::Body;
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use citeflow_core::provider::Dialect;
+use serde_json::{json, Value};
+
+use crate::ai_sdk::AiSdkWire;
+use crate::body::read_json;
+use crate::error::ApiError;
+use crate::proxy::{
+    self, answer_scope, failure, named_sse, open_stream, pump, spawn_stream, stream_headers,
+    upstream_key, Cite, Drained, Engine, Failure, Wire,
+};
+use crate::state::AppState;
+
+/// One text part of the answer (`item_id`, `content_index`).
+#[derive(Debug, Clone)]
+struct Part {
+    item_id: String,
+    output_index: Value,
+    content_index: u64,
+    /// Characters of the whole answer before this part's first text.
+    char_base: Option<u64>,
+    text: String,
+    annotations: Vec<Value>,
+}
+
+/// The Responses wire format.
+pub(crate) struct ResponsesWire {
+    stream_id: Option<String>,
+    seq: u64,
+    chars: u64,
+    cur: Option<usize>,
+    parts: Vec<Part>,
+    pending: Vec<Value>,
+    terminal: Option<Value>,
+}
+
+fn is_text_part_event(t: &str) -> bool {
+    matches!(
+        t,
+        "response.output_text.delta"
+            | "response.output_text.annotation.added"
+            | "response.output_text.done"
+            | "response.content_part.added"
+    )
+}
+
+impl ResponsesWire {
+    pub(crate) fn new(stream_id: Option<String>) -> Self {
+        ResponsesWire {
+            stream_id,
+            seq: 0,
+            chars: 0,
+            cur: None,
+            parts: Vec::new(),
+            pending: Vec::new(),
+            terminal: None,
+        }
+    }
+
+    fn find(&self, item_id: &str, content_index: u64) -> Option<usize> {
+        self.parts
+            .iter()
+            .position(|p| p.item_id == item_id && p.content_index == content_index)
+    }
+
+    fn citeflow(&self, events: Vec<Value>) -> Value {
+        match &self.stream_id {
+            Some(id) => json!({"stream_id": id, "events": events}),
+            None => json!({"events": events}),
+        }
+    }
+
+    /// Numbers the events and puts the waiting citeflow events on the first.
+    fn stamp(&mut self, mut out: Vec<Value>) -> Vec<Value> {
+        if let Some(first) = out.first_mut() {
+            if !self.pending.is_empty() {
+                let events = std::mem::take(&mut self.pending);
+                first["citeflow"] = self.citeflow(events);
+            }
+        }
+        for e in &mut out {
+            e["sequence_number"] = json!(self.seq);
+            self.seq += 1;
+        }
+        out
+    }
+
+    /// Text and citations of the engine, as events of the current part.
+    fn text_events(&mut self, d: &Drained, template: Option<&Value>) -> Vec<Value> {
+        let mut out = Vec::new();
+        let Some(i) = self.cur.or_else(|| self.parts.len().checked_sub(1)) else {
+            self.chars += d.text.chars().count() as u64;
+            return out;
+        };
+        if !d.text.is_empty() {
+            let part = &mut self.parts[i];
+            if part.char_base.is_none() {
+                part.char_base = Some(self.chars);
+            }
+            part.text.push_str(&d.text);
+            self.chars += d.text.chars().count() as u64;
+            let mut ev = template.cloned().unwrap_or_else(|| {
+                json!({"type": "response.output_text.delta", "item_id": part.item_id,
+                    "output_index": part.output_index, "content_index": part.content_index,
+                    "logprobs": []})
+            });
+            ev["delta"] = Value::String(d.text.clone());
+            out.push(ev);
+        }
+        for c in &d.cites {
+            let part = &mut self.parts[i];
+            let base = *part.char_base.get_or_insert(self.chars);
+            let annotation = annotation(c, base);
+            let ev = json!({"type": "response.output_text.annotation.added",
+                "item_id": part.item_id, "output_index": part.output_index,
+                "content_index": part.content_index, "annotation_index": part.annotations.len(),
+                "annotation": annotation});
+            part.annotations.push(annotation);
+            out.push(ev);
+        }
+        out
+    }
+
+    /// Puts the rewritten text and annotations into a message item's content.
+    fn rewrite_item(&self, item: &mut Value) {
+        if item.get("type").and_then(Value::as_str) != Some("message") {
+            return;
+        }
+        let id = item
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        if let Some(Value::Array(content)) = item.get_mut("content") {
+            for (ci, c) in content.iter_mut().enumerate() {
+                self.rewrite_part(&id, ci as u64, c);
+            }
+        }
+    }
+
+    fn rewrite_part(&self, item_id: &str, ci: u64, c: &mut Value) {
+        if c.get("type").and_then(Value::as_str) != Some("output_text") {
+            return;
+        }
+        match self.find(item_id, ci) {
+            Some(i) => {
+                c["text"] = Value::String(self.parts[i].text.clone());
+                c["annotations"] = Value::Array(self.parts[i].annotations.clone());
+            }
+            None => {
+                c["text"] = json!("");
+                c["annotations"] = json!([]);
+            }
+        }
+    }
+}
+
+/// A citation as a Responses annotation, in characters of its part.
+fn annotation(c: &Cite, base: u64) -> Value {
+    let (start, end) = (c.start.saturating_sub(base), c.end.saturating_sub(base));
+    match &c.url {
+        Some(url) => json!({"type": "url_citation", "start_index": start, "end_index": end,
+            "url": url, "title": c.title.clone().unwrap_or_default(), "number": c.number}),
+        None => json!({"type": "file_citation", "file_id": c.source_id, "index": end,
+            "filename": c.title.clone().unwrap_or_default(), "number": c.number}),
+    }
+}
+
+impl Wire for ResponsesWire {
+    fn before(&mut self, v: &Value) {
+        let t = v.get("type").and_then(Value::as_str).unwrap_or_default();
+        if !is_text_part_event(t) {
+            return;
+        }
+        if t == "response.content_part.added"
+            && v.pointer("/part/type").and_then(Value::as_str) != Some("output_text")
+        {
+            return;
+        }
+        let item_id = v
+            .get("item_id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let ci = v.get("content_index").and_then(Value::as_u64).unwrap_or(0);
+        self.cur = Some(match self.find(&item_id, ci) {
+            Some(i) => i,
+            None => {
+                self.parts.push(Part {
+                    item_id,
+                    output_index: v.get("output_index").cloned().unwrap_or(json!(0)),
+                    content_index: ci,
+                    char_base: None,
+                    text: String::new(),
+                    annotations: Vec::new(),
+                });
+                self.parts.len() - 1
+            }
+        });
+    }
+
+    fn is_boundary(&self, v: &Value) -> bool {
+        v.get("type").and_then(Value::as_str) == Some("response.output_text.done")
+    }
+
+    fn after(&mut self, mut v: Value, d: Drained) -> Vec<Value> {
+        let t = v
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        self.pending.extend(d.events.iter().cloned());
+        let template = (t == "response.output_text.delta").then_some(&v);
+        let mut out = self.text_events(&d, template);
+        match t.as_str() {
+            // Replaced by the rewritten delta and citeflow's annotations.
+            "response.output_text.delta" | "response.output_text.annotation.added" => {}
+            "response.output_text.done" => {
+                if let Some(i) = self.cur {
+                    v["text"] = Value::String(self.parts[i].text.clone());
+                }
+                self.cur = None;
+                out.push(v);
+            }
+            "response.content_part.done" => {
+                let id = v
+                    .get("item_id")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                let ci = v.get("content_index").and_then(Value::as_u64).unwrap_or(0);
+                if let Some(p) = v.get_mut("part") {
+                    self.rewrite_part(&id, ci, p);
+                }
+                out.push(v);
+            }
+            "response.output_item.done" => {
+                if let Some(item) = v.get_mut("item") {
+                    self.rewrite_item(item);
+                }
+                out.push(v);
+            }
+            "response.completed" | "response.incomplete" => self.terminal = Some(v),
+            _ => out.push(v),
+        }
+        self.stamp(out)
+    }
+
+    fn end(&mut self, d: Drained) -> Result<Vec<Value>, Failure> {
+        self.pending.extend(d.events.iter().cloned());
+        let mut out = self.text_events(&d, None);
+        let Some(mut terminal) = self.terminal.take() else {
+            return Err(failure(
+                "upstream_cut",
+                "the upstream closed the stream before response.completed",
+            ));
+        };
+        if let Some(Value::Array(items)) = terminal.pointer_mut("/response/output") {
+            for item in items.iter_mut() {
+                self.rewrite_item(item);
+            }
+        }
+        let mut events = std::mem::take(&mut self.pending);
+        events.extend(d.done);
+        terminal["citeflow"] = self.citeflow(events);
+        out.push(terminal);
+        Ok(self.stamp(out))
+    }
+
+    fn error_event(&mut self, code: &str, message: &str) -> Value {
+        let seq = self.seq;
+        self.seq += 1;
+        json!({"type": "error", "code": code, "message": message, "param": null,
+            "sequence_number": seq})
+    }
+}
+
+/// Maps a failure of a non-streaming answer to the error response.
+pub(crate) fn failure_response(f: Failure) -> ApiError {
+    if f.code.starts_with("upstream") {
+        ApiError::UpstreamMalformed(f.message)
+    } else {
+        ApiError::Internal(f.message)
+    }
+}
+
+/// `POST /v1/responses`.
+pub(crate) async fn create(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let Value::Object(body) = read_json(body, &state.settings.limits).await? else {
+        return Err(ApiError::invalid(
+            "request body must be a JSON object",
+            None,
+        ));
+    };
+    let mut plan = proxy::plan(&state, &headers, body).await?;
+    if let Some(system) = &plan.system {
+        let instructions = match plan.body.get("instructions").and_then(Value::as_str) {
+            Some(i) if !i.is_empty() => format!("{system}\n\n{i}"),
+            _ => system.clone(),
+        };
+        plan.body
+            .insert("instructions".into(), Value::String(instructions));
+    }
+    plan.body.insert("stream".into(), Value::Bool(true));
+    let mut req = state
+        .http
+        .post(format!("{}/responses", state.settings.upstream))
+        .json(&plan.body);
+    if let Some(k) = upstream_key(&state, &headers) {
+        req = req.bearer_auth(k);
+    }
+    let resp = proxy::send(&state, req).await?;
+    if plan.stream {
+        let (stream_id, engine) = open_stream(&state, &plan, Dialect::OpenaiResponses).await?;
+        if plan.ai_sdk {
+            let wire = AiSdkWire::new(Some(stream_id.clone()), |v: &Value| {
+                v.get("type").and_then(Value::as_str) == Some("response.output_text.done")
+            });
+            spawn_stream(state.clone(), stream_id.clone(), engine, wire, resp);
+            return Ok(crate::ai_sdk::response(&state, &stream_id, 0));
+        }
+        let wire = ResponsesWire::new(Some(stream_id.clone()));
+        spawn_stream(state.clone(), stream_id.clone(), engine, wire, resp);
+        let mut r = named_sse(&state, &stream_id, 0);
+        stream_headers(&mut r, plan.session_id.as_deref());
+        return Ok(r);
+    }
+    let mut engine =
+        Engine::new(&state, &plan, answer_scope(&plan), Dialect::OpenaiResponses).await?;
+    let mut wire = ResponsesWire::new(None);
+    let mut events: Vec<Value> = Vec::new();
+    pump(&state, &mut engine, &mut wire, resp, &mut events)
+        .await
+        .map_err(failure_response)?;
+    let mut all = Vec::new();
+    for e in &events {
+        if let Some(Value::Array(list)) = e.pointer("/citeflow/events") {
+            all.extend(list.iter().cloned());
+        }
+    }
+    let mut answer = events
+        .last()
+        .and_then(|e| e.get("response"))
+        .cloned()
+        .ok_or_else(|| ApiError::UpstreamMalformed("no response.completed".into()))?;
+    let mut cf = json!({"events": all});
+    if let Some(s) = &plan.session_id {
+        cf["session_id"] = json!(s);
+    }
+    answer["citeflow"] = cf;
+    state
+        .metrics
+        .completions
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    Ok(Json(answer).into_response())
+}
+
+#[derive(Debug, serde::Deserialize)]
+pub(crate) struct ResumeQuery {
+    last_event_id: Option<String>,
+    /// The Responses API's resume cursor: the `sequence_number` of the last event seen.
+    starting_after: Option<u64>,
+}
+
+/// `GET /v1/responses/{stream_id}`: the stream again after `Last-Event-ID` (or
+/// `starting_after`, a `sequence_number`), with named events.
+pub(crate) async fn resume(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Query(q): Query<ResumeQuery>,
+) -> Result<Response, ApiError> {
+    let last = q
+        .last_event_id
+        .or_else(|| q.starting_after.map(|s| (s + 1).to_string()));
+    proxy::resume_named(&state, &headers, id, last.as_deref()).await
+}

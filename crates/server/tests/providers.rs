@@ -1,0 +1,420 @@
+//! The provider-shaped routes against a replaying upstream fed by the recorded provider
+//! streams: `POST /v1/responses`, `POST /v1/messages`, the `/v1/*` pass-through and the AI
+//! SDK UI message stream.
+
+#[expect(
+    dead_code,
+    reason = "the shared harness has helpers these tests do not use"
+)]
+#[path = "support.rs"]
+mod support;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use citeflow_server::replay::Replay;
+use citeflow_store::MemoryStore;
+use serde_json::{json, Value};
+use support::{read_sse, shared_dir, Harness, Received};
+
+const RESPONSES: &str = "openai-web-search-tool.1.chunks.txt";
+const MESSAGES: &str = "anthropic-web-search-tool.1.chunks.txt";
+
+async fn harness(key: Option<&str>) -> (Harness, String) {
+    let replay = Replay::new();
+    replay
+        .load_dir(&shared_dir().join("fixtures/streams"), 0)
+        .expect("fixtures");
+    let upstream = replay.spawn().await.expect("upstream");
+    let anthropic = upstream.clone();
+    let keys: Vec<String> = key.into_iter().map(str::to_owned).collect();
+    let h = Harness::on_upstream(
+        replay,
+        &upstream,
+        move |s| {
+            s.with_anthropic_upstream(Some(anthropic))
+                .with_api_keys(keys)
+        },
+        Arc::new(MemoryStore::new()),
+    )
+    .await;
+    (h, upstream)
+}
+
+fn json_of(events: &[Received]) -> Vec<Value> {
+    events
+        .iter()
+        .filter_map(|e| serde_json::from_str(&e.data).ok())
+        .collect()
+}
+
+fn chars(s: &str, start: u64, end: u64) -> String {
+    s.chars()
+        .skip(start as usize)
+        .take((end - start) as usize)
+        .collect()
+}
+
+/// Checks a streamed Responses answer; returns (text, annotations).
+fn check_responses(events: &[Value]) -> (String, Vec<Value>) {
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e["sequence_number"], json!(i), "{e}");
+    }
+    let text: String = events
+        .iter()
+        .filter(|e| e["type"] == "response.output_text.delta")
+        .map(|e| e["delta"].as_str().expect("delta"))
+        .collect();
+    let done = events
+        .iter()
+        .find(|e| e["type"] == "response.output_text.done")
+        .expect("output_text.done");
+    assert_eq!(done["text"].as_str(), Some(text.as_str()));
+    let annotations: Vec<Value> = events
+        .iter()
+        .filter(|e| e["type"] == "response.output_text.annotation.added")
+        .map(|e| e["annotation"].clone())
+        .collect();
+    assert!(!annotations.is_empty());
+    let mut numbers = BTreeSet::new();
+    for a in &annotations {
+        assert_eq!(a["type"], "url_citation");
+        let n = a["number"].as_u64().expect("number");
+        let cited = chars(
+            &text,
+            a["start_index"].as_u64().expect("start"),
+            a["end_index"].as_u64().expect("end"),
+        );
+        assert_eq!(cited, format!("[{n}]"), "{a}");
+        numbers.insert(n);
+    }
+    // Dense numbers, and no link left that an annotation replaced.
+    assert_eq!(
+        numbers.iter().copied().collect::<Vec<_>>(),
+        (1..=numbers.len() as u64).collect::<Vec<_>>()
+    );
+    assert!(!text.contains("utm_source=openai"), "{text}");
+    let completed = events.last().expect("events");
+    assert_eq!(completed["type"], "response.completed");
+    let out = completed["response"]["output"]
+        .as_array()
+        .expect("output")
+        .iter()
+        .find(|o| o["type"] == "message")
+        .expect("message");
+    assert_eq!(out["content"][0]["text"].as_str(), Some(text.as_str()));
+    assert_eq!(out["content"][0]["annotations"], json!(annotations));
+    let done = completed["citeflow"]["events"]
+        .as_array()
+        .expect("events")
+        .last()
+        .expect("done")
+        .clone();
+    assert_eq!(done["type"], "done");
+    assert_eq!(
+        done["sources"].as_array().expect("sources").len(),
+        numbers.len()
+    );
+    (text, annotations)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_stream_numbers_provider_annotations_in_standard_events() {
+    let (h, _) = harness(None).await;
+    let resp = h
+        .post("/v1/responses")
+        .json(&json!({"model": RESPONSES, "input": "tech news?", "stream": true}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status(), 200);
+    let received = read_sse(resp, usize::MAX).await;
+    for (i, r) in received.iter().enumerate() {
+        assert_eq!(r.id, Some(i as u64 + 1));
+    }
+    let (text, annotations) = check_responses(&json_of(&received));
+    // 12 provider annotations of 7 distinct pages.
+    assert_eq!(annotations.len(), 12, "{text}");
+    let distinct: BTreeSet<u64> = annotations
+        .iter()
+        .map(|a| a["number"].as_u64().expect("n"))
+        .collect();
+    assert_eq!(distinct.len(), 7);
+
+    // Not streaming: the same text and annotations in the response object.
+    let body: Value = h
+        .post("/v1/responses")
+        .json(&json!({"model": RESPONSES, "input": "tech news?"}))
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    let msg = body["output"]
+        .as_array()
+        .expect("output")
+        .iter()
+        .find(|o| o["type"] == "message")
+        .expect("message");
+    assert_eq!(msg["content"][0]["text"].as_str(), Some(text.as_str()));
+    assert_eq!(msg["content"][0]["annotations"], json!(annotations));
+    assert!(body["citeflow"]["events"].as_array().expect("events").len() > 7);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_resume_after_a_drop_equals_an_uninterrupted_run() {
+    let (h, _) = harness(None).await;
+    let resp = h
+        .post("/v1/responses")
+        .json(&json!({"model": RESPONSES, "input": "q", "stream": true}))
+        .send()
+        .await
+        .expect("send");
+    let full_sid = resp.headers()["x-citeflow-stream-id"]
+        .to_str()
+        .expect("id")
+        .to_owned();
+    let full = read_sse(resp, usize::MAX).await;
+    let resp = h
+        .post("/v1/responses")
+        .json(&json!({"model": RESPONSES, "input": "q", "stream": true}))
+        .send()
+        .await
+        .expect("send");
+    let id = resp.headers()["x-citeflow-stream-id"]
+        .to_str()
+        .expect("id")
+        .to_owned();
+    let first = read_sse(resp, 60).await;
+    let last = first.last().and_then(|e| e.id).expect("id");
+    let rest = read_sse(
+        h.get(&format!("/v1/responses/{id}"))
+            .header("last-event-id", last.to_string())
+            .send()
+            .await
+            .expect("resume"),
+        usize::MAX,
+    )
+    .await;
+    let norm = |events: &[Received], sid: &str| -> Vec<(Option<u64>, String)> {
+        events
+            .iter()
+            .map(|e| (e.id, e.data.replace(sid, "STREAM")))
+            .collect()
+    };
+    let mut resumed = norm(&first, &id);
+    resumed.extend(norm(&rest, &id));
+    assert_eq!(resumed, norm(&full, &full_sid));
+    // The Responses API's own cursor works too.
+    let seq = 9;
+    let after = read_sse(
+        h.get(&format!("/v1/responses/{id}?starting_after={seq}"))
+            .send()
+            .await
+            .expect("resume"),
+        1,
+    )
+    .await;
+    let v: Value = serde_json::from_str(&after[0].data).expect("json");
+    assert_eq!(v["sequence_number"], json!(seq + 1));
+}
+
+/// Checks a streamed Messages answer; returns (text, number of sources).
+fn check_messages(events: &[Value]) -> (String, usize) {
+    let mut text = String::new();
+    let mut open = None;
+    let mut citation_deltas = 0;
+    for e in events {
+        match e["type"].as_str().expect("type") {
+            "content_block_start" => open = e["index"].as_u64(),
+            "content_block_delta" => {
+                assert_eq!(e["index"].as_u64(), open, "{e}");
+                if e["delta"]["type"] == "text_delta" {
+                    text.push_str(e["delta"]["text"].as_str().expect("text"));
+                }
+                if e["delta"]["type"] == "citations_delta" {
+                    citation_deltas += 1;
+                }
+            }
+            "content_block_stop" => {
+                assert_eq!(e["index"].as_u64(), open);
+                open = None;
+            }
+            _ => {}
+        }
+    }
+    assert!(citation_deltas > 0);
+    let stop = events.last().expect("events");
+    assert_eq!(stop["type"], "message_stop");
+    let done = stop["citeflow"]["events"]
+        .as_array()
+        .expect("events")
+        .last()
+        .expect("done")
+        .clone();
+    assert_eq!(done["type"], "done");
+    let n = done["sources"].as_array().expect("sources").len();
+    for k in 1..=n {
+        assert!(text.contains(&format!("[{k}]")), "[{k}] in {text}");
+    }
+    assert!(!text.contains(&format!("[{}]", n + 1)));
+    (text, n)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_stream_numbers_citations_and_keeps_the_wire_format() {
+    let (h, _) = harness(Some("sk-test")).await;
+    let body = json!({"model": MESSAGES, "max_tokens": 100, "stream": true,
+        "messages": [{"role": "user", "content": "tech news?"}]});
+    let denied = h
+        .post("/v1/messages")
+        .json(&body)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(denied.status(), 401);
+    let resp = h
+        .post("/v1/messages")
+        .header("x-api-key", "sk-test")
+        .header("anthropic-version", "2023-06-01")
+        .json(&body)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status(), 200);
+    let id = resp.headers()["x-citeflow-stream-id"]
+        .to_str()
+        .expect("id")
+        .to_owned();
+    let full = read_sse(resp, usize::MAX).await;
+    let (text, n) = check_messages(&json_of(&full));
+    assert_eq!(n, 4, "{text}");
+
+    // Resume after event 20: the rest equals the uninterrupted run.
+    let rest = read_sse(
+        h.get(&format!("/v1/messages/{id}"))
+            .header("x-api-key", "sk-test")
+            .header("last-event-id", "20")
+            .send()
+            .await
+            .expect("resume"),
+        usize::MAX,
+    )
+    .await;
+    assert_eq!(rest, full[20..].to_vec());
+
+    // Not streaming: one message with the same text.
+    let mut body = body;
+    body["stream"] = json!(false);
+    let msg: Value = h
+        .post("/v1/messages")
+        .header("x-api-key", "sk-test")
+        .json(&body)
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    let joined: String = msg["content"]
+        .as_array()
+        .expect("content")
+        .iter()
+        .filter(|c| c["type"] == "text")
+        .map(|c| c["text"].as_str().expect("text"))
+        .collect();
+    assert_eq!(joined, text);
+    assert_eq!(msg["type"], "message");
+    assert!(msg["stop_reason"].is_string());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn passthrough_reaches_the_upstream_byte_for_byte() {
+    let (h, upstream) = harness(Some("sk-test")).await;
+    let direct = reqwest::get(format!("{upstream}/models"))
+        .await
+        .expect("direct")
+        .bytes()
+        .await
+        .expect("bytes");
+    let denied = h.get("/v1/models").send().await.expect("send");
+    assert_eq!(denied.status(), 401);
+    let via = h
+        .get("/v1/models")
+        .bearer_auth("sk-test")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(via.status(), 200);
+    assert_eq!(via.bytes().await.expect("bytes"), direct);
+    let req = json!({"model": "e", "input": ["a b", "ü"]});
+    let direct = h
+        .client
+        .post(format!("{upstream}/embeddings"))
+        .json(&req)
+        .send()
+        .await
+        .expect("direct")
+        .bytes()
+        .await
+        .expect("bytes");
+    let via = h
+        .post("/v1/embeddings")
+        .bearer_auth("sk-test")
+        .json(&req)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(via.status(), 200);
+    assert_eq!(via.bytes().await.expect("bytes"), direct);
+    let missing = h
+        .get("/v1/files/nope")
+        .bearer_auth("sk-test")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(missing.status(), 404);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ai_sdk_stream_sends_each_source_before_its_number() {
+    let (h, _) = harness(None).await;
+    for (path, model) in [("/v1/responses", RESPONSES), ("/v1/messages", MESSAGES)] {
+        let resp = h
+            .post(path)
+            .json(&json!({"model": model, "input": "q", "max_tokens": 10,
+                "messages": [{"role": "user", "content": "q"}],
+                "citeflow": {"protocol": "ai-sdk"}}))
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(resp.status(), 200);
+        assert_eq!(resp.headers()["x-vercel-ai-ui-message-stream"], "v1");
+        let events = read_sse(resp, usize::MAX).await;
+        assert_eq!(events.last().expect("events").data, "[DONE]");
+        let parts = json_of(&events);
+        assert_eq!(parts[0]["type"], "start");
+        assert_eq!(parts.last().expect("parts")["type"], "finish");
+        let mut text = String::new();
+        let mut sources = BTreeSet::new();
+        for p in &parts {
+            match p["type"].as_str().expect("type") {
+                "source-url" | "source-document" => {
+                    let id: u64 = p["sourceId"].as_str().expect("id").parse().expect("n");
+                    assert!(sources.insert(id), "one part per source: {p}");
+                }
+                "text-delta" => {
+                    text.push_str(p["delta"].as_str().expect("delta"));
+                    for n in 1..=20u64 {
+                        if text.contains(&format!("[{n}]")) {
+                            assert!(sources.contains(&n), "[{n}] before its source");
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        assert!(sources.len() >= 4, "{path}: {sources:?}");
+    }
+}
