@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 
 use crate::error::envelope;
 use crate::state::AppState;
+use crate::unrecorded::{record_failure, with_retries};
 
 /// One running stream.
 pub(crate) struct Generation {
@@ -22,6 +23,8 @@ pub(crate) struct Generation {
     scope: NumberScope,
     rewriter: Rewriter,
     next_id: u64,
+    /// The id of the last event the log took.
+    logged: u64,
     /// `id`, `object`, `created`, `model` of the last upstream chunk, for our own chunks.
     meta: Value,
     ended: bool,
@@ -116,6 +119,7 @@ impl Generation {
             scope,
             rewriter,
             next_id: 1,
+            logged: 0,
             meta: json!({"object": "chat.completion.chunk"}),
             ended: false,
             speed: Speed {
@@ -313,23 +317,24 @@ impl Generation {
         Ok(out)
     }
 
-    async fn log(&self, events: Vec<StoredEvent>) -> Result<(), Failure> {
-        self.state
-            .store
-            .append_events(&self.stream_id, events)
-            .await
-            .map_err(|e| store_failure(&e))
+    /// Appends events to the log, tried [`STORE_ATTEMPTS`](crate::unrecorded::STORE_ATTEMPTS)
+    /// times.
+    async fn log(&mut self, events: Vec<StoredEvent>) -> Result<(), Failure> {
+        let store = &self.state.store;
+        let last = events.last().map(|e| e.id);
+        with_retries("stream events", || {
+            store.append_events(&self.stream_id, events.clone())
+        })
+        .await
+        .map_err(|e| store_failure(&e))?;
+        self.logged = last.unwrap_or(self.logged);
+        Ok(())
     }
 
-    async fn finish(&self, status: StreamStatus) {
-        if let Err(e) = self
-            .state
-            .store
-            .finish_stream(&self.stream_id, status)
-            .await
-        {
-            tracing::error!(stream_id = %self.stream_id, error = %e, "cannot finish stream");
-        }
+    /// Sets the final status (and logs `error` first, for a failure), with retries; what the
+    /// store does not take is kept and retried apart ([`record_failure`]).
+    async fn finish(&self, status: StreamStatus, error: Option<StoredEvent>) {
+        record_failure(&self.state, &self.stream_id, error, status).await;
         let m = &self.state.metrics;
         m.streams_open.fetch_sub(1, Relaxed);
         match status {
@@ -345,11 +350,10 @@ impl Generation {
             self.state.metrics.upstream_errors.fetch_add(1, Relaxed);
         }
         let data = error_payload(f.code, &f.message);
+        // Right after the last event the log took (events it refused are lost).
+        self.next_id = self.logged + 1;
         let e = self.event(data);
-        if let Err(e) = self.log(vec![e]).await {
-            tracing::error!(stream_id = %self.stream_id, error = %e.message, "cannot log error event");
-        }
-        self.finish(StreamStatus::Failed).await;
+        self.finish(StreamStatus::Failed, Some(e)).await;
     }
 }
 
@@ -466,7 +470,7 @@ pub(crate) async fn run(mut g: Generation, resp: reqwest::Response) {
     })
     .await;
     match result {
-        Ok(()) => g.finish(StreamStatus::Completed).await,
+        Ok(()) => g.finish(StreamStatus::Completed, None).await,
         Err(f) => g.fail(f).await,
     }
 }

@@ -46,6 +46,7 @@ mod settings;
 mod state;
 mod streams;
 mod tenancy;
+mod unrecorded;
 mod web;
 
 use std::future::Future;

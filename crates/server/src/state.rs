@@ -10,6 +10,7 @@ use tokio::sync::watch;
 use crate::books::Library;
 use crate::metrics::Metrics;
 use crate::settings::ServerSettings;
+use crate::unrecorded::Unrecorded;
 
 /// The shared state of the router: settings, store, book index, upstream client, metrics.
 #[derive(Clone)]
@@ -21,6 +22,8 @@ pub struct AppState {
     pub(crate) http: reqwest::Client,
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) shutdown: watch::Receiver<bool>,
+    /// Stream failures the store has not taken yet.
+    pub(crate) unrecorded: Arc<Unrecorded>,
     shutdown_tx: Arc<watch::Sender<bool>>,
 }
 
@@ -73,6 +76,7 @@ impl AppState {
             http,
             metrics: Arc::new(Metrics::default()),
             shutdown: rx,
+            unrecorded: Arc::new(Unrecorded::default()),
             shutdown_tx: Arc::new(tx),
         })
     }

@@ -22,7 +22,7 @@ pub(crate) fn sse_response(state: &AppState, stream_id: String, after: u64) -> R
     let stop = async move {
         let _ = shutdown.wait_for(|s| *s).await;
     };
-    let feed = follow(state.store.clone(), stream_id, after)
+    let feed = follow(state.store.clone(), stream_id.clone(), after)
         .map(|e| {
             Ok::<_, Infallible>(match e {
                 Ok(e) => SseEvent::default().id(e.id.to_string()).data(e.data),
@@ -36,6 +36,16 @@ pub(crate) fn sse_response(state: &AppState, stream_id: String, after: u64) -> R
             })
         })
         .take_until(Box::pin(stop));
+    // A failure the store did not take ends the response with its error event.
+    let unrecorded = std::sync::Arc::clone(&state.unrecorded);
+    let failed = {
+        let (unrecorded, id) = (std::sync::Arc::clone(&unrecorded), stream_id.clone());
+        async move { unrecorded.wait_for(&id).await }
+    };
+    let feed = feed.take_until(Box::pin(failed)).chain(
+        futures_util::stream::once(async move { unrecorded.error_of(&stream_id) })
+            .filter_map(|e| async move { e.map(|data| Ok(SseEvent::default().data(data))) }),
+    );
     Sse::new(feed)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
         .into_response()
@@ -85,6 +95,10 @@ pub(crate) async fn resume(
     let s = state.store.stream(&id).await?;
     if s.owner != owner.0 {
         return Err(ApiError::NotFound { what: "stream", id });
+    }
+    // Its failure is not in the store yet: record it now, else say so (no endless wait).
+    if !crate::unrecorded::repair(&state, &id).await {
+        return Err(ApiError::StoreUnavailable);
     }
     let header = headers
         .get("last-event-id")

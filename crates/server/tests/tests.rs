@@ -9,5 +9,6 @@ mod guard;
 mod hostile;
 mod recorded;
 mod resume;
+mod store_failure;
 mod support;
 mod tenancy;

@@ -1,0 +1,165 @@
+//! A store failure in the middle of a stream (issue 15): writes are retried with a bound,
+//! then the stream ends with an error event; a resuming client gets an error, never an
+//! endless wait; the failure is recorded once the store takes writes again.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use citeflow_core::{Numbering, Source};
+use citeflow_server::replay::Script;
+use citeflow_store::{
+    Allocation, MemoryStore, NumberScope, SessionRecord, Store, StoreError, StoredEvent,
+    StreamRecord, StreamStatus,
+};
+use serde_json::{json, Value};
+
+use crate::support::{read_sse, Harness};
+
+/// A memory store whose event and status writes fail while `down` is set.
+#[derive(Default)]
+struct FlakyStore {
+    inner: MemoryStore,
+    down: AtomicBool,
+}
+
+impl FlakyStore {
+    fn check(&self) -> Result<(), StoreError> {
+        if self.down.load(Ordering::SeqCst) {
+            return Err(StoreError::Unavailable("disk full (test)".into()));
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Store for FlakyStore {
+    async fn create_session(&self, s: SessionRecord) -> Result<(), StoreError> {
+        self.inner.create_session(s).await
+    }
+    async fn session(&self, id: &str) -> Result<SessionRecord, StoreError> {
+        self.inner.session(id).await
+    }
+    async fn append_round(
+        &self,
+        id: &str,
+        query: Option<String>,
+        sources: Vec<Source>,
+        now_ms: u64,
+    ) -> Result<SessionRecord, StoreError> {
+        self.inner.append_round(id, query, sources, now_ms).await
+    }
+    async fn touch_session(&self, id: &str, now_ms: u64) -> Result<(), StoreError> {
+        self.inner.touch_session(id, now_ms).await
+    }
+    async fn delete_session(&self, id: &str) -> Result<(), StoreError> {
+        self.inner.delete_session(id).await
+    }
+    async fn allocate(
+        &self,
+        scope: &NumberScope,
+        key: &str,
+        source_id: &str,
+    ) -> Result<Allocation, StoreError> {
+        self.inner.allocate(scope, key, source_id).await
+    }
+    async fn numbering(&self, scope: &NumberScope) -> Result<Numbering, StoreError> {
+        self.inner.numbering(scope).await
+    }
+    async fn create_stream(&self, stream: StreamRecord) -> Result<(), StoreError> {
+        self.inner.create_stream(stream).await
+    }
+    async fn stream(&self, id: &str) -> Result<StreamRecord, StoreError> {
+        self.inner.stream(id).await
+    }
+    async fn append_events(&self, id: &str, events: Vec<StoredEvent>) -> Result<(), StoreError> {
+        self.check()?;
+        self.inner.append_events(id, events).await
+    }
+    async fn finish_stream(&self, id: &str, status: StreamStatus) -> Result<(), StoreError> {
+        self.check()?;
+        self.inner.finish_stream(id, status).await
+    }
+    async fn events_after(
+        &self,
+        id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        self.inner.events_after(id, after, limit).await
+    }
+    async fn wait_for_events(&self, id: &str, after: u64) -> Result<(), StoreError> {
+        self.inner.wait_for_events(id, after).await
+    }
+    async fn running_streams(&self) -> Result<Vec<String>, StoreError> {
+        self.inner.running_streams().await
+    }
+    async fn purge_idle(&self, before: u64) -> Result<u64, StoreError> {
+        self.inner.purge_idle(before).await
+    }
+}
+
+fn error_code(data: &str) -> Option<String> {
+    let v: Value = serde_json::from_str(data).ok()?;
+    v.pointer("/error/code")?.as_str().map(str::to_owned)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_failure_mid_stream_ends_it_with_an_error_never_a_wait() {
+    let store = Arc::new(FlakyStore::default());
+    let h = Harness::with(|s| s, store.clone()).await;
+    h.replay.insert("m", Script::chat(&["Hello ", "world"]));
+    store.down.store(true, Ordering::SeqCst);
+    let r = h
+        .post("/v1/chat/completions")
+        .json(&json!({"model": "m", "stream": true,
+                      "messages": [{"role": "user", "content": "q"}]}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 200);
+    let id = r.headers()["x-citeflow-stream-id"]
+        .to_str()
+        .expect("id")
+        .to_owned();
+    // The live client gets the error event and the response ends (bounded retries).
+    let events = tokio::time::timeout(Duration::from_secs(10), read_sse(r, usize::MAX))
+        .await
+        .expect("the stream ends");
+    let last = events.last().expect("an event");
+    assert_eq!(
+        error_code(&last.data).as_deref(),
+        Some("store_unavailable"),
+        "{events:?}"
+    );
+
+    // Still down: resuming is a 503, not a wait.
+    let resume = || h.get(&format!("/v1/streams/{id}")).send();
+    let r = tokio::time::timeout(Duration::from_secs(10), resume())
+        .await
+        .expect("answered")
+        .expect("send");
+    assert_eq!(r.status(), 503);
+    let v: Value = r.json().await.expect("json");
+    assert_eq!(v["error"]["code"], "store_unavailable");
+
+    // The store is back: the failure is recorded and a resuming client gets the error event.
+    store.down.store(false, Ordering::SeqCst);
+    let r = tokio::time::timeout(Duration::from_secs(10), resume())
+        .await
+        .expect("answered")
+        .expect("send");
+    assert_eq!(r.status(), 200);
+    let events = tokio::time::timeout(Duration::from_secs(10), read_sse(r, usize::MAX))
+        .await
+        .expect("the stream ends");
+    let last = events.last().expect("an event");
+    assert_eq!(error_code(&last.data).as_deref(), Some("store_unavailable"));
+    assert_eq!(
+        h.state.store().stream(&id).await.expect("stream").status,
+        StreamStatus::Failed
+    );
+    let open = h.state.metrics().render();
+    assert!(open.contains("citeflow_streams_open 0"), "{open}");
+}
