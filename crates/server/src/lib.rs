@@ -29,6 +29,7 @@ mod auth;
 mod body;
 mod books;
 mod chat;
+mod engine;
 mod conn;
 mod error;
 mod generate;
@@ -37,6 +38,7 @@ mod messages;
 mod metrics;
 mod passthrough;
 mod proxy;
+mod relay;
 #[cfg(feature = "_replay")]
 #[doc(hidden)]
 pub mod replay;

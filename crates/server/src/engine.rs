@@ -1,0 +1,209 @@
+//! [`Engine`]: a provider's payloads through a `ProviderStream`, numbered from the store, and
+//! [`Wire`], one provider API's wire format around it.
+
+use citeflow_core::provider::{Dialect, ProviderError, ProviderStream};
+use citeflow_core::{Event, NumberSource, Numbering};
+use citeflow_store::NumberScope;
+use serde_json::Value;
+
+use crate::error::ApiError;
+use crate::proxy::Plan;
+use crate::state::AppState;
+
+/// Why a stream stops early: the code and message of its error event.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    pub(crate) code: &'static str,
+    pub(crate) message: String,
+}
+
+pub(crate) fn failure(code: &'static str, message: impl Into<String>) -> Failure {
+    Failure {
+        code,
+        message: message.into(),
+    }
+}
+
+impl From<ProviderError> for Failure {
+    fn from(e: ProviderError) -> Self {
+        match e {
+            ProviderError::Upstream { .. } => failure("upstream_error", e.to_string()),
+            _ => failure("upstream_malformed", e.to_string()),
+        }
+    }
+}
+
+/// A citation of the answer, in characters of the whole rewritten text.
+#[derive(Debug, Clone)]
+pub(crate) struct Cite {
+    pub(crate) number: u32,
+    /// First character cited (the number's rendering, or the provider's span when the number
+    /// was bound after the text was shown).
+    pub(crate) start: u64,
+    /// The character after the last.
+    pub(crate) end: u64,
+    pub(crate) url: Option<String>,
+    pub(crate) title: Option<String>,
+    pub(crate) source_id: String,
+}
+
+/// What one step of the engine gave.
+#[derive(Debug, Default)]
+pub(crate) struct Drained {
+    /// Rewritten text.
+    pub(crate) text: String,
+    /// Citeflow's events (sources, citations, unresolved markers) as JSON.
+    pub(crate) events: Vec<Value>,
+    /// The citations among them, with character ranges.
+    pub(crate) cites: Vec<Cite>,
+    /// Sources shown for the first time, as `(number, source JSON)`.
+    pub(crate) new_sources: Vec<(u32, Value)>,
+    /// The `done` event, at the end.
+    pub(crate) done: Option<Value>,
+}
+
+/// A provider stream, numbered from the store.
+pub(crate) struct Engine {
+    state: AppState,
+    scope: Option<NumberScope>,
+    pub(crate) ps: ProviderStream,
+    /// Characters of rewritten text so far.
+    pub(crate) chars: u64,
+}
+
+impl Engine {
+    /// `scope` `None`: numbers are local to this answer.
+    pub(crate) async fn new(
+        state: &AppState,
+        plan: &Plan,
+        scope: Option<NumberScope>,
+        dialect: Dialect,
+    ) -> Result<Engine, ApiError> {
+        let (settings, numbering) = match &scope {
+            Some(s) => (plan.settings.clone(), state.store.numbering(s).await?),
+            None => (
+                plan.settings
+                    .clone()
+                    .with_number_source(NumberSource::Local),
+                Numbering::new(),
+            ),
+        };
+        let ps =
+            ProviderStream::new(settings, plan.sources.clone(), numbering).with_dialect(dialect);
+        Ok(Engine {
+            state: state.clone(),
+            scope,
+            ps,
+            chars: 0,
+        })
+    }
+
+    /// Moves the events out, answering number requests from the store.
+    pub(crate) async fn drain(&mut self) -> Result<Drained, Failure> {
+        let mut d = Drained::default();
+        while let Some(ev) = self.ps.poll_event() {
+            match ev {
+                Event::NumberNeeded { key, source_id } => {
+                    let scope = self
+                        .scope
+                        .as_ref()
+                        .ok_or_else(|| internal(&"number needed without a shared scope"))?;
+                    let a = self
+                        .state
+                        .store
+                        .allocate(scope, &key, &source_id)
+                        .await
+                        .map_err(|e| {
+                            tracing::error!(error = %e, "store error in a stream");
+                            failure(
+                                "store_unavailable",
+                                "the store failed; the stream cannot go on",
+                            )
+                        })?;
+                    self.ps.provide_number(&key, a.number)?;
+                }
+                Event::Text { text } => {
+                    self.chars += text.chars().count() as u64;
+                    d.text.push_str(&text);
+                }
+                e @ Event::Done { .. } => {
+                    d.done = Some(serde_json::to_value(&e).map_err(|e| internal(&e))?);
+                }
+                e => {
+                    crate::generate::count(&self.state, &e);
+                    match &e {
+                        Event::Citation {
+                            number,
+                            source_id,
+                            char_offset,
+                            provider,
+                            ..
+                        } => d
+                            .cites
+                            .push(self.cite(*number, source_id, *char_offset, provider)),
+                        Event::Source { number, source, .. } => d.new_sources.push((
+                            *number,
+                            serde_json::to_value(source).map_err(|e| internal(&e))?,
+                        )),
+                        _ => {}
+                    }
+                    d.events
+                        .push(serde_json::to_value(&e).map_err(|e| internal(&e))?);
+                }
+            }
+        }
+        Ok(d)
+    }
+
+    fn cite(
+        &self,
+        number: u32,
+        source_id: &str,
+        char_offset: u64,
+        provider: &Option<Box<citeflow_core::CitationDetail>>,
+    ) -> Cite {
+        let rw = self.ps.rewriter();
+        let source = rw.and_then(|r| r.sources().get(source_id));
+        let late = provider.as_ref().and_then(|p| p.span.filter(|_| p.late));
+        let (start, end) = match late {
+            Some(span) => (span.start.chars, span.end.chars),
+            None => {
+                let mut shown = String::new();
+                if let (Some(rw), Some(s)) = (rw, source) {
+                    rw.settings().style().render_number(number, s, &mut shown);
+                }
+                (char_offset, char_offset + shown.chars().count() as u64)
+            }
+        };
+        Cite {
+            number,
+            start,
+            end,
+            url: source.and_then(|s| s.url.clone()),
+            title: source.and_then(|s| s.title.clone()),
+            source_id: source_id.to_owned(),
+        }
+    }
+}
+
+pub(crate) fn internal(e: &dyn std::fmt::Display) -> Failure {
+    tracing::error!(error = %e, "internal error in a stream");
+    failure("internal_error", "internal error")
+}
+
+/// One provider API's wire format: upstream payloads in, the events the client gets out.
+pub(crate) trait Wire: Send + 'static {
+    /// Called before `payload` goes into the engine.
+    fn before(&mut self, payload: &Value);
+    /// Whether the held-back text must be decided after `payload` (a content block ends).
+    fn is_boundary(&self, payload: &Value) -> bool;
+    /// Called after: the payload and what the engine gave; returns the events to send.
+    fn after(&mut self, payload: Value, drained: Drained) -> Vec<Value>;
+    /// The upstream ended (after its last payload): returns the last events.
+    ///
+    /// # Errors
+    /// `upstream_cut` when the upstream never sent its final event.
+    fn end(&mut self, drained: Drained) -> Result<Vec<Value>, Failure>;
+    /// The error event that ends a failed stream.
+    fn error_event(&mut self, code: &str, message: &str) -> Value;
+}

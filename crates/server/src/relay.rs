@@ -1,0 +1,342 @@
+//! The relay of a provider-shaped answer: [`pump`] reads the upstream's SSE through a
+//! [`Wire`] into a sink (the stream's log, or a list for a non-streaming answer), and the log
+//! goes out as SSE with event names (the Anthropic SDKs read the `event:` line), live and on
+//! resume.
+
+use std::convert::Infallible;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+use axum::http::HeaderMap;
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use citeflow_core::provider::Dialect;
+use citeflow_core::sse::SseDecoder;
+use citeflow_store::{follow, NumberScope, StoredEvent, StreamRecord, StreamStatus};
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+
+use crate::auth::owner;
+use crate::engine::{failure, internal, Engine, Failure, Wire};
+use crate::error::ApiError;
+use crate::proxy::Plan;
+use crate::state::{now_ms, random_id, AppState};
+
+/// Reads the upstream's SSE body through `wire`, calling `sink` with each batch of events.
+/// Payloads of `[DONE]` are skipped.
+pub(crate) async fn pump<W: Wire>(
+    state: &AppState,
+    engine: &mut Engine,
+    wire: &mut W,
+    resp: reqwest::Response,
+    mut sink: impl AsyncSink,
+) -> Result<(), Failure> {
+    let limits = state.settings.limits.clone();
+    let deadline =
+        tokio::time::Instant::now() + Duration::from_millis(limits.max_stream_duration_ms);
+    let idle = Duration::from_millis(limits.upstream_idle_timeout_ms);
+    let mut body = resp.bytes_stream();
+    let mut sse = SseDecoder::default();
+    loop {
+        let wait_until = (tokio::time::Instant::now() + idle).min(deadline);
+        let next = tokio::time::timeout_at(wait_until, body.next()).await;
+        let last = match next {
+            Err(_) if tokio::time::Instant::now() >= deadline => {
+                return Err(failure(
+                    "stream_too_long",
+                    format!(
+                        "the stream ran longer than {} ms",
+                        limits.max_stream_duration_ms
+                    ),
+                ))
+            }
+            Err(_) => {
+                return Err(failure(
+                    "upstream_timeout",
+                    format!(
+                        "the upstream sent nothing for {} ms",
+                        limits.upstream_idle_timeout_ms
+                    ),
+                ))
+            }
+            Ok(Some(Err(e))) => {
+                return Err(failure(
+                    "upstream_cut",
+                    format!("the upstream stream broke: {e}"),
+                ))
+            }
+            Ok(Some(Ok(b))) => {
+                sse.write(&b)
+                    .map_err(|e| failure("upstream_malformed", e.to_string()))?;
+                false
+            }
+            Ok(None) => {
+                sse.end()
+                    .map_err(|e| failure("upstream_malformed", e.to_string()))?;
+                true
+            }
+        };
+        let mut out = Vec::new();
+        while let Some(ev) = sse.poll_event() {
+            if ev.data.trim() == "[DONE]" {
+                continue;
+            }
+            let v: Value = serde_json::from_str(&ev.data).map_err(|e| {
+                let excerpt: String = ev.data.chars().take(80).collect();
+                failure(
+                    "upstream_malformed",
+                    format!("the upstream sent an event that is not JSON ({e}): {excerpt}"),
+                )
+            })?;
+            if !v.is_object() {
+                return Err(failure(
+                    "upstream_malformed",
+                    "the upstream sent an event that is not a JSON object",
+                ));
+            }
+            state.metrics.chunks.fetch_add(1, Relaxed);
+            wire.before(&v);
+            let mut r = engine.ps.write_payload(&v, 0);
+            if r.is_ok() && wire.is_boundary(&v) {
+                r = engine.ps.write_boundary();
+            }
+            let d = engine.drain().await?;
+            r?;
+            out.extend(wire.after(v, d));
+        }
+        if last {
+            engine.ps.end()?;
+            let d = engine.drain().await?;
+            match wire.end(d) {
+                Ok(tail) => out.extend(tail),
+                Err(f) => {
+                    sink.send(out).await?;
+                    return Err(f);
+                }
+            }
+            sink.send(out).await?;
+            return Ok(());
+        }
+        if !out.is_empty() {
+            sink.send(out).await?;
+        }
+    }
+}
+
+/// Where [`pump`] puts events: the stream's log, or a list for a non-streaming answer.
+pub(crate) trait AsyncSink {
+    /// Takes a batch of events.
+    fn send(
+        &mut self,
+        events: Vec<Value>,
+    ) -> impl std::future::Future<Output = Result<(), Failure>> + Send;
+}
+
+/// Collects the events (a non-streaming answer).
+impl AsyncSink for &mut Vec<Value> {
+    async fn send(&mut self, events: Vec<Value>) -> Result<(), Failure> {
+        self.extend(events);
+        Ok(())
+    }
+}
+
+/// Logs the events to a stream (ids from 1).
+pub(crate) struct Log {
+    pub(crate) state: AppState,
+    pub(crate) stream_id: String,
+    pub(crate) next_id: u64,
+}
+
+impl AsyncSink for &mut Log {
+    async fn send(&mut self, events: Vec<Value>) -> Result<(), Failure> {
+        let events = events
+            .into_iter()
+            .map(|v| {
+                // A JSON string is sent as it is (`[DONE]`).
+                let data = match v {
+                    Value::String(s) => s,
+                    v => v.to_string(),
+                };
+                let e = StoredEvent {
+                    id: self.next_id,
+                    data,
+                };
+                self.next_id += 1;
+                e
+            })
+            .collect();
+        self.state
+            .store
+            .append_events(&self.stream_id, events)
+            .await
+            .map_err(|e| {
+                tracing::error!(error = %e, "store error in a stream");
+                failure(
+                    "store_unavailable",
+                    "the store failed; the stream cannot go on",
+                )
+            })
+    }
+}
+
+/// Starts a logged stream: the record, its numbering scope, the engine.
+pub(crate) async fn open_stream(
+    state: &AppState,
+    plan: &Plan,
+    dialect: Dialect,
+) -> Result<(String, Engine), ApiError> {
+    let stream_id = random_id("strm_");
+    let scope = match (&plan.session_id, plan.session_scope) {
+        (Some(s), true) => NumberScope::Session(s.clone()),
+        _ => NumberScope::Stream(stream_id.clone()),
+    };
+    let engine = Engine::new(state, plan, Some(scope), dialect).await?;
+    state
+        .store
+        .create_stream(StreamRecord {
+            id: stream_id.clone(),
+            owner: plan.owner.0.clone(),
+            session_id: plan.session_id.clone(),
+            status: StreamStatus::Running,
+            created_ms: now_ms(),
+        })
+        .await?;
+    Ok((stream_id, engine))
+}
+
+/// Runs a logged stream to its end in its own task.
+pub(crate) fn spawn_stream<W: Wire>(
+    state: AppState,
+    stream_id: String,
+    mut engine: Engine,
+    mut wire: W,
+    resp: reqwest::Response,
+) {
+    tokio::spawn(async move {
+        let m = &state.metrics;
+        m.streams_started.fetch_add(1, Relaxed);
+        m.streams_open.fetch_add(1, Relaxed);
+        let mut log = Log {
+            state: state.clone(),
+            stream_id: stream_id.clone(),
+            next_id: 1,
+        };
+        let work = pump(&state, &mut engine, &mut wire, resp, &mut log);
+        let result =
+            match futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(work)).await {
+                Ok(r) => r,
+                Err(_) => Err(internal(&"the generation task panicked")),
+            };
+        let status = match result {
+            Ok(()) => StreamStatus::Completed,
+            Err(f) => {
+                tracing::warn!(stream_id = %stream_id, code = f.code, message = %f.message, "stream failed");
+                if f.code.starts_with("upstream") {
+                    m.upstream_errors.fetch_add(1, Relaxed);
+                }
+                let ev = wire.error_event(f.code, &f.message);
+                if let Err(e) = (&mut log).send(vec![ev]).await {
+                    tracing::error!(stream_id = %stream_id, error = %e.message, "cannot log error event");
+                }
+                StreamStatus::Failed
+            }
+        };
+        if let Err(e) = state.store.finish_stream(&stream_id, status).await {
+            tracing::error!(stream_id = %stream_id, error = %e, "cannot finish stream");
+        }
+        m.streams_open.fetch_sub(1, Relaxed);
+        match status {
+            StreamStatus::Completed => m.streams_completed.fetch_add(1, Relaxed),
+            _ => m.streams_failed.fetch_add(1, Relaxed),
+        };
+    });
+}
+
+/// An SSE response of the stream's log after `after`: each event named by its payload's
+/// `type` (as the Responses and Messages APIs send them), ids kept for `Last-Event-ID`.
+pub(crate) fn named_sse(state: &AppState, stream_id: &str, after: u64) -> Response {
+    let mut shutdown = state.shutdown.clone();
+    let stop = async move {
+        let _ = shutdown.wait_for(|s| *s).await;
+    };
+    let feed = follow(state.store.clone(), stream_id.to_owned(), after)
+        .map(|e| {
+            Ok::<_, Infallible>(match e {
+                Ok(e) => {
+                    let name = serde_json::from_str::<Value>(&e.data).ok().and_then(|v| {
+                        v.get("type").and_then(Value::as_str).map(str::to_owned)
+                    });
+                    let ev = SseEvent::default().id(e.id.to_string());
+                    match name {
+                        Some(n) => ev.event(n).data(e.data),
+                        None => ev.data(e.data),
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot read stream log");
+                    SseEvent::default().event("error").data(
+                        json!({"type": "error", "error": {"type": "api_error",
+                            "message": "the stream log cannot be read; reconnect with Last-Event-ID"}})
+                        .to_string(),
+                    )
+                }
+            })
+        })
+        .take_until(Box::pin(stop));
+    let mut resp = Sse::new(feed)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response();
+    if let Ok(v) = stream_id.parse() {
+        resp.headers_mut().insert("x-citeflow-stream-id", v);
+    }
+    resp
+}
+
+/// The `Last-Event-ID` header (or `?last_event_id=`): decimal digits up to `i64::MAX`.
+pub(crate) fn last_event_id(headers: &HeaderMap, query: Option<&str>) -> Result<u64, ApiError> {
+    let raw = headers
+        .get("last-event-id")
+        .map(|v| v.to_str().unwrap_or("?").to_owned())
+        .or_else(|| query.map(str::to_owned));
+    let Some(raw) = raw.filter(|r| !r.trim().is_empty()) else {
+        return Ok(0);
+    };
+    let t = raw.trim();
+    match t.parse::<u64>() {
+        Ok(n) if t.bytes().all(|b| b.is_ascii_digit()) && i64::try_from(n).is_ok() => Ok(n),
+        _ => {
+            let shown: String = raw.chars().take(40).collect();
+            Err(ApiError::invalid(
+                format!("Last-Event-ID {shown:?} is not an event id of this server"),
+                Some("Last-Event-ID"),
+            ))
+        }
+    }
+}
+
+/// Resumes a stream this owner started, after `Last-Event-ID`, with named events.
+pub(crate) async fn resume_named(
+    state: &AppState,
+    headers: &HeaderMap,
+    id: String,
+    query_last: Option<&str>,
+) -> Result<Response, ApiError> {
+    let owner = owner(state, headers)?;
+    let s = state.store.stream(&id).await?;
+    if s.owner != owner.0 {
+        return Err(ApiError::NotFound { what: "stream", id });
+    }
+    let after = last_event_id(headers, query_last)?;
+    let mut resp = named_sse(state, &id, after);
+    if let Ok(v) = s.status.as_str().parse() {
+        resp.headers_mut().insert("x-citeflow-stream-status", v);
+    }
+    Ok(resp)
+}
+
+/// Adds the stream and session ids to a streaming response's headers.
+pub(crate) fn stream_headers(resp: &mut Response, session_id: Option<&str>) {
+    if let Some(v) = session_id.and_then(|s| s.parse().ok()) {
+        resp.headers_mut().insert("x-citeflow-session-id", v);
+    }
+}
