@@ -53,7 +53,7 @@ pub(crate) enum Scope {
 pub(crate) enum ListWhich {
     /// Only sources cited in this answer.
     Cited,
-    /// Every numbered source of the session.
+    /// Every numbered source of the session, then the sources shown but not cited.
     All,
 }
 
@@ -214,7 +214,12 @@ impl<W: Write> Renderer<W> {
                             None => self.out.write_all(text.as_bytes())?,
                         }
                     }
-                    Event::Done { sources, text, .. } => {
+                    Event::Done {
+                        sources,
+                        text,
+                        uncited,
+                        ..
+                    } => {
                         match self.held.take() {
                             Some(h) => self.out.write_all(text.as_deref().unwrap_or(&h).as_bytes())?,
                             None if text.is_some() => eprintln!(
@@ -239,6 +244,16 @@ impl<W: Write> Renderer<W> {
                             write!(self.out, "\n\n{text}")?;
                         } else {
                             writeln!(self.out)?;
+                        }
+                        if self.list == ListWhich::All && !uncited.is_empty() {
+                            writeln!(self.out, "\nNot cited:")?;
+                            for s in uncited {
+                                let title = s.title.as_deref().unwrap_or(&s.id);
+                                match s.url.as_deref().filter(|u| *u != title) {
+                                    Some(u) => writeln!(self.out, "- {title} <{u}>")?,
+                                    None => writeln!(self.out, "- {title}")?,
+                                }
+                            }
                         }
                     }
                     _ => {}

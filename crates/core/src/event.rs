@@ -155,6 +155,14 @@ pub enum Event {
             serde(default, skip_serializing_if = "Option::is_none")
         )]
         text: Option<String>,
+        /// The sources shown to the model (every registered round) that the answer did not
+        /// cite, in registration order, one per canonical key: the "more sources" a UI lists
+        /// after the cited ones. Empty when every source was cited.
+        #[cfg_attr(
+            feature = "serde",
+            serde(default, skip_serializing_if = "Vec::is_empty")
+        )]
+        uncited: Vec<Source>,
     },
 }
 

@@ -840,6 +840,7 @@ impl Rewriter {
     /// whose document was cited under another id (same canonical key) is not among them.
     pub fn uncited_sources(&self) -> Vec<Source> {
         let st = &self.st;
+        let mut seen: Vec<&String> = Vec::new();
         st.sources
             .iter()
             .zip(&self.keys)
@@ -847,6 +848,11 @@ impl Rewriter {
                 !st.shown
                     .iter()
                     .any(|sh| &sh.key == *key || sh.source_id == s.id)
+            })
+            .filter(|(_, key)| {
+                let fresh = !seen.contains(key);
+                seen.push(key);
+                fresh
             })
             .map(|(s, _)| s.clone())
             .collect()
@@ -928,6 +934,7 @@ impl Rewriter {
             sources,
             report: Box::new(report),
             text: None,
+            uncited: self.uncited_sources(),
         });
         if problems.is_empty() {
             self.st.phase = Phase::Ended;

@@ -435,13 +435,14 @@ pub(crate) struct DoneEvent {
     sources: Vec<core::ListedSource>,
     report: core::Report,
     text: Option<String>,
+    uncited: Vec<core::Source>,
 }
 
 #[pymethods]
 impl DoneEvent {
     #[classattr]
-    fn __match_args__() -> (&'static str, &'static str, &'static str) {
-        ("sources", "report", "text")
+    fn __match_args__() -> (&'static str, &'static str, &'static str, &'static str) {
+        ("sources", "report", "text", "uncited")
     }
 
     /// Always `"done"`.
@@ -476,6 +477,17 @@ impl DoneEvent {
         self.text.as_deref()
     }
 
+    /// The sources shown to the model that the answer did not cite, in registration order:
+    /// the "more sources" a UI lists after the cited ones.
+    #[getter]
+    fn uncited(&self) -> Vec<Source> {
+        self.uncited
+            .iter()
+            .cloned()
+            .map(|inner| Source { inner })
+            .collect()
+    }
+
     /// The core's JSON form.
     fn to_dict(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         to_py(
@@ -484,6 +496,7 @@ impl DoneEvent {
                 sources: self.sources.clone(),
                 report: self.report.clone().into(),
                 text: self.text.clone(),
+                uncited: self.uncited.clone(),
             },
         )
     }
@@ -576,12 +589,14 @@ pub(crate) fn event_to_py(py: Python<'_>, e: core::Event) -> PyResult<Bound<'_, 
             sources,
             report,
             text,
+            uncited,
         } => Bound::new(
             py,
             DoneEvent {
                 sources,
                 report: unbox(report),
                 text,
+                uncited,
             },
         )?
         .into_any(),

@@ -159,7 +159,7 @@ export interface UnresolvedEvent { type: "unresolved"; raw: string; reference: s
 /** `numberSource: "external"` only: answer with `provideNumber(key, n)`. */
 export interface NumberNeededEvent { type: "number_needed"; key: string; source_id: string }
 /** The end: the final source list and the report; `text` is the final answer when provider citations were bound after their text was shown. */
-export interface DoneEvent { type: "done"; sources: ListedSource[]; report: Report; text?: string }
+export interface DoneEvent { type: "done"; sources: ListedSource[]; report: Report; text?: string; uncited?: Source[] }
 /** One output of the rewriter, exactly the core's serde JSON of `Event`. */
 export type Event = SourceEvent | TextEvent | CitationEvent | UnresolvedEvent | NumberNeededEvent | DoneEvent;
 

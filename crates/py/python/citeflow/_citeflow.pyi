@@ -388,7 +388,7 @@ class NumberNeededEvent:
 @final
 class DoneEvent:
     __hash__: ClassVar[None]  # type: ignore[assignment]
-    __match_args__: ClassVar[tuple[str, str, str]]
+    __match_args__: ClassVar[tuple[str, str, str, str]]
     @property
     def type(self) -> Literal["done"]: ...
     @property
@@ -399,6 +399,9 @@ class DoneEvent:
     def text(self) -> Optional[str]:
         """The final answer when provider citations were bound after their text was shown;
         None when the streamed text is final."""
+    @property
+    def uncited(self) -> list[Source]:
+        """The sources shown to the model that the answer did not cite, in registration order."""
     def to_dict(self) -> dict[str, Any]: ...
 
 @final
