@@ -307,10 +307,18 @@ fn a_payload_of_no_known_api_is_an_error_naming_its_line() {
         e.to_string(),
         "line 2: anthropic payload: expected `text` to be a string"
     );
+    // The error is fatal: later input is refused, naming the first error.
+    let e = s.write(b"{\"type\":\"ping\"}\n").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "the rewriter failed earlier: line 2: anthropic payload: expected `text` to be a string"
+    );
+    let mut s = ProviderStream::new(Settings::default(), Sources::new(), Numbering::new())
+        .with_dialect(citeflow_core::provider::Dialect::Anthropic);
     let e = s.write(b"42\n").unwrap_err();
     assert_eq!(
         e.to_string(),
-        "line 3: anthropic payload: expected a JSON object, got a number"
+        "line 1: anthropic payload: expected a JSON object, got a number"
     );
 }
 

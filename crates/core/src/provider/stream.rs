@@ -96,6 +96,8 @@ pub struct ProviderStream {
     late: VecDeque<(usize, usize, bool)>,
     edits: Vec<Edit>,
     text_seen: bool,
+    /// The first error: every later call refuses.
+    failed: Option<String>,
     line: u64,
 }
 
@@ -120,6 +122,7 @@ impl ProviderStream {
             late: VecDeque::new(),
             edits: Vec::new(),
             text_seen: false,
+            failed: None,
             line: 0,
         }
     }
@@ -182,6 +185,12 @@ impl ProviderStream {
     /// the dialect, an error the provider reported, or the rewriter's error. Events before it
     /// stay available.
     pub fn write(&mut self, bytes: &[u8]) -> Result<(), ProviderError> {
+        self.check()?;
+        let r = self.write_inner(bytes);
+        self.record(r)
+    }
+
+    fn write_inner(&mut self, bytes: &[u8]) -> Result<(), ProviderError> {
         if self.frames.framing() == Framing::Text {
             self.text_seen |= !bytes.is_empty();
             self.rw_mut().write(bytes)?;
@@ -200,7 +209,7 @@ impl ProviderStream {
                 sse: self.frames.framing() == Framing::Sse,
                 message: e.to_string(),
             })?;
-            self.write_payload(&value, p.line)?;
+            self.write_payload_inner(&value, p.line)?;
         }
         Ok(())
     }
@@ -211,6 +220,12 @@ impl ProviderStream {
     /// # Errors
     /// As [`ProviderStream::write`].
     pub fn write_payload(&mut self, payload: &Value, line: u64) -> Result<(), ProviderError> {
+        self.check()?;
+        let r = self.write_payload_inner(payload, line);
+        self.record(r)
+    }
+
+    fn write_payload_inner(&mut self, payload: &Value, line: u64) -> Result<(), ProviderError> {
         self.line = line;
         if let Value::String(text) = payload {
             self.text_seen |= !text.is_empty();
@@ -255,6 +270,12 @@ impl ProviderStream {
     /// As [`ProviderStream::write`]; [`ProviderError::NoText`] when the stream had no answer
     /// text but had event types this reader does not know.
     pub fn end(&mut self) -> Result<(), ProviderError> {
+        self.check()?;
+        let r = self.end_inner();
+        self.record(r)
+    }
+
+    fn end_inner(&mut self) -> Result<(), ProviderError> {
         if self.frames.framing() != Framing::Text {
             self.frames.end()?;
             self.take_payloads()?;
@@ -287,6 +308,22 @@ impl ProviderStream {
         self.rw_mut().write_boundary();
         self.drain();
         Ok(())
+    }
+
+    fn check(&self) -> Result<(), ProviderError> {
+        match &self.failed {
+            Some(m) => Err(ProviderError::Rewrite(crate::error::RewriteError::Failed(
+                m.clone(),
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    fn record(&mut self, r: Result<(), ProviderError>) -> Result<(), ProviderError> {
+        if let Err(e) = &r {
+            self.failed.get_or_insert_with(|| e.to_string());
+        }
+        r
     }
 
     /// Answers [`Event::NumberNeeded`] (see [`Rewriter::provide_number`]).
