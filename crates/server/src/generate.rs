@@ -237,12 +237,19 @@ impl Generation {
                 self.meta[k] = v.clone();
             }
         }
-        let mut input = chunk_text(&chunk).map(str::to_owned);
-        if self.ended && input.as_deref().is_some_and(|t| !t.is_empty()) {
-            // The answer is complete and its source list sent: the extra
-            // text is dropped (blanked in the chunk passed on).
-            tracing::warn!(stream_id = %self.stream_id, "upstream sent content after finish_reason; dropped");
-            input = Some(String::new());
+        let input = chunk_text(&chunk).map(str::to_owned);
+        if self.ended {
+            // The answer is complete and its source list sent: a later chunk's choices are
+            // dropped (its text with them); one that carries usage is passed on without them.
+            if input.as_deref().is_some_and(|t| !t.is_empty()) {
+                tracing::warn!(stream_id = %self.stream_id, "upstream sent content after finish_reason; dropped");
+            }
+            if chunk.get("usage").is_none_or(Value::is_null) {
+                return Ok(Vec::new());
+            }
+            chunk["choices"] = json!([]);
+            chunk["citeflow"] = self.citeflow(Vec::new());
+            return Ok(vec![self.event(chunk.to_string())]);
         }
         if input.as_deref().is_some_and(|t| !t.is_empty()) {
             let now = Instant::now();
@@ -264,7 +271,7 @@ impl Generation {
         let finished = chunk
             .pointer("/choices/0/finish_reason")
             .is_some_and(|f| !f.is_null());
-        if let Some(t) = input.as_deref().filter(|_| !self.ended) {
+        if let Some(t) = input.as_deref() {
             self.rewriter.write(t).map_err(|e| internal(&e))?;
         }
         if finished && !self.ended {

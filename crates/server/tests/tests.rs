@@ -7,6 +7,7 @@ mod conn;
 mod failures;
 mod guard;
 mod hostile;
+mod prop_upstream;
 mod recorded;
 mod resume;
 mod store_failure;
