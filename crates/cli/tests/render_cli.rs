@@ -97,7 +97,7 @@ fn broken_sse_is_reported_with_its_line() {
     assert!(!out.status.success());
     assert_eq!(String::from_utf8(out.stdout).unwrap(), "ok ");
     let err = String::from_utf8(out.stderr).unwrap();
-    assert!(err.contains("line 4: data is not JSON"), "{err}");
+    assert!(err.contains("line 3: data is not JSON"), "{err}");
 }
 
 #[test]

@@ -45,7 +45,10 @@ pub struct SseDecoder {
     max_line_bytes: usize,
     current: SseEvent,
     has_data: bool,
-    ready: std::collections::VecDeque<SseEvent>,
+    /// The line of the current event's last field.
+    field_line: u64,
+    /// Complete events with the line of their last field.
+    ready: std::collections::VecDeque<(SseEvent, u64)>,
 }
 
 impl Default for SseDecoder {
@@ -66,6 +69,7 @@ impl SseDecoder {
             max_line_bytes,
             current: SseEvent::default(),
             has_data: false,
+            field_line: 0,
             ready: Default::default(),
         }
     }
@@ -110,7 +114,8 @@ impl SseDecoder {
             std::str::from_utf8(line).map_err(|_| SseError::InvalidUtf8 { line: self.line })?;
         if line.is_empty() {
             if self.has_data || self.current.event.is_some() {
-                self.ready.push_back(std::mem::take(&mut self.current));
+                self.ready
+                    .push_back((std::mem::take(&mut self.current), self.field_line));
             }
             self.current = SseEvent::default();
             self.has_data = false;
@@ -126,6 +131,7 @@ impl SseDecoder {
             }
             None => (line, ""),
         };
+        self.field_line = self.line;
         match field {
             "data" => {
                 if self.has_data {
@@ -151,7 +157,8 @@ impl SseDecoder {
             self.take_line(&line)?;
         }
         if self.has_data {
-            self.ready.push_back(std::mem::take(&mut self.current));
+            self.ready
+                .push_back((std::mem::take(&mut self.current), self.field_line));
             self.has_data = false;
         }
         Ok(())
@@ -159,6 +166,12 @@ impl SseDecoder {
 
     /// The next complete event.
     pub fn poll_event(&mut self) -> Option<SseEvent> {
+        self.ready.pop_front().map(|(e, _)| e)
+    }
+
+    /// The next complete event with the 1-based line of its last field (its last `data:` line,
+    /// usually), the same however the stream was cut.
+    pub fn poll_event_at(&mut self) -> Option<(SseEvent, u64)> {
         self.ready.pop_front()
     }
 }

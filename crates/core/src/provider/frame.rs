@@ -142,13 +142,13 @@ impl FrameDecoder {
     }
 
     fn take_sse(&mut self) {
-        while let Some(ev) = self.sse.poll_event() {
+        while let Some((ev, line)) = self.sse.poll_event_at() {
             if ev.data.trim() == "[DONE]" || ev.data.trim().is_empty() {
                 continue;
             }
             self.ready.push_back(Payload {
                 data: ev.data,
-                line: self.sse.line(),
+                line,
             });
         }
     }
@@ -245,6 +245,15 @@ mod tests {
             let p = all(Framing::Auto, sse, cut);
             assert_eq!(p.len(), 1, "cut {cut}");
             assert_eq!(p[0].data, "{\"a\":\"é\"}");
+            assert_eq!(p[0].line, 2, "cut {cut}");
+        }
+        // Each SSE payload is numbered by its own last data line, however the stream is cut
+        // (found by the provider fuzz target: a whole stream numbered every payload by its end).
+        let two = b"data: 1\n\ndata: 2\n\n";
+        for cut in 0..two.len() {
+            let p = all(Framing::Sse, two, cut);
+            let lines: Vec<u64> = p.iter().map(|p| p.line).collect();
+            assert_eq!(lines, [1, 3], "cut {cut}");
         }
         for cut in 0..jsonl.len() {
             let p = all(Framing::Auto, jsonl, cut);
