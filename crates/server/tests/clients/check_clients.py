@@ -1,0 +1,191 @@
+"""The official Python clients against `citeflow serve` fed by the replaying upstream.
+
+Run by scripts/test-clients.sh with CITEFLOW_PROXY=http://127.0.0.1:PORT, CITEFLOW_KEY and
+CITEFLOW_SHARED_DIR. `openai` for chat completions and responses, `anthropic` for messages,
+streaming and not. Each check asserts content: the numbered text, the sources, and the
+annotations (their offsets slice the cited number).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+from typing import Any
+
+import anthropic
+import openai
+
+PROXY = os.environ["CITEFLOW_PROXY"]
+KEY = os.environ.get("CITEFLOW_KEY", "sk-citeflow-test")
+SHARED = os.environ["CITEFLOW_SHARED_DIR"]
+# The recorded OpenAI web-search answer: 12 url_citation annotations over 7 distinct pages.
+RESPONSES = "openai-web-search-tool.1.chunks.txt"
+# The recorded Anthropic web-search answer: citations of 4 distinct pages.
+MESSAGES = "anthropic-web-search-tool.1.chunks.txt"
+# A local model's chat stream citing [1]..[4] of five sources by rank.
+CHAT = "smollm2-17.sse"
+
+oa = openai.OpenAI(base_url=f"{PROXY}/v1", api_key=KEY, max_retries=0)
+an = anthropic.Anthropic(base_url=PROXY, api_key=KEY, max_retries=0)
+
+
+def numbers(text: str) -> list[int]:
+    return [int(n) for n in re.findall(r"\[(\d+)\]", text)]
+
+
+def check_dense(text: str, sources: int) -> None:
+    """Every number 1..sources is shown, and no other."""
+    seen = sorted(set(numbers(text)))
+    assert seen == list(range(1, sources + 1)), (seen, sources, text)
+
+
+def field(obj: Any, name: str) -> Any:
+    return obj[name] if isinstance(obj, dict) else getattr(obj, name)
+
+
+def extra(model: Any, name: str) -> Any:
+    return (getattr(model, "model_extra", None) or {}).get(name)
+
+
+def check_url_citations(text: str, annotations: list[Any], count: int) -> None:
+    assert len(annotations) == count, (len(annotations), annotations)
+    for a in annotations:
+        assert field(a, "type") == "url_citation", a
+        cited = text[field(a, "start_index") : field(a, "end_index")]
+        assert re.fullmatch(r"\[\d+\]", cited), (cited, a)
+        assert field(a, "url").startswith("https://"), a
+
+
+def chat_sources() -> list[dict[str, str]]:
+    path = os.path.join(SHARED, "fixtures/streams/smollm2-manifest.jsonl")
+    with open(path) as f:
+        entry = next(e for e in map(json.loads, f) if e["file"] == CHAT)
+    return [
+        {"id": s, "title": f"Source {s}", "url": f"https://example.org/{s}"}
+        for s in entry["source_ids"]
+    ]
+
+
+def chat_stream() -> None:
+    sources = chat_sources()
+    text, events = "", []
+    stream = oa.chat.completions.create(
+        model=CHAT,
+        messages=[{"role": "user", "content": "Tell me about Paris."}],
+        stream=True,
+        extra_body={"sources": sources, "citeflow": {"marker": "rank", "inject_prompt": False}},
+    )
+    for chunk in stream:
+        if chunk.choices and chunk.choices[0].delta.content:
+            text += chunk.choices[0].delta.content
+        events += (extra(chunk, "citeflow") or {}).get("events", [])
+    done = [e for e in events if e["type"] == "done"]
+    assert len(done) == 1, events
+    listed = done[0]["sources"]
+    assert listed, "no sources listed"
+    check_dense(text, len(listed))
+    given = {s["id"]: s["url"] for s in sources}
+    for s in listed:
+        assert s["source"]["url"] == given[s["source"]["id"]], s
+    cites = [e for e in events if e["type"] == "citation"]
+    assert len(cites) == len(numbers(text)), (cites, text)
+    for c in cites:
+        # char_offset counts characters of the rewritten text: it points at the number shown.
+        start = c["char_offset"]
+        assert text[start:].startswith(f"[{c['number']}]"), (c, text[start : start + 8])
+    print(f"  chat stream: {len(listed)} sources, {len(cites)} citations")
+
+
+def chat_plain() -> None:
+    answer = oa.chat.completions.create(
+        model="json-answer",
+        messages=[{"role": "user", "content": "Paris?"}],
+        extra_body={"sources": [{"id": "source_7", "title": "Paris", "url": "https://paris.fr/"}]},
+    )
+    text = answer.choices[0].message.content
+    assert text == "Paris is the capital [1], see also [?].", text
+    events = extra(answer, "citeflow")["events"]
+    assert [e["type"] for e in events] == ["source", "citation", "unresolved", "done"], events
+    print("  chat (not streaming): [1] and [?]")
+
+
+def responses_stream() -> str:
+    text, annotations, seq = "", [], []
+    done_text = final = None
+    with oa.responses.create(model=RESPONSES, input="Tech news today?", stream=True) as stream:
+        for ev in stream:
+            seq.append(ev.sequence_number)
+            if ev.type == "response.output_text.delta":
+                text += ev.delta
+            elif ev.type == "response.output_text.annotation.added":
+                annotations.append(ev.annotation)
+            elif ev.type == "response.output_text.done":
+                done_text = ev.text
+            elif ev.type == "response.completed":
+                final = ev.response
+    assert seq == list(range(len(seq))), seq[:20]
+    assert done_text == text
+    assert final is not None and final.output_text == text
+    check_url_citations(text, annotations, 12)
+    check_dense(text, 7)
+    assert "utm_source=openai" not in text
+    print(f"  responses stream: {len(annotations)} annotations, 7 sources")
+    return text
+
+
+def responses_plain(streamed: str) -> None:
+    r = oa.responses.create(model=RESPONSES, input="Tech news today?")
+    assert r.output_text == streamed
+    msg = next(o for o in r.output if o.type == "message")
+    check_url_citations(r.output_text, msg.content[0].annotations, 12)
+    print("  responses (not streaming): the same text and annotations")
+
+
+def messages() -> None:
+    body: dict[str, Any] = dict(
+        model=MESSAGES, max_tokens=1024, messages=[{"role": "user", "content": "Tech news today?"}]
+    )
+    with an.messages.stream(**body) as stream:
+        streamed = "".join(stream.text_stream)
+        final = stream.get_final_message()
+    text = "".join(b.text for b in final.content if b.type == "text")
+    assert text == streamed
+    check_dense(text, 4)
+    cited = [c for b in final.content if b.type == "text" for c in (b.citations or [])]
+    assert cited and all(c.type == "web_search_result_location" for c in cited), cited
+    # The blocks that carry provider citations show their number at their end.
+    for b in final.content:
+        if b.type == "text" and b.citations:
+            assert re.search(r"\[\d+\]\s*$", b.text), b.text
+    plain = an.messages.create(**body)
+    assert "".join(b.text for b in plain.content if b.type == "text") == text
+    events = extra(plain, "citeflow")["events"]
+    done = next(e for e in events if e["type"] == "done")
+    assert [s["number"] for s in done["sources"]] == [1, 2, 3, 4], done
+    urls = {c.url for c in cited}
+    assert {s["source"]["url"] for s in done["sources"]} <= urls, (done, urls)
+    print(f"  messages: 4 sources, {len(cited)} provider citations, same text not streaming")
+
+
+def passthrough() -> None:
+    models = oa.models.list()
+    assert [m.id for m in models.data] == ["replay"]
+    emb = oa.embeddings.create(model="e", input=["a b"])
+    assert emb.data[0].embedding == [3.0, (ord("a") + ord(" ") + ord("b")) % 97 / 97, 0.5]
+    print("  pass-through: models, embeddings")
+
+
+def main() -> int:
+    print(f"openai {openai.__version__}, anthropic {anthropic.__version__}")
+    for check in (chat_stream, chat_plain, lambda: responses_plain(responses_stream()), messages, passthrough):
+        started = time.monotonic()
+        check()
+        print(f"    ({time.monotonic() - started:.2f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The official clients against `citeflow serve`: Python `openai` (chat and responses) and
+# `anthropic` (messages), npm `openai` and the AI SDK (`ai`'s useChat transport read with
+# readUIMessageStream, `@ai-sdk/openai` streamText), all at exact versions, then the examples
+# of examples/. Starts the replaying upstream (crates/server/examples/replay_upstream.rs, fed
+# by ../shared/fixtures/streams) and `citeflow serve --anthropic-upstream` on free loopback
+# ports, and stops both on exit whatever happens.
+#
+# Needs: python3 (3.11) with venv, Node 20 with npm, cargo. Installs the Python clients
+# (crates/server/tests/clients/requirements.txt) into target/venv-clients and the npm ones
+# (package-lock.json) with npm ci into crates/server/tests/clients/node_modules. Builds the
+# same debug binaries as scripts/test-server.sh (so one of the two builds, the other reuses).
+# Safe to run twice.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PYTHON="${PYTHON:-python3}"
+VENV="$ROOT/target/venv-clients"
+TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+SHARED="${CITEFLOW_SHARED_DIR:-$(cd "$ROOT/.." && pwd)/shared}"
+CLIENTS="crates/server/tests/clients"
+[ -d "$SHARED/fixtures/streams" ] || { echo "shared fixtures not found at $SHARED" >&2; exit 1; }
+
+step() { printf '\n== %s  [%ds]\n' "$*" "$SECONDS"; }
+
+step "install the Python clients (target/venv-clients) and the npm ones (npm ci)"
+if [ ! -x "$VENV/bin/python" ]; then
+    mkdir -p "$ROOT/target"
+    "$PYTHON" -m venv "$VENV"
+fi
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$CLIENTS/requirements.txt"
+if ! (cd "$CLIENTS" && [ -d node_modules ] && npm ls --silent >/dev/null 2>&1); then
+    (cd "$CLIENTS" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+step "build citeflow and the replaying upstream (debug, as scripts/test-server.sh)"
+cargo build --quiet --locked -p citeflow-cli
+cargo build --quiet --locked -p citeflow-server --features _replay --example replay_upstream
+
+WORK="$(mktemp -d)"
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT INT TERM
+
+# Waits for the first line of a server's stdout and prints it.
+first_line() {
+    local file="$1"
+    for _ in $(seq 1 200); do
+        if [ -s "$file" ]; then head -n1 "$file"; return 0; fi
+        sleep 0.05
+    done
+    echo "server did not start: $file" >&2
+    return 1
+}
+
+step "start the replaying upstream and citeflow serve on loopback"
+"$TARGET_DIR/debug/examples/replay_upstream" "$SHARED/fixtures/streams" > "$WORK/upstream.out" &
+PIDS+=($!)
+UPSTREAM="$(first_line "$WORK/upstream.out")"
+KEY="sk-citeflow-test"
+CITEFLOW_LOG=warn "$TARGET_DIR/debug/citeflow" serve --upstream "$UPSTREAM" \
+    --anthropic-upstream "$UPSTREAM" --listen 127.0.0.1:0 --store memory --api-key "$KEY" \
+    > "$WORK/citeflow.out" 2> "$WORK/citeflow.err" &
+PIDS+=($!)
+PROXY="$(first_line "$WORK/citeflow.out" | sed 's/^citeflow listening on //')"
+echo "upstream $UPSTREAM, citeflow $PROXY"
+export CITEFLOW_PROXY="$PROXY" CITEFLOW_KEY="$KEY" CITEFLOW_SHARED_DIR="$SHARED"
+export CITEFLOW_MODEL_RESPONSES="openai-web-search-tool.1.chunks.txt"
+export CITEFLOW_MODEL_MESSAGES="anthropic-web-search-tool.1.chunks.txt"
+
+status=0
+run() {
+    local name="$1"
+    shift
+    step "$name"
+    if ! "$@"; then
+        echo "FAILED: $name" >&2
+        status=1
+    fi
+}
+
+run "Python openai $(grep '^openai==' "$CLIENTS/requirements.txt") and anthropic $(grep '^anthropic==' "$CLIENTS/requirements.txt")" \
+    "$VENV/bin/python" -W error "$CLIENTS/check_clients.py"
+run "npm openai, ai, @ai-sdk/openai (node --test)" \
+    bash -c "cd '$CLIENTS' && node --test --test-reporter=spec clients.test.mjs"
+
+if [ "$status" -ne 0 ]; then
+    echo "--- citeflow serve stderr" >&2
+    tail -n 40 "$WORK/citeflow.err" >&2 || true
+    exit "$status"
+fi
+step "test-clients: ok"
