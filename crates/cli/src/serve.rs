@@ -75,6 +75,10 @@ pub(crate) struct ServeArgs {
     /// Largest text of one source in bytes [default: 65536].
     #[arg(long)]
     max_source_text_bytes: Option<usize>,
+    /// Largest id, title, url, key or locator field of one source, and most bytes of its
+    /// metadata, in bytes [default: 4096].
+    #[arg(long)]
+    max_source_field_bytes: Option<usize>,
     /// Longest a stream may run, in ms [default: 600000].
     #[arg(long)]
     max_stream_duration_ms: Option<u64>,
@@ -158,6 +162,9 @@ fn limits(a: &ServeArgs) -> Limits {
     }
     if let Some(v) = a.max_source_text_bytes {
         l.max_source_text_bytes = v;
+    }
+    if let Some(v) = a.max_source_field_bytes {
+        l.max_source_field_bytes = v;
     }
     if let Some(v) = a.max_top_k {
         l.max_top_k = v;

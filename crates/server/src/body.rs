@@ -34,7 +34,7 @@ pub(crate) fn sources(value: Option<Value>, limits: &Limits) -> Result<Vec<Sourc
             max: limits.max_sources,
         });
     }
-    for s in &list {
+    for (i, s) in list.iter().enumerate() {
         let bytes =
             s.text.as_ref().map_or(0, String::len) + s.snippet.as_ref().map_or(0, String::len);
         if bytes > limits.max_source_text_bytes {
@@ -44,6 +44,39 @@ pub(crate) fn sources(value: Option<Value>, limits: &Limits) -> Result<Vec<Sourc
                 max: limits.max_source_text_bytes,
             });
         }
+        if let Some((field, bytes)) =
+            field_sizes(s).find(|(_, n)| *n > limits.max_source_field_bytes)
+        {
+            return Err(ApiError::SourceFieldTooLarge {
+                param: format!("sources[{i}].{field}"),
+                bytes,
+                max: limits.max_source_field_bytes,
+            });
+        }
     }
     Ok(list)
+}
+
+/// The size in bytes of each field of a source other than its text: the id, title, url, key,
+/// the locator's strings, and the metadata (all keys and values together).
+fn field_sizes(s: &Source) -> impl Iterator<Item = (&'static str, usize)> + '_ {
+    let len = |v: &Option<String>| v.as_ref().map_or(0, String::len);
+    let locator = s.locator.as_ref();
+    [
+        ("id", s.id.len()),
+        ("title", len(&s.title)),
+        ("url", len(&s.url)),
+        ("key", len(&s.key)),
+        (
+            "locator.chapter_title",
+            locator.map_or(0, |l| len(&l.chapter_title)),
+        ),
+        ("locator.cfi", locator.map_or(0, |l| len(&l.cfi))),
+        ("locator.page", locator.map_or(0, |l| len(&l.page))),
+        (
+            "metadata",
+            s.metadata.iter().map(|(k, v)| k.len() + v.len()).sum(),
+        ),
+    ]
+    .into_iter()
 }

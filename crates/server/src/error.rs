@@ -135,6 +135,16 @@ pub enum ApiError {
         /// The limit.
         max: usize,
     },
+    /// A source whose id, title, url, key, locator or metadata is too long.
+    #[error("{param} has {bytes} bytes, at most {max} are allowed")]
+    SourceFieldTooLarge {
+        /// Where: `sources[3].title`.
+        param: String,
+        /// Its size.
+        bytes: usize,
+        /// The limit.
+        max: usize,
+    },
     /// Sources that cannot be registered.
     #[error("invalid sources: {0}")]
     InvalidSources(#[from] SourceError),
@@ -190,6 +200,7 @@ impl ApiError {
             ApiError::InvalidRequest { .. }
             | ApiError::TooManySources { .. }
             | ApiError::SourceTooLarge { .. }
+            | ApiError::SourceFieldTooLarge { .. }
             | ApiError::InvalidSources(_)
             | ApiError::InvalidSetting(_)
             | ApiError::InvalidEpub(_) => StatusCode::BAD_REQUEST,
@@ -225,6 +236,7 @@ impl ApiError {
             ApiError::InvalidRequest { .. } => "invalid_request",
             ApiError::TooManySources { .. } => "too_many_sources",
             ApiError::SourceTooLarge { .. } => "source_too_large",
+            ApiError::SourceFieldTooLarge { .. } => "source_field_too_large",
             ApiError::InvalidSources(_) => "invalid_sources",
             ApiError::InvalidSetting(_) => "invalid_setting",
             ApiError::UpstreamUnreachable => "upstream_unreachable",
@@ -255,6 +267,7 @@ impl ApiError {
             ApiError::TooManySources { .. } | ApiError::SourceTooLarge { .. } => {
                 Some("sources".to_owned())
             }
+            ApiError::SourceFieldTooLarge { param, .. } => Some(param.clone()),
             ApiError::BookNotFound { param, .. } => param.map(str::to_owned),
             ApiError::CfiNotFound { .. } => Some("cfi".to_owned()),
             ApiError::EpubOverBudget { limit, .. } => Some((*limit).to_owned()),

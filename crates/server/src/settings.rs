@@ -66,6 +66,12 @@ pub struct Limits {
     /// ### Default
     /// 64 KiB.
     pub max_source_text_bytes: usize,
+    /// Largest id, title, url, key or locator field of one source, and the most bytes of its
+    /// metadata keys and values together (`source_field_too_large`, `param: "sources[i].title"`).
+    ///
+    /// ### Default
+    /// 4 KiB.
+    pub max_source_field_bytes: usize,
     /// Longest a stream may run; then it ends with a `stream_too_long` error event.
     ///
     /// ### Default
@@ -136,6 +142,7 @@ impl Default for Limits {
             max_body_bytes: 4 << 20,
             max_sources: 256,
             max_source_text_bytes: 64 << 10,
+            max_source_field_bytes: 4 << 10,
             max_stream_duration_ms: 600_000,
             upstream_connect_timeout_ms: 10_000,
             upstream_response_timeout_ms: 120_000,

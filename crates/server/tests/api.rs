@@ -30,6 +30,7 @@ fn state() -> AppState {
             l.max_body_bytes = 2_000;
             l.max_sources = 3;
             l.max_source_text_bytes = 50;
+            l.max_source_field_bytes = 40;
         })),
         Arc::new(MemoryStore::new()),
     )
@@ -59,6 +60,42 @@ async fn every_limit_has_its_own_error() {
     let (s, body) = oneshot(state(), post("/v1/sessions", &big.to_string())).await;
     assert_eq!(s, 400);
     insta::assert_json_snapshot!("source_too_large", body);
+    // Every field besides the text has its own bound, named with the source's place.
+    for (source, param) in [
+        (json!({"id": "i".repeat(41)}), "sources[1].id"),
+        (
+            json!({"id": "s", "title": "t".repeat(41)}),
+            "sources[1].title",
+        ),
+        (
+            json!({"id": "s", "url": format!("https://e.org/{}", "u".repeat(30))}),
+            "sources[1].url",
+        ),
+        (
+            json!({"id": "s", "locator": {"cfi": "c".repeat(41)}}),
+            "sources[1].locator.cfi",
+        ),
+        (
+            json!({"id": "s", "metadata": {"a": "v".repeat(20), "b": "w".repeat(19)}}),
+            "sources[1].metadata",
+        ),
+    ] {
+        let body = json!({"sources": [{"id": "ok"}, source]});
+        let (s, body) = oneshot(state(), post("/v1/sessions", &body.to_string())).await;
+        assert_eq!(s, 400, "{body}");
+        assert_eq!(body["error"]["code"], "source_field_too_large", "{body}");
+        assert_eq!(body["error"]["param"], param, "{body}");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .ends_with("at most 40 are allowed"),
+            "{body}"
+        );
+    }
+    let fits = json!({"sources": [{"id": "s", "title": "t".repeat(40), "metadata": {"a": "v".repeat(20), "b": "w".repeat(18)}}]});
+    let (s, body) = oneshot(state(), post("/v1/sessions", &fits.to_string())).await;
+    assert_eq!(s, 201, "{body}");
     let chat = json!({"model": "m", "messages": [], "sources": four});
     let (s, body) = oneshot(state(), post("/v1/chat/completions", &chat.to_string())).await;
     assert_eq!(
