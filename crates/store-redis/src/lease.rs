@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use citeflow_store::StoreError;
 use redis::Value;
 
+use crate::conn::query_each;
 use crate::store::RedisStore;
 
 /// How many streams one pipeline checks.
@@ -34,28 +35,27 @@ pub(crate) async fn running_streams(store: &RedisStore) -> Result<Vec<String>, S
     let mut out = Vec::new();
     let mut stale = Vec::new();
     for chunk in ids.chunks(BATCH) {
-        let mut pipe = redis::pipe();
-        for id in chunk {
-            pipe.cmd("HMGET")
-                .arg(store.keys().stream(id))
-                .arg(&["status", "server", "epoch"]);
-        }
-        let rows: Vec<Vec<Option<String>>> = pipe.query_async(&mut c).await.map_err(err)?;
+        let reads: Vec<redis::Cmd> = chunk
+            .iter()
+            .map(|id| {
+                redis::cmd("HMGET")
+                    .arg(store.keys().stream(id))
+                    .arg(&["status", "server", "epoch"])
+                    .clone()
+            })
+            .collect();
+        let rows: Vec<Vec<Option<String>>> = query_each(&c, &reads).await.map_err(err)?;
         let mut servers: Vec<String> = rows
             .iter()
             .filter_map(|r| r.get(1).cloned().flatten())
             .collect();
         servers.sort();
         servers.dedup();
-        let mut pipe = redis::pipe();
-        for s in &servers {
-            pipe.cmd("GET").arg(store.keys().lease(s));
-        }
-        let leases: Vec<Option<String>> = if servers.is_empty() {
-            Vec::new()
-        } else {
-            pipe.query_async(&mut c).await.map_err(err)?
-        };
+        let gets: Vec<redis::Cmd> = servers
+            .iter()
+            .map(|s| redis::cmd("GET").arg(store.keys().lease(s)).clone())
+            .collect();
+        let leases: Vec<Option<String>> = query_each(&c, &gets).await.map_err(err)?;
         let leases: HashMap<&str, Option<&str>> = servers
             .iter()
             .map(String::as_str)

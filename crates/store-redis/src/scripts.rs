@@ -3,11 +3,19 @@
 
 use redis::Script;
 
-/// `KEYS`: num, byn, ctr, owner. `ARGV`: key, `[key, source_id]` JSON, ttl ms.
-/// Returns `{number, 1}` for a new number, `{number, 0}` for the key's existing one.
+/// `KEYS`: num, byn, ctr, owner. `ARGV`: key, `[key, source_id]` JSON, ttl ms, touch (1/0).
+/// Returns `{number, 1}` for a new number, `{number, 0}` for the key's existing one. With
+/// `touch` 1, finding the key refreshes the TTLs too: a write, so that a `WAIT` after the
+/// script also waits for the write (maybe another client's, not yet replicated) that gave the
+/// key its number (see `RedisSettings::with_replica_acks`).
 const ALLOCATE: &str = r"
 local n = redis.call('HGET', KEYS[1], ARGV[1])
-if n then return {tonumber(n), 0} end
+if n then
+  if ARGV[4] == '1' then
+    for i = 1, 4 do redis.call('PEXPIRE', KEYS[i], ARGV[3]) end
+  end
+  return {tonumber(n), 0}
+end
 n = redis.call('INCR', KEYS[3])
 redis.call('HSET', KEYS[1], ARGV[1], n)
 redis.call('HSET', KEYS[2], n, ARGV[2])

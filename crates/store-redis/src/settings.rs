@@ -56,7 +56,8 @@ pub(crate) enum Target {
 ///   with these seed nodes; a plain comma list `redis://h1:p1,redis://h2:p2` means the same.
 ///
 /// citeflow options may be given in the query string and are removed before the URL reaches
-/// the driver: `idle_ttl_ms`, `prefix`, `instance`, `lease_ms`, `timeout_ms`, e.g.
+/// the driver: `idle_ttl_ms`, `prefix`, `instance`, `lease_ms`, `timeout_ms`, `replica_acks`,
+/// `replica_ack_timeout_ms`, e.g.
 /// `redis://127.0.0.1:6379/0?idle_ttl_ms=86400000&instance=web-1`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RedisSettings {
@@ -69,6 +70,8 @@ pub struct RedisSettings {
     pub(crate) timeout_ms: u64,
     pub(crate) block_ms: u64,
     pub(crate) max_blocking_connections: usize,
+    pub(crate) replica_acks: Option<u64>,
+    pub(crate) replica_ack_timeout_ms: u64,
 }
 
 /// Seven days in milliseconds.
@@ -127,6 +130,8 @@ impl RedisSettings {
             timeout_ms: 5_000,
             block_ms: 2_000,
             max_blocking_connections: 64,
+            replica_acks: None,
+            replica_ack_timeout_ms: 1_000,
         };
         let mut driver_query = Vec::new();
         for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
@@ -135,6 +140,16 @@ impl RedisSettings {
                 "idle_ttl_ms" => settings.idle_ttl_ms = parse_u64("idle_ttl_ms", value)?,
                 "lease_ms" => settings.lease_ms = parse_u64("lease_ms", value)?.max(1_000),
                 "timeout_ms" => settings.timeout_ms = parse_u64("timeout_ms", value)?,
+                "replica_acks" => {
+                    settings.replica_acks = Some(value.parse().map_err(|_| UrlError::Option {
+                        name: "replica_acks",
+                        value: value.to_owned(),
+                        reason: "expected a whole number",
+                    })?)
+                }
+                "replica_ack_timeout_ms" => {
+                    settings.replica_ack_timeout_ms = parse_u64("replica_ack_timeout_ms", value)?
+                }
                 "prefix" | "instance" if value.is_empty() || value.contains(['{', '}']) => {
                     return Err(UrlError::Option {
                         name: if name == "prefix" {
@@ -290,6 +305,37 @@ impl RedisSettings {
     pub fn with_max_blocking_connections(mut self, n: usize) -> Self {
         self.max_blocking_connections = n;
         self
+    }
+
+    /// How many replicas must acknowledge each atomic write (an allocation, an append, …)
+    /// before it counts as done: after the script, the store sends `WAIT n` to the node that
+    /// ran it, unless that node has no connected replica (then nothing can be promoted over
+    /// it). A write not acknowledged in time fails with `StoreError::Unavailable` (it may have
+    /// happened; an allocation retried later returns the same number). Redis replicates
+    /// asynchronously: without this, a master killed right after a write can be replaced by a
+    /// replica that never saw it, and the next allocation would hand its number out again.
+    /// The number asked for is capped by the node's connected replicas.
+    ///
+    /// ### Default
+    /// 1 for a Cluster, 0 (no `WAIT`) for a standalone server; URL option `replica_acks`.
+    pub fn with_replica_acks(mut self, n: u64) -> Self {
+        self.replica_acks = Some(n);
+        self
+    }
+
+    /// How long one write waits for its replica acknowledgements
+    /// (see [`RedisSettings::with_replica_acks`]).
+    ///
+    /// ### Default
+    /// 1 000 ms; URL option `replica_ack_timeout_ms`.
+    pub fn with_replica_ack_timeout_ms(mut self, ms: u64) -> Self {
+        self.replica_ack_timeout_ms = ms.max(1);
+        self
+    }
+
+    /// The replica acknowledgements each atomic write waits for (0: none).
+    pub fn replica_acks(&self) -> u64 {
+        self.replica_acks.unwrap_or(u64::from(self.is_cluster()))
     }
 
     /// The URL with its password hidden, for messages.

@@ -13,7 +13,7 @@ use citeflow_store::{
 };
 use redis::{Cmd, RedisError, Value};
 
-use crate::conn::{store_error, Client, Conn};
+use crate::conn::{query_each, store_error, Client, Conn};
 use crate::keys::Keys;
 use crate::scripts::Scripts;
 use crate::settings::RedisSettings;
@@ -476,6 +476,7 @@ impl Store for RedisStore {
     ) -> Result<Allocation, StoreError> {
         let t = self.inner.keys.table(scope);
         let record = encode_record(&(key, source_id))?;
+        let acked = self.inner.settings.replica_acks() > 0;
         // A retry after a lost reply finds the key numbered: same number, `is_new` false.
         let (n, is_new): (u32, i64) = self
             .retrying(|mut c, _| {
@@ -486,7 +487,8 @@ impl Store for RedisStore {
                     .key(&t.owner)
                     .arg(key)
                     .arg(&record)
-                    .arg(self.ttl());
+                    .arg(self.ttl())
+                    .arg(if acked { "1" } else { "0" });
                 async move { inv.invoke_async(&mut c).await }
             })
             .await?;
@@ -616,19 +618,21 @@ impl Store for RedisStore {
             _ => return Err(StoreError::not_found("stream", stream_id)),
         };
         if status.is_finished() {
-            let mut pipe = redis::pipe();
-            pipe.cmd("ZREM")
-                .arg(self.inner.keys.running())
-                .arg(stream_id)
-                .ignore()
-                .cmd("ZADD")
-                .arg(self.inner.keys.idle_streams())
-                .arg(created)
-                .arg(stream_id)
-                .ignore();
-            let pipe = &pipe;
+            // Two index keys in two slots: one pipeline standalone, two commands on a Cluster.
+            let cmds = [
+                redis::cmd("ZREM")
+                    .arg(self.inner.keys.running())
+                    .arg(stream_id)
+                    .clone(),
+                redis::cmd("ZADD")
+                    .arg(self.inner.keys.idle_streams())
+                    .arg(created)
+                    .arg(stream_id)
+                    .clone(),
+            ];
+            let cmds = &cmds;
             let r = self
-                .retrying(|mut c, _| async move { pipe.query_async::<Value>(&mut c).await })
+                .retrying(|c, _| async move { query_each::<Value>(&c, cmds).await })
                 .await;
             if let Err(e) = r {
                 tracing::warn!(error = %e, "redis index update failed");

@@ -39,13 +39,13 @@ fn shared_dir() -> PathBuf {
 }
 
 /// A `citeflow serve` child process; killed on drop.
-struct Server {
+pub(crate) struct Server {
     child: Child,
-    base: String,
+    pub(crate) base: String,
 }
 
 impl Server {
-    fn start(upstream: &str, store: &str) -> Server {
+    pub(crate) fn start(upstream: &str, store: &str) -> Server {
         let mut child = Command::new(citeflow_bin())
             .args(["serve", "--upstream", upstream, "--listen", "127.0.0.1:0"])
             .args(["--store", store])
@@ -83,14 +83,14 @@ fn request(model: &str, session: &str) -> Value {
     })
 }
 
-fn stream_id(resp: &reqwest::Response) -> String {
+pub(crate) fn stream_id(resp: &reqwest::Response) -> String {
     resp.headers()["x-citeflow-stream-id"]
         .to_str()
         .expect("ascii")
         .to_owned()
 }
 
-fn normalized(events: &[Received], stream_id: &str) -> Vec<(Option<u64>, String)> {
+pub(crate) fn normalized(events: &[Received], stream_id: &str) -> Vec<(Option<u64>, String)> {
     events
         .iter()
         .map(|e| (e.id, replay::comparable(&e.data, stream_id)))

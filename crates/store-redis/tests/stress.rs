@@ -25,6 +25,11 @@ async fn concurrent_allocations_from_several_servers_never_repeat_or_renumber() 
         .map(|_| Arc::new(store(&url, &prefix)) as Arc<dyn Store>)
         .collect();
     let scope = NumberScope::Session("stress".into());
+    for st in &stores {
+        // Connected before the clock starts.
+        st.numbering(&scope).await.expect("connect");
+    }
+    let started = std::time::Instant::now();
     let mut tasks = Vec::new();
     for (s, st) in stores.iter().enumerate() {
         for t in 0..TASKS_PER_INSTANCE {
@@ -48,9 +53,25 @@ async fn concurrent_allocations_from_several_servers_never_repeat_or_renumber() 
     }
     let mut by_key: HashMap<String, u32> = HashMap::new();
     let mut new_by_number: HashMap<u32, (String, String)> = HashMap::new();
-    let mut total = 0;
+    let mut results = Vec::new();
     for t in tasks {
-        let got = t.await.expect("task");
+        results.push(t.await.expect("task"));
+    }
+    let elapsed = started.elapsed();
+    eprintln!(
+        "stress: {} allocations ({} keys, {INSTANCES} store instances × {TASKS_PER_INSTANCE} tasks, one at a time each) in {} ms: {:.0}/s on {}",
+        INSTANCES * TASKS_PER_INSTANCE * REQUESTS_PER_TASK,
+        KEYS,
+        elapsed.as_millis(),
+        (INSTANCES * TASKS_PER_INSTANCE * REQUESTS_PER_TASK) as f64 / elapsed.as_secs_f64(),
+        if crate::support::is_cluster_url(&url) {
+            "a Redis Cluster"
+        } else {
+            "a standalone Redis"
+        },
+    );
+    let mut total = 0;
+    for got in results {
         let mut seen: Vec<u32> = Vec::new();
         for (key, source, n, is_new) in got {
             total += 1;

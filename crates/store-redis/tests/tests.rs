@@ -2,6 +2,7 @@
 //! (scripts/test-redis.sh starts one); without it each test prints a notice and passes.
 
 mod conformance;
+mod failover;
 mod fault;
 mod leases;
 mod servers;
