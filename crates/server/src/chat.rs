@@ -350,45 +350,80 @@ async fn complete(state: AppState, plan: Plan) -> Result<Response, ApiError> {
         (Some(s), true) => Some(NumberScope::Session(s.clone())),
         _ => None,
     };
-    let (settings, numbering) = match &scope {
-        Some(scope) => (plan.settings, state.store.numbering(scope).await?),
-        None => (
-            plan.settings.with_number_source(NumberSource::Local),
-            Numbering::new(),
-        ),
-    };
-    let mut rw = Rewriter::new(settings, plan.sources, numbering);
-    let content = answer
-        .pointer("/choices/0/message/content")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    rw.write(&content)?;
-    if let Err(e) = rw.end() {
-        tracing::warn!(error = %e, "rewrite check failed");
-    }
-    let mut text = String::new();
+    // Each choice (`n > 1`) is rewritten on its own: numbered in the session's table when
+    // the scope is the session's, else from 1. Its citations become `message.annotations`
+    // (the upstream's own point into text that was rewritten: they are removed).
+    let count_choices = answer
+        .get("choices")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
     let mut events = Vec::new();
-    while let Some(ev) = rw.poll_event() {
-        match ev {
-            Event::NumberNeeded { key, source_id } => {
-                let scope = scope.as_ref().ok_or_else(|| {
-                    ApiError::Internal("number needed without a shared scope".into())
-                })?;
-                let n = state.store.allocate(scope, &key, &source_id).await?.number;
-                rw.provide_number(&key, n)?;
-            }
-            Event::Text { text: t } => text.push_str(&t),
-            other => {
-                generate::count(&state, &other);
-                events.push(
-                    serde_json::to_value(&other).map_err(|e| ApiError::Internal(e.to_string()))?,
-                );
+    for i in 0..count_choices.max(1) {
+        let (settings, numbering) = match &scope {
+            Some(scope) => (plan.settings.clone(), state.store.numbering(scope).await?),
+            None => (
+                plan.settings
+                    .clone()
+                    .with_number_source(NumberSource::Local),
+                Numbering::new(),
+            ),
+        };
+        let mut rw = Rewriter::new(settings, plan.sources.clone(), numbering);
+        let content = answer
+            .pointer(&format!("/choices/{i}/message/content"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        rw.write(&content)?;
+        if let Err(e) = rw.end() {
+            tracing::warn!(error = %e, "rewrite check failed");
+        }
+        let mut text = String::new();
+        let mut annotations = Vec::new();
+        while let Some(ev) = rw.poll_event() {
+            match ev {
+                Event::NumberNeeded { key, source_id } => {
+                    let scope = scope.as_ref().ok_or_else(|| {
+                        ApiError::Internal("number needed without a shared scope".into())
+                    })?;
+                    let n = state.store.allocate(scope, &key, &source_id).await?.number;
+                    rw.provide_number(&key, n)?;
+                }
+                Event::Text { text: t } => text.push_str(&t),
+                other => {
+                    generate::count(&state, &other);
+                    if let Event::Citation {
+                        number,
+                        source_id,
+                        char_offset,
+                        ..
+                    } = &other
+                    {
+                        annotations.extend(generate::url_annotation(
+                            &rw,
+                            *number,
+                            source_id,
+                            *char_offset,
+                        ));
+                    }
+                    let mut v = serde_json::to_value(&other)
+                        .map_err(|e| ApiError::Internal(e.to_string()))?;
+                    if i != 0 {
+                        v["choice"] = json!(i);
+                    }
+                    events.push(v);
+                }
             }
         }
-    }
-    if let Some(c) = answer.pointer_mut("/choices/0/message/content") {
-        *c = Value::String(text);
+        if let Some(Value::Object(m)) = answer.pointer_mut(&format!("/choices/{i}/message")) {
+            if m.contains_key("content") {
+                m.insert("content".into(), Value::String(text));
+            }
+            m.remove("annotations");
+            if !annotations.is_empty() {
+                m.insert("annotations".into(), Value::Array(annotations));
+            }
+        }
     }
     if let Value::Object(m) = &mut answer {
         let mut cf = json!({"events": events});

@@ -6,8 +6,8 @@ use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
-use citeflow_core::sse::{chunk_text, SseDecoder};
-use citeflow_core::{Event, Rewriter};
+use citeflow_core::sse::SseDecoder;
+use citeflow_core::{Event, NumberSource, Numbering, Rewriter};
 use citeflow_store::{NumberScope, StoredEvent, StreamStatus};
 use futures_util::{FutureExt, StreamExt};
 use serde_json::{json, Value};
@@ -16,19 +16,69 @@ use crate::error::envelope;
 use crate::state::AppState;
 use crate::unrecorded::{record_failure, with_retries};
 
+/// One choice of the answer (`choices[].index`; `n > 1` streams several): its own rewriter.
+struct Choice {
+    index: u64,
+    rewriter: Rewriter,
+    /// Its `finish_reason` came (or the upstream ended): later content is dropped.
+    ended: bool,
+}
+
 /// One running stream.
 pub(crate) struct Generation {
     state: AppState,
     stream_id: String,
     scope: NumberScope,
-    rewriter: Rewriter,
+    /// The choices seen, in order of arrival; choice 0's rewriter is made up front.
+    choices: Vec<Choice>,
     next_id: u64,
     /// The id of the last event the log took.
     logged: u64,
     /// `id`, `object`, `created`, `model` of the last upstream chunk, for our own chunks.
     meta: Value,
-    ended: bool,
     speed: Speed,
+}
+
+/// What draining one choice's rewriter gave.
+#[derive(Default)]
+struct Drained {
+    text: String,
+    events: Vec<Value>,
+    /// Citeflow's citations as Chat Completions `url_citation` annotations, in characters of
+    /// the choice's rewritten content.
+    annotations: Vec<Value>,
+    done: Option<Value>,
+}
+
+/// A citation as a standard Chat Completions annotation (`None` for a source without url):
+/// `start_index`..`end_index` are characters of the rewritten content that show the number.
+pub(crate) fn url_annotation(
+    rw: &Rewriter,
+    number: u32,
+    source_id: &str,
+    at: u64,
+) -> Option<Value> {
+    let source = rw.sources().get(source_id)?;
+    let url = source.url.as_deref()?;
+    let mut shown = String::new();
+    rw.settings()
+        .style()
+        .render_number(number, source, &mut shown);
+    let mut a = json!({"start_index": at, "end_index": at + shown.chars().count() as u64,
+        "url": url});
+    if let Some(t) = &source.title {
+        a["title"] = json!(t);
+    }
+    Some(json!({"type": "url_citation", "url_citation": a}))
+}
+
+/// The text of a choice: `delta.content` (chat) or `text` (completions).
+fn choice_text(choice: &Value) -> Option<&str> {
+    choice
+        .get("delta")
+        .and_then(|d| d.get("content"))
+        .and_then(Value::as_str)
+        .or_else(|| choice.get("text").and_then(Value::as_str))
 }
 
 /// Time to first token and generation speed of one answer.
@@ -117,11 +167,14 @@ impl Generation {
             state,
             stream_id,
             scope,
-            rewriter,
+            choices: vec![Choice {
+                index: 0,
+                rewriter,
+                ended: false,
+            }],
             next_id: 1,
             logged: 0,
             meta: json!({"object": "chat.completion.chunk"}),
-            ended: false,
             speed: Speed {
                 requested,
                 first: None,
@@ -132,8 +185,9 @@ impl Generation {
         }
     }
 
-    /// The source-list chunk: the `done` event, with the answer's speed.
-    fn done_chunk(&self, done: Value) -> String {
+    /// The source-list chunk: the `done` event, with the answer's speed (for choice 0; a
+    /// later choice's `citeflow` names it in `choice`).
+    fn done_chunk(&self, index: u64, done: Value) -> String {
         let stats = self.speed.stats();
         let m = &self.state.metrics;
         m.generated_tokens
@@ -145,6 +199,9 @@ impl Generation {
         c["choices"] = json!([]);
         c["citeflow"] = self.citeflow(vec![done]);
         c["citeflow"]["stats"] = stats;
+        if index != 0 {
+            c["citeflow"]["choice"] = json!(index);
+        }
         c.to_string()
     }
 
@@ -157,13 +214,44 @@ impl Generation {
         e
     }
 
-    /// Drains the rewriter: answers number requests from the store, returns the text and the
-    /// other events as JSON; `Done` is returned apart.
-    async fn drain(&mut self) -> Result<(String, Vec<Value>, Option<Value>), Failure> {
-        let mut text = String::new();
-        let mut events = Vec::new();
-        let mut done = None;
-        while let Some(ev) = self.rewriter.poll_event() {
+    /// The position in `choices` of choice `index`, made on first sight: its own rewriter
+    /// over the same sources, numbered in the session's table when the scope is the
+    /// session's, else on its own (each choice is a whole answer).
+    async fn choice(&mut self, index: u64) -> Result<usize, Failure> {
+        if let Some(at) = self.choices.iter().position(|c| c.index == index) {
+            return Ok(at);
+        }
+        let first = &self.choices[0].rewriter;
+        let (settings, sources) = (first.settings().clone(), first.sources().clone());
+        let rewriter = match &self.scope {
+            NumberScope::Session(_) => {
+                let numbering = self
+                    .state
+                    .store
+                    .numbering(&self.scope)
+                    .await
+                    .map_err(|e| store_failure(&e))?;
+                Rewriter::new(settings, sources, numbering)
+            }
+            _ => Rewriter::new(
+                settings.with_number_source(NumberSource::Local),
+                sources,
+                Numbering::new(),
+            ),
+        };
+        self.choices.push(Choice {
+            index,
+            rewriter,
+            ended: false,
+        });
+        Ok(self.choices.len() - 1)
+    }
+
+    /// Drains choice `at`'s rewriter: answers number requests from the store, returns the
+    /// text, the other events as JSON, the citations as annotations; `Done` apart.
+    async fn drain(&mut self, at: usize) -> Result<Drained, Failure> {
+        let mut d = Drained::default();
+        while let Some(ev) = self.choices[at].rewriter.poll_event() {
             match ev {
                 Event::NumberNeeded { key, source_id } => {
                     let a = self
@@ -172,21 +260,34 @@ impl Generation {
                         .allocate(&self.scope, &key, &source_id)
                         .await
                         .map_err(|e| store_failure(&e))?;
-                    self.rewriter
+                    self.choices[at]
+                        .rewriter
                         .provide_number(&key, a.number)
                         .map_err(|e| internal(&e))?;
                 }
-                Event::Text { text: t } => text.push_str(&t),
+                Event::Text { text: t } => d.text.push_str(&t),
                 e @ Event::Done { .. } => {
-                    done = Some(serde_json::to_value(&e).map_err(|e| internal(&e))?);
+                    d.done = Some(serde_json::to_value(&e).map_err(|e| internal(&e))?);
                 }
                 e => {
                     count(&self.state, &e);
-                    events.push(serde_json::to_value(&e).map_err(|e| internal(&e))?);
+                    if let Event::Citation {
+                        number,
+                        source_id,
+                        char_offset,
+                        ..
+                    } = &e
+                    {
+                        let rw = &self.choices[at].rewriter;
+                        d.annotations
+                            .extend(url_annotation(rw, *number, source_id, *char_offset));
+                    }
+                    d.events
+                        .push(serde_json::to_value(&e).map_err(|e| internal(&e))?);
                 }
             }
         }
-        Ok((text, events, done))
+        Ok(d)
     }
 
     fn citeflow(&self, events: Vec<Value>) -> Value {
@@ -203,9 +304,12 @@ impl Generation {
 
     /// Rewrites one upstream chunk; returns the events to log.
     ///
-    /// Any JSON is handled: a payload that is not an object, or whose first
-    /// choice (or its `delta`) is not an object, is `upstream_malformed`;
-    /// content after `finish_reason` is dropped.
+    /// Any JSON is handled: a payload that is not an object, or one of whose choices (or its
+    /// `delta`) is not an object, is `upstream_malformed`. Each choice (`index`) goes through
+    /// its own rewriter; its citeflow citations ride as standard `annotations` of its delta
+    /// (the upstream's own annotations point into text that was rewritten: they are
+    /// removed). A choice's content after its `finish_reason` is dropped, and a chunk left
+    /// with no choice is dropped whole unless it carries usage.
     async fn on_chunk(&mut self, mut chunk: Value) -> Result<Vec<StoredEvent>, Failure> {
         let shape = |what: &str| {
             failure(
@@ -216,12 +320,22 @@ impl Generation {
         if !chunk.is_object() {
             return Err(shape("payload"));
         }
-        if let Some(choice) = chunk.pointer("/choices/0") {
+        let is_list = chunk.get("choices").is_some_and(Value::is_array);
+        let list = match chunk
+            .get_mut("choices")
+            .filter(|_| is_list)
+            .map(Value::take)
+        {
+            Some(Value::Array(list)) => list,
+            // None, or not a list: passed on as it came, with no text.
+            _ => Vec::new(),
+        };
+        for (i, choice) in list.iter().enumerate() {
             if !choice.is_object() {
-                return Err(shape("choices[0]"));
+                return Err(shape(&format!("choices[{i}]")));
             }
             if choice.get("delta").is_some_and(|d| !d.is_object()) {
-                return Err(shape("choices[0].delta"));
+                return Err(shape(&format!("choices[{i}].delta")));
             }
         }
         if let Some(err) = chunk.get("error") {
@@ -237,86 +351,128 @@ impl Generation {
                 self.meta[k] = v.clone();
             }
         }
-        let input = chunk_text(&chunk).map(str::to_owned);
-        if self.ended {
-            // The answer is complete and its source list sent: a later chunk's choices are
-            // dropped (its text with them); one that carries usage is passed on without them.
-            if input.as_deref().is_some_and(|t| !t.is_empty()) {
-                tracing::warn!(stream_id = %self.stream_id, "upstream sent content after finish_reason; dropped");
-            }
-            if chunk.get("usage").is_none_or(Value::is_null) {
-                return Ok(Vec::new());
-            }
-            chunk["choices"] = json!([]);
-            chunk["citeflow"] = self.citeflow(Vec::new());
-            return Ok(vec![self.event(chunk.to_string())]);
-        }
-        if input.as_deref().is_some_and(|t| !t.is_empty()) {
-            let now = Instant::now();
-            if self.speed.first.is_none() {
-                self.speed.first = Some(now);
-                self.state
-                    .metrics
-                    .observe_first_token(now - self.speed.requested);
-            }
-            self.speed.last = Some(now);
-            self.speed.chunks += 1;
-        }
         if let Some(t) = chunk
             .pointer("/usage/completion_tokens")
             .and_then(Value::as_u64)
         {
             self.speed.usage_tokens = Some(t);
         }
-        let finished = chunk
-            .pointer("/choices/0/finish_reason")
-            .is_some_and(|f| !f.is_null());
-        if let Some(t) = input.as_deref() {
-            self.rewriter.write(t).map_err(|e| internal(&e))?;
-        }
-        if finished && !self.ended {
-            self.ended = true;
-            if let Err(e) = self.rewriter.end() {
-                tracing::warn!(error = %e, "rewrite check failed");
-            }
-        }
-        let (text, events, done) = self.drain().await?;
-        let is_chat = chunk.pointer("/choices/0/delta").is_some();
-        if let Some(choice) = chunk.pointer_mut("/choices/0") {
-            if is_chat {
-                if input.is_some() || !text.is_empty() {
-                    choice["delta"]["content"] = Value::String(text);
+        // Every choice seen has ended: the answer is complete and its source lists sent.
+        let over = self.choices.iter().all(|c| c.ended);
+        let had_choices = !list.is_empty();
+        let mut kept = Vec::with_capacity(list.len());
+        let mut events = Vec::new();
+        let mut dones = Vec::new();
+        let mut first_index = None;
+        for (i, mut choice) in list.into_iter().enumerate() {
+            let index = choice
+                .get("index")
+                .and_then(Value::as_u64)
+                .unwrap_or(i as u64);
+            let at = self.choice(index).await?;
+            let input = choice_text(&choice).map(str::to_owned);
+            if self.choices[at].ended {
+                // This choice is complete and its source list sent: its later content is
+                // dropped.
+                if input.as_deref().is_some_and(|t| !t.is_empty()) {
+                    tracing::warn!(stream_id = %self.stream_id, index, "upstream sent content after finish_reason; dropped");
                 }
-            } else if input.is_some() || !text.is_empty() {
-                choice["text"] = Value::String(text);
+                continue;
             }
+            if input.as_deref().is_some_and(|t| !t.is_empty()) {
+                let now = Instant::now();
+                if self.speed.first.is_none() {
+                    self.speed.first = Some(now);
+                    self.state
+                        .metrics
+                        .observe_first_token(now - self.speed.requested);
+                }
+                self.speed.last = Some(now);
+                self.speed.chunks += 1;
+            }
+            let finished = choice.get("finish_reason").is_some_and(|f| !f.is_null());
+            let c = &mut self.choices[at];
+            if let Some(t) = input.as_deref() {
+                c.rewriter.write(t).map_err(|e| internal(&e))?;
+            }
+            if finished {
+                c.ended = true;
+                if let Err(e) = c.rewriter.end() {
+                    tracing::warn!(error = %e, "rewrite check failed");
+                }
+            }
+            let d = self.drain(at).await?;
+            let (slot, field) = if choice.get("delta").is_some() {
+                (&mut choice["delta"], "content")
+            } else {
+                (&mut choice, "text")
+            };
+            if let Some(m) = slot.as_object_mut() {
+                if input.is_some() || !d.text.is_empty() {
+                    m.insert(field.to_owned(), Value::String(d.text));
+                }
+                m.remove("annotations");
+                if !d.annotations.is_empty() {
+                    m.insert("annotations".to_owned(), Value::Array(d.annotations));
+                }
+            }
+            first_index.get_or_insert(index);
+            events.extend(d.events);
+            dones.extend(d.done.map(|done| (index, done)));
+            kept.push(choice);
+        }
+        if kept.is_empty() && (had_choices || over) {
+            // After the end of its choices (or of the answer): dropped whole, or passed on
+            // without choices when it carries usage.
+            if chunk.get("usage").is_none_or(Value::is_null) {
+                return Ok(Vec::new());
+            }
+            chunk["choices"] = json!([]);
+        } else if is_list {
+            chunk["choices"] = Value::Array(kept);
         }
         chunk["citeflow"] = self.citeflow(events);
+        if let Some(index) = first_index.filter(|i| *i != 0) {
+            chunk["citeflow"]["choice"] = json!(index);
+        }
         let mut out = vec![self.event(chunk.to_string())];
-        if let Some(done) = done {
-            let data = self.done_chunk(done);
+        for (index, done) in dones {
+            let data = self.done_chunk(index, done);
             out.push(self.event(data));
         }
         Ok(out)
     }
 
-    /// Ends the rewriter if the upstream did not, and logs the tail and the source list.
+    /// Ends the rewriters the upstream did not end, and logs their tails and source lists.
     async fn on_end(&mut self) -> Result<Vec<StoredEvent>, Failure> {
         let mut out = Vec::new();
-        if !self.ended {
-            self.ended = true;
-            if let Err(e) = self.rewriter.end() {
+        for at in 0..self.choices.len() {
+            let c = &mut self.choices[at];
+            if c.ended {
+                continue;
+            }
+            c.ended = true;
+            let index = c.index;
+            if let Err(e) = c.rewriter.end() {
                 tracing::warn!(error = %e, "rewrite check failed");
             }
-            let (text, events, done) = self.drain().await?;
-            if !text.is_empty() || !events.is_empty() {
-                let choices =
-                    json!([{"index": 0, "delta": {"content": text}, "finish_reason": null}]);
-                let data = self.own_chunk(choices, events);
+            let d = self.drain(at).await?;
+            if !d.text.is_empty() || !d.events.is_empty() {
+                let mut delta = json!({"content": d.text});
+                if !d.annotations.is_empty() {
+                    delta["annotations"] = Value::Array(d.annotations);
+                }
+                let choices = json!([{"index": index, "delta": delta, "finish_reason": null}]);
+                let mut data = self.own_chunk(choices, d.events);
+                if index != 0 {
+                    let mut v: Value = serde_json::from_str(&data).map_err(|e| internal(&e))?;
+                    v["citeflow"]["choice"] = json!(index);
+                    data = v.to_string();
+                }
                 out.push(self.event(data));
             }
-            if let Some(done) = done {
-                let data = self.done_chunk(done);
+            if let Some(done) = d.done {
+                let data = self.done_chunk(index, done);
                 out.push(self.event(data));
             }
         }

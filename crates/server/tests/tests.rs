@@ -3,6 +3,7 @@
 
 mod api;
 mod books;
+mod chat_annotations;
 mod conn;
 mod failures;
 mod guard;

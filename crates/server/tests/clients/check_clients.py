@@ -71,7 +71,7 @@ def chat_sources() -> list[dict[str, str]]:
 
 def chat_stream() -> None:
     sources = chat_sources()
-    text, events = "", []
+    text, events, annotations = "", [], []
     stream = oa.chat.completions.create(
         model=CHAT,
         messages=[{"role": "user", "content": "Tell me about Paris."}],
@@ -81,6 +81,9 @@ def chat_stream() -> None:
     for chunk in stream:
         if chunk.choices and chunk.choices[0].delta.content:
             text += chunk.choices[0].delta.content
+        if chunk.choices:
+            delta = chunk.choices[0].delta
+            annotations += getattr(delta, "annotations", None) or extra(delta, "annotations") or []
         events += (extra(chunk, "citeflow") or {}).get("events", [])
     done = [e for e in events if e["type"] == "done"]
     assert len(done) == 1, events
@@ -96,7 +99,16 @@ def chat_stream() -> None:
         # char_offset counts characters of the rewritten text: it points at the number shown.
         start = c["char_offset"]
         assert text[start:].startswith(f"[{c['number']}]"), (c, text[start : start + 8])
-    print(f"  chat stream: {len(listed)} sources, {len(cites)} citations")
+    # The same citations as standard delta.annotations (url_citation, characters of the
+    # rewritten content).
+    assert len(annotations) == len(cites), annotations
+    by_number = {s["number"]: s["source"]["url"] for s in listed}
+    for a, c in zip(annotations, cites):
+        u = field(a, "url_citation")
+        assert field(a, "type") == "url_citation"
+        assert text[field(u, "start_index") : field(u, "end_index")] == f"[{c['number']}]", a
+        assert field(u, "url") == by_number[c["number"]], a
+    print(f"  chat stream: {len(listed)} sources, {len(cites)} citations and annotations")
 
 
 def chat_plain() -> None:
@@ -109,7 +121,12 @@ def chat_plain() -> None:
     assert text == "Paris is the capital [1], see also [?].", text
     events = extra(answer, "citeflow")["events"]
     assert [e["type"] for e in events] == ["source", "citation", "unresolved", "done"], events
-    print("  chat (not streaming): [1] and [?]")
+    # Typed message.annotations: one url_citation slicing [1].
+    (a,) = answer.choices[0].message.annotations or []
+    assert a.type == "url_citation" and a.url_citation.url == "https://paris.fr/", a
+    assert text[a.url_citation.start_index : a.url_citation.end_index] == "[1]", a
+    assert a.url_citation.title == "Paris"
+    print("  chat (not streaming): [1] and [?], message.annotations typed")
 
 
 def responses_stream() -> str:

@@ -65,10 +65,25 @@ test("openai: chat completions stream, markers numbered, sources in citeflow's d
   });
   let text = "";
   let done;
+  const annotations = [];
+  const cites = [];
   for await (const chunk of stream) {
     text += chunk.choices[0]?.delta?.content ?? "";
-    for (const e of chunk.citeflow?.events ?? []) if (e.type === "done") done = e;
+    annotations.push(...(chunk.choices[0]?.delta?.annotations ?? []));
+    for (const e of chunk.citeflow?.events ?? []) {
+      if (e.type === "done") done = e;
+      if (e.type === "citation") cites.push(e);
+    }
   }
+  // citeflow's citations as standard delta.annotations, offsets in characters of the content.
+  assert.equal(annotations.length, cites.length);
+  assert.ok(cites.length > 0);
+  annotations.forEach((a, i) => {
+    assert.equal(a.type, "url_citation");
+    const { start_index, end_index, url } = a.url_citation;
+    assert.equal(slice(text, start_index, end_index), `[${cites[i].number}]`);
+    assert.equal(url, `https://example.org/${cites[i].source_id}`);
+  });
   assert.ok(done, "a done event");
   assert.ok(done.sources.length > 0, JSON.stringify(done));
   assert.deepEqual([...new Set(numbers(text))].sort((a, b) => a - b), upTo(done.sources.length));

@@ -1,0 +1,301 @@
+//! Chat Completions done right (issue 16 §3): citeflow's citations as standard
+//! `delta.annotations` / `message.annotations` (`url_citation`, character offsets into the
+//! rewritten content), the upstream's own annotations never passed on stale, and `n > 1`
+//! with each choice through its own rewriter.
+
+use citeflow_server::replay::{Script, Step};
+use serde_json::{json, Value};
+
+use crate::support::{read_sse, Harness};
+
+fn sources() -> Value {
+    json!([
+        {"id": "source_3", "title": "Water", "url": "https://example.org/water"},
+        {"id": "source_7", "title": "Paris", "url": "https://example.org/paris"},
+        {"id": "source_9", "title": "No link"}
+    ])
+}
+
+fn request(model: &str, stream: bool) -> Value {
+    json!({"model": model, "stream": stream, "sources": sources(),
+        "citeflow": {"inject_prompt": false},
+        "messages": [{"role": "user", "content": "q"}]})
+}
+
+/// An SSE chunk of `choices`.
+fn chunk(choices: Value) -> Step {
+    let v = json!({"id": "chatcmpl-x", "object": "chat.completion.chunk", "created": 1,
+        "model": "m", "choices": choices});
+    Step::Bytes(format!("data: {v}\n\n").into_bytes())
+}
+
+fn delta(index: u64, content: &str) -> Value {
+    json!({"index": index, "delta": {"content": content}, "finish_reason": null})
+}
+
+fn finish(index: u64) -> Value {
+    json!({"index": index, "delta": {}, "finish_reason": "stop"})
+}
+
+/// Characters `start..end` of `s`.
+fn chars(s: &str, a: &Value) -> String {
+    let start = a["start_index"].as_u64().expect("start") as usize;
+    let end = a["end_index"].as_u64().expect("end") as usize;
+    s.chars().skip(start).take(end - start).collect()
+}
+
+/// Per choice index: (text, annotations); and the citeflow payloads in order.
+fn collect(events: &[crate::support::Received]) -> (Vec<(String, Vec<Value>)>, Vec<Value>) {
+    let mut choices: Vec<(String, Vec<Value>)> = Vec::new();
+    let mut citeflow = Vec::new();
+    for e in events {
+        let Ok(v) = serde_json::from_str::<Value>(&e.data) else {
+            continue;
+        };
+        for c in v["choices"].as_array().into_iter().flatten() {
+            let i = c["index"].as_u64().expect("index") as usize;
+            if choices.len() <= i {
+                choices.resize(i + 1, (String::new(), Vec::new()));
+            }
+            if let Some(t) = c["delta"]["content"].as_str() {
+                choices[i].0.push_str(t);
+            }
+            for a in c["delta"]["annotations"].as_array().into_iter().flatten() {
+                choices[i].1.push(a.clone());
+            }
+        }
+        if let Some(cf) = v.get("citeflow") {
+            citeflow.push(cf.clone());
+        }
+    }
+    (choices, citeflow)
+}
+
+/// Every annotation is a `url_citation` whose offsets slice the `[n]` it stands for, with its
+/// source's url and title.
+fn check_annotations(text: &str, annotations: &[Value], expected: &[(&str, &str)]) {
+    let got: Vec<(String, String)> = annotations
+        .iter()
+        .map(|a| {
+            assert_eq!(a["type"], "url_citation", "{a}");
+            let u = &a["url_citation"];
+            (chars(text, u), u["url"].as_str().expect("url").to_owned())
+        })
+        .collect();
+    let want: Vec<(String, String)> = expected
+        .iter()
+        .map(|(n, u)| ((*n).to_owned(), (*u).to_owned()))
+        .collect();
+    assert_eq!(got, want, "{text}");
+    for a in annotations {
+        let title = a["url_citation"]["title"].as_str().expect("title");
+        assert!(["Water", "Paris"].contains(&title), "{a}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn citations_are_standard_annotations_whose_offsets_slice_the_number() {
+    let h = Harness::start().await;
+    // Markers split across chunks, a non-ASCII text before them (offsets count characters),
+    // a source without url (no annotation), and the upstream's own annotation whose offsets
+    // point into the text before rewriting: removed, never passed on stale.
+    let stale = json!([{"type": "url_citation", "url_citation":
+        {"start_index": 0, "end_index": 4, "url": "https://stale.example/", "title": "stale"}}]);
+    h.replay.insert(
+        "annotated",
+        Script::new(vec![
+            chunk(json!([{"index": 0, "delta": {"role": "assistant", "content": ""}}])),
+            chunk(json!([delta(0, "Café de Paris [[sou")])),
+            chunk(json!([delta(0, "rce_7]] and rain [[source_3]]")])),
+            chunk(
+                json!([{"index": 0, "delta": {"content": " 草枕 [[source_9]] again [[source_7]].",
+                "annotations": stale}, "finish_reason": null}]),
+            ),
+            chunk(json!([finish(0)])),
+            Step::Bytes(b"data: [DONE]\n\n".to_vec()),
+        ]),
+    );
+    let resp = h
+        .post("/v1/chat/completions")
+        .json(&request("annotated", true))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status(), 200);
+    let events = read_sse(resp, usize::MAX).await;
+    let (choices, citeflow) = collect(&events);
+    assert_eq!(choices.len(), 1);
+    let (text, annotations) = &choices[0];
+    assert_eq!(text, "Café de Paris [1] and rain [2] 草枕 [3] again [1].");
+    check_annotations(
+        text,
+        annotations,
+        &[
+            ("[1]", "https://example.org/paris"),
+            ("[2]", "https://example.org/water"),
+            ("[1]", "https://example.org/paris"),
+        ],
+    );
+    assert!(!events.iter().any(|e| e.data.contains("stale.example")));
+    // The citeflow events agree: four citations, the done event last before [DONE].
+    let cites: Vec<&Value> = citeflow
+        .iter()
+        .flat_map(|c| c["events"].as_array().into_iter().flatten())
+        .filter(|e| e["type"] == "citation")
+        .collect();
+    assert_eq!(cites.len(), 4);
+    assert_eq!(events.last().expect("events").data, "[DONE]");
+    let done: Value = serde_json::from_str(&events[events.len() - 2].data).expect("done");
+    assert_eq!(done["citeflow"]["events"][0]["type"], "done");
+
+    // Not streaming: the same text, the same annotations in message.annotations, and the
+    // upstream's own annotations removed.
+    let answer = json!({"id": "chatcmpl-y", "object": "chat.completion", "created": 1,
+        "model": "m", "choices": [{"index": 0, "finish_reason": "stop", "message": {
+            "role": "assistant", "annotations": stale,
+            "content": "Café de Paris [[source_7]] and rain [[source_3]] 草枕 [[source_9]] again [[source_7]]."}}]});
+    h.replay.insert(
+        "annotated-json",
+        Script::new(vec![Step::Bytes(answer.to_string().into_bytes())]),
+    );
+    let body: Value = h
+        .post("/v1/chat/completions")
+        .json(&request("annotated-json", false))
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    let msg = &body["choices"][0]["message"];
+    assert_eq!(msg["content"].as_str(), Some(text.as_str()));
+    let plain = msg["annotations"].as_array().expect("annotations");
+    assert_eq!(plain, annotations);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn n_2_streams_each_choice_through_its_own_rewriter() {
+    let h = Harness::start().await;
+    // Two choices interleaved, markers of one split around chunks of the other; choice 1
+    // cites source_3 first, so it is [1] there; choice 0 sends content after its
+    // finish_reason (dropped) while choice 1 goes on.
+    h.replay.insert(
+        "two",
+        Script::new(vec![
+            chunk(json!([
+                delta(0, "Paris [[sour"),
+                delta(1, "Rain [[source_")
+            ])),
+            chunk(json!([delta(1, "3]] falls. Paris [[source_7]]")])),
+            chunk(json!([delta(0, "ce_7]] is big.")])),
+            chunk(json!([finish(0)])),
+            chunk(json!([delta(0, " late [[source_3]]")])),
+            chunk(json!([delta(1, " too.")])),
+            chunk(json!([finish(1)])),
+            Step::Bytes(b"data: [DONE]\n\n".to_vec()),
+        ]),
+    );
+    let mut req = request("two", true);
+    req["n"] = json!(2);
+    let resp = h
+        .post("/v1/chat/completions")
+        .json(&req)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status(), 200);
+    let events = read_sse(resp, usize::MAX).await;
+    assert!(
+        !events.iter().any(|e| e.data.contains("\"error\"")),
+        "{events:?}"
+    );
+    let (choices, citeflow) = collect(&events);
+    assert_eq!(choices.len(), 2);
+    assert_eq!(choices[0].0, "Paris [1] is big.");
+    assert_eq!(choices[1].0, "Rain [1] falls. Paris [2] too.");
+    check_annotations(
+        &choices[0].0,
+        &choices[0].1,
+        &[("[1]", "https://example.org/paris")],
+    );
+    check_annotations(
+        &choices[1].0,
+        &choices[1].1,
+        &[
+            ("[1]", "https://example.org/water"),
+            ("[2]", "https://example.org/paris"),
+        ],
+    );
+    // One done event per choice, each listing its own numbers; choice 1's names it.
+    let dones: Vec<(Option<u64>, Value)> = citeflow
+        .iter()
+        .flat_map(|c| {
+            c["events"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|e| e["type"] == "done")
+                .map(|e| (c["choice"].as_u64(), e.clone()))
+        })
+        .collect();
+    assert_eq!(dones.len(), 2, "{citeflow:?}");
+    let listed = |d: &Value| -> Vec<(u64, String)> {
+        d["sources"]
+            .as_array()
+            .expect("sources")
+            .iter()
+            .map(|s| {
+                (
+                    s["number"].as_u64().expect("number"),
+                    s["source"]["id"].as_str().expect("id").to_owned(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(dones[0].0, None);
+    assert_eq!(listed(&dones[0].1), vec![(1, "source_7".to_owned())]);
+    assert_eq!(dones[1].0, Some(1));
+    assert_eq!(
+        listed(&dones[1].1),
+        vec![(1, "source_3".to_owned()), (2, "source_7".to_owned())]
+    );
+    assert_eq!(events.last().expect("events").data, "[DONE]");
+
+    // Not streaming: each choice rewritten and annotated on its own.
+    let answer = json!({"id": "chatcmpl-z", "object": "chat.completion", "created": 1,
+        "model": "m", "choices": [
+            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant",
+                "content": "Paris [[source_7]] is big."}},
+            {"index": 1, "finish_reason": "stop", "message": {"role": "assistant",
+                "content": "Rain [[source_3]] falls. Paris [[source_7]] too."}}]});
+    h.replay.insert(
+        "two-json",
+        Script::new(vec![Step::Bytes(answer.to_string().into_bytes())]),
+    );
+    let mut req = request("two-json", false);
+    req["n"] = json!(2);
+    let body: Value = h
+        .post("/v1/chat/completions")
+        .json(&req)
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    for (i, (text, annotations)) in choices.iter().enumerate() {
+        let msg = &body["choices"][i]["message"];
+        assert_eq!(msg["content"].as_str(), Some(text.as_str()), "{body}");
+        assert_eq!(
+            msg["annotations"].as_array().expect("annotations"),
+            annotations
+        );
+    }
+    let events = body["citeflow"]["events"].as_array().expect("events");
+    let dones: Vec<Option<u64>> = events
+        .iter()
+        .filter(|e| e["type"] == "done")
+        .map(|e| e["choice"].as_u64())
+        .collect();
+    assert_eq!(dones, vec![None, Some(1)]);
+}
