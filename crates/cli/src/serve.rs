@@ -131,6 +131,13 @@ pub(crate) struct ServeArgs {
     /// to the paragraphs around the cited place [default: 200000].
     #[arg(long)]
     max_reading_chars: Option<usize>,
+    /// Longest the server may spend reading and cutting one uploaded EPUB, in ms; then the
+    /// upload is 413 invalid_epub [default: 60000].
+    #[arg(long)]
+    ingest_timeout_ms: Option<u64>,
+    /// Uploaded EPUBs read and cut at once; further uploads wait [default: 2].
+    #[arg(long)]
+    max_concurrent_ingests: Option<usize>,
 }
 
 /// `$CITEFLOW_DATA_DIR`, else `$XDG_DATA_HOME/citeflow`, else `~/.local/share/citeflow`.
@@ -174,6 +181,12 @@ fn limits(a: &ServeArgs) -> Limits {
     }
     if let Some(v) = a.max_reading_chars {
         l.max_reading_chars = v;
+    }
+    if let Some(v) = a.ingest_timeout_ms {
+        l.ingest_timeout_ms = v;
+    }
+    if let Some(v) = a.max_concurrent_ingests {
+        l.max_concurrent_ingests = v;
     }
     set(&mut l.max_stream_duration_ms, a.max_stream_duration_ms);
     set(

@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet};
 use crate::archive::Archive;
 use crate::document::Document;
 use crate::package::{self, decode_text, ManifestItem, Metadata, PageProgression, SpineItem};
+use crate::progress::{Check, ControlFlow, Progress, Stage};
 use crate::toc::{self, collapse_ws, TocEntry};
 use crate::xml::{Dom, NodeId, XmlLimits};
 use crate::{Limits, OpenError, Warning};
@@ -72,6 +73,21 @@ impl Book {
     /// font obfuscation alone is fine), or exceed `limits`
     /// ([`OpenError::limit`] names the budget).
     pub fn open(bytes: &[u8], limits: &Limits) -> Result<Book, OpenError> {
+        Book::open_checked(bytes, limits, &mut |_| ControlFlow::Continue(()))
+    }
+
+    /// [`Book::open`] that calls `check` before reading each spine document: a check that
+    /// breaks stops the job with [`OpenError::Stopped`] (a deadline, a client gone), and it
+    /// can show progress.
+    ///
+    /// # Errors
+    ///
+    /// As [`Book::open`], and [`OpenError::Stopped`].
+    pub fn open_checked(
+        bytes: &[u8],
+        limits: &Limits,
+        check: &mut Check<'_>,
+    ) -> Result<Book, OpenError> {
         let mut zip = Archive::open(bytes, limits)?;
         // What is left of the book's entity-expansion budget.
         let mut entity_left = limits.max_entity_bytes_per_book();
@@ -153,7 +169,18 @@ impl Book {
         }
 
         let mut docs = Vec::with_capacity(pkg.spine.len());
-        for item in &pkg.spine {
+        for (done, item) in pkg.spine.iter().enumerate() {
+            let progress = Progress {
+                stage: Stage::Reading,
+                done,
+                total: pkg.spine.len(),
+                path: &item.path,
+            };
+            if check(progress).is_break() {
+                return Err(OpenError::Stopped {
+                    path: item.path.clone(),
+                });
+            }
             if !XHTML_TYPES.contains(&item.media_type.as_str()) {
                 warn(
                     &mut warnings,

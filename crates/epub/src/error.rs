@@ -6,6 +6,12 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum OpenError {
+    /// The caller's check stopped the job (see [`Book::open_checked`](crate::Book::open_checked)).
+    #[error("stopped by the caller before reading {path}")]
+    Stopped {
+        /// The spine document that was next.
+        path: String,
+    },
     /// The input is not a readable zip archive.
     #[error("not a zip archive: {reason}")]
     NotZip {

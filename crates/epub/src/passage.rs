@@ -2,6 +2,7 @@
 
 use crate::cfi::{Cfi, Path};
 use crate::document::Document;
+use crate::progress::{Check, ControlFlow, Progress, Stage};
 use crate::xml::NodeId;
 use crate::Book;
 
@@ -329,13 +330,33 @@ impl Book {
     /// are left out; block elements (`p`, `div`, `h1`…, `li`…) are
     /// paragraphs.
     pub fn passages(&self, settings: &ChunkSettings) -> Vec<Passage> {
+        self.passages_checked(settings, &mut |_| ControlFlow::Continue(()))
+            .unwrap_or_default()
+    }
+
+    /// [`Book::passages`] that calls `check` before cutting each spine document; `None`
+    /// when a check broke (a deadline, a client gone).
+    pub fn passages_checked(
+        &self,
+        settings: &ChunkSettings,
+        check: &mut Check<'_>,
+    ) -> Option<Vec<Passage>> {
         let mut out = Vec::new();
         for spine_index in 0..self.spine.len() {
+            let progress = Progress {
+                stage: Stage::Cutting,
+                done: spine_index,
+                total: self.spine.len(),
+                path: &self.spine[spine_index].path,
+            };
+            if check(progress).is_break() {
+                return None;
+            }
             self.sections(spine_index, settings.ruby_text, None, |chapter, sec| {
                 self.cut(sec, spine_index, chapter, settings, &mut out);
             });
         }
-        out
+        Some(out)
     }
 
     /// Hands the reading text of each chapter of spine document `spine_index` (or of chapter

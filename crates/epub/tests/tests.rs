@@ -7,5 +7,6 @@ mod errors;
 mod hostile;
 mod oracle;
 mod passages;
+mod progress;
 mod reading;
 mod vectors;

@@ -102,6 +102,17 @@ impl BookPassage {
             .collect()
     }
 
+    /// [`BookPassage::from_book`] with the caller's check before each spine document (see
+    /// [`Book::passages_checked`]); `None` when it stopped the job.
+    pub fn from_book_checked(
+        book: &Book,
+        settings: &ChunkSettings,
+        check: &mut citeflow_epub::Check<'_>,
+    ) -> Option<Vec<BookPassage>> {
+        let passages = book.passages_checked(settings, check)?;
+        Some(passages.iter().map(BookPassage::from_passage).collect())
+    }
+
     /// The passage as a core [`Source`]: id, title, url, text and locator.
     pub fn to_source(&self) -> Source {
         Source::new(&self.id)

@@ -7,7 +7,9 @@
 //! the index write, after the book was read and cut.
 
 use std::path::Path as FsPath;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
@@ -15,7 +17,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use citeflow_core::Source;
-use citeflow_epub::{Book, Cfi, ChunkSettings, PageProgression, Reading};
+use citeflow_epub::{Book, Cfi, ChunkSettings, ControlFlow, PageProgression, Progress, Reading};
 use citeflow_index::{fingerprint, BookInfo, BookPassage, Index, IndexError};
 use serde_json::{json, Value};
 
@@ -31,6 +33,51 @@ pub(crate) struct Library {
     index: RwLock<Index>,
     /// Books opened for reading, newest first: (key, fingerprint, book).
     opened: Mutex<Vec<(String, String, Arc<Book>)>>,
+    /// Uploads being read and cut at once ([`Limits::max_concurrent_ingests`]).
+    ingests: Arc<tokio::sync::Semaphore>,
+}
+
+/// One upload's reading and cutting: stopped at its deadline or when its client leaves.
+struct Ingest {
+    deadline: Instant,
+    timeout_ms: u64,
+    /// Set when the request is dropped (the client left).
+    gone: Arc<AtomicBool>,
+}
+
+impl Ingest {
+    fn check(&self, _: Progress<'_>) -> ControlFlow<()> {
+        if self.gone.load(Ordering::Relaxed) || Instant::now() >= self.deadline {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    }
+
+    /// The error for a job its check stopped before `what`.
+    fn stopped(&self, what: &str) -> ApiError {
+        if self.gone.load(Ordering::Relaxed) {
+            // Nobody reads this answer; it ends the task.
+            return ApiError::invalid("the client left during the upload", None);
+        }
+        ApiError::EpubOverBudget {
+            message: format!(
+                "the book took longer than {} ms to read and cut (stopped before {what}); \
+                 --ingest-timeout-ms sets the limit",
+                self.timeout_ms
+            ),
+            limit: "ingest_timeout_ms",
+        }
+    }
+}
+
+/// Sets its flag when dropped: an upload whose request future is dropped stops its job.
+struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 /// How many opened books [`Library::open_book`] keeps.
@@ -38,10 +85,13 @@ const OPENED_BOOKS: usize = 4;
 
 impl Library {
     /// Opens (or creates) the index in `dir`.
-    pub(crate) fn open(dir: &FsPath) -> Result<Library, IndexError> {
+    pub(crate) fn open(dir: &FsPath, limits: &Limits) -> Result<Library, IndexError> {
         Ok(Library {
             index: RwLock::new(Index::open_or_create(dir)?),
             opened: Mutex::new(Vec::new()),
+            ingests: Arc::new(tokio::sync::Semaphore::new(
+                limits.max_concurrent_ingests.max(1),
+            )),
         })
     }
 
@@ -109,8 +159,19 @@ impl Library {
     /// it already as it is. Returns the book, whether it was added, and the reader's
     /// warnings. It never replaces a book of another key, nor a shared one: `owner`'s copy
     /// has a key of its own (see [`owned_book_key`]).
-    fn add(&self, owner: &Owner, bytes: &[u8]) -> Result<(BookInfo, bool, Vec<String>), ApiError> {
-        let book = Book::open(bytes, &citeflow_epub::Limits::default()).map_err(epub_error)?;
+    fn add(
+        &self,
+        owner: &Owner,
+        bytes: &[u8],
+        job: &Ingest,
+    ) -> Result<(BookInfo, bool, Vec<String>), ApiError> {
+        let book = Book::open_checked(bytes, &citeflow_epub::Limits::default(), &mut |p| {
+            job.check(p)
+        })
+        .map_err(|e| match e {
+            citeflow_epub::OpenError::Stopped { path } => job.stopped(&path),
+            e => epub_error(e),
+        })?;
         let warnings: Vec<String> = book.warnings().iter().map(ToString::to_string).collect();
         let meta = book.metadata();
         let (id, title) = (
@@ -129,7 +190,9 @@ impl Library {
         let current = self.read().fingerprint(&key)?;
         let added = current.as_deref() != Some(print.as_str());
         if added {
-            let mut passages = BookPassage::from_book(&book, &settings);
+            let mut passages =
+                BookPassage::from_book_checked(&book, &settings, &mut |p| job.check(p))
+                    .ok_or_else(|| job.stopped("cutting it into passages"))?;
             rekey(&mut passages, &key);
             if passages.is_empty() {
                 return Err(ApiError::InvalidEpub(
@@ -264,7 +327,25 @@ pub(crate) async fn upload(
             None,
         ));
     }
-    let (info, added, warnings) = blocking(move || lib.add(&owner, &bytes)).await?;
+    // A bounded pool: at most max_concurrent_ingests books are read at once; the permit
+    // goes with the job, so a job whose client left still counts until it stops.
+    let permit = Arc::clone(&lib.ingests)
+        .acquire_owned()
+        .await
+        .map_err(|e| ApiError::Internal(format!("ingest pool: {e}")))?;
+    let timeout_ms = state.settings.limits.ingest_timeout_ms;
+    let gone = Arc::new(AtomicBool::new(false));
+    let _stop_when_dropped = SetOnDrop(Arc::clone(&gone));
+    let job = Ingest {
+        deadline: Instant::now() + Duration::from_millis(timeout_ms),
+        timeout_ms,
+        gone,
+    };
+    let (info, added, warnings) = blocking(move || {
+        let _permit = permit;
+        lib.add(&owner, &bytes, &job)
+    })
+    .await?;
     if added {
         tracing::info!(book = %info.key, passages = info.passages, "book added");
     }

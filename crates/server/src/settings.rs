@@ -116,6 +116,19 @@ pub struct Limits {
     /// ### Default
     /// 200,000.
     pub max_reading_chars: usize,
+    /// Longest the server may spend reading and cutting one uploaded EPUB, checked before
+    /// each spine document; past it `POST /v1/books` is 413 `invalid_epub` with
+    /// `param: "ingest_timeout_ms"`, and nothing is added. A job whose client leaves stops at
+    /// the same checks.
+    ///
+    /// ### Default
+    /// 60 s.
+    pub ingest_timeout_ms: u64,
+    /// Uploaded EPUBs read and cut at once (a bounded pool; further uploads wait).
+    ///
+    /// ### Default
+    /// 2.
+    pub max_concurrent_ingests: usize,
     /// Longest a client may take to send a request's headers (HTTP/1): then the connection
     /// is closed, so a slow client cannot hold a socket for ever.
     ///
@@ -151,6 +164,8 @@ impl Default for Limits {
             max_top_k: 32,
             max_book_bytes: 64 << 20,
             max_reading_chars: 200_000,
+            ingest_timeout_ms: 60_000,
+            max_concurrent_ingests: 2,
             header_read_timeout_ms: 10_000,
             body_read_timeout_ms: 60_000,
             max_connections: 1024,

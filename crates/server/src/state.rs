@@ -58,7 +58,7 @@ impl AppState {
     /// If the TLS backend of the upstream client cannot be initialised.
     pub fn try_new(settings: ServerSettings, store: Arc<dyn Store>) -> Result<Self, IndexError> {
         let books = match &settings.index {
-            Some(dir) => Some(Arc::new(Library::open(dir)?)),
+            Some(dir) => Some(Arc::new(Library::open(dir, &settings.limits)?)),
             None => None,
         };
         let http = reqwest::Client::builder()

@@ -271,3 +271,58 @@ async fn an_entity_bomb_upload_is_a_413_naming_the_budget() {
         .expect("json");
     assert_eq!(listed["data"], json!([]));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upload_past_its_ingest_time_is_a_413_and_frees_its_slot() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let index = dir.path().to_owned();
+    // A deadline already passed: the first check stops the job.
+    let h = Harness::with(
+        |s| {
+            s.with_index(&index)
+                .with_limits(crate::support::limits(|l| {
+                    l.ingest_timeout_ms = 0;
+                    l.max_concurrent_ingests = 1;
+                }))
+        },
+        Arc::new(MemoryStore::new()),
+    )
+    .await;
+    let alice = std::fs::read(crate::support::shared_dir().join("fixtures/epub/alice.epub"))
+        .expect("alice");
+    // Twice: the pool's only slot is given back after a stopped job.
+    for _ in 0..2 {
+        let r = tokio::time::timeout(
+            Duration::from_secs(10),
+            h.post("/v1/books")
+                .header("content-type", "application/epub+zip")
+                .body(alice.clone())
+                .send(),
+        )
+        .await
+        .expect("the upload is answered")
+        .expect("send");
+        assert_eq!(r.status(), 413);
+        let body: Value = r.json().await.expect("json");
+        assert_eq!(body["error"]["code"], "invalid_epub", "{body}");
+        assert_eq!(body["error"]["param"], "ingest_timeout_ms", "{body}");
+        let message = body["error"]["message"].as_str().expect("message");
+        assert!(
+            message.contains("ingest_timeout_ms: the book took longer than 0 ms to read and cut (stopped before "),
+            "{message}"
+        );
+        assert!(
+            message.contains(".xhtml") || message.contains(".html"),
+            "{message}"
+        );
+    }
+    let listed: Value = h
+        .get("/v1/books")
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(listed["data"], json!([]), "nothing was added");
+}
