@@ -2,13 +2,15 @@
 # The official clients against `citeflow serve`: Python `openai` (chat and responses) and
 # `anthropic` (messages), npm `openai` and the AI SDK (`ai`'s useChat transport read with
 # readUIMessageStream, `@ai-sdk/openai` streamText), all at exact versions, then the examples
-# of examples/. Starts the replaying upstream (crates/server/examples/replay_upstream.rs, fed
+# of examples/ (curl, Python openai and anthropic, Node openai and AI SDK), whose output must
+# show the numbered text and the sources. Starts the replaying upstream (crates/server/examples/replay_upstream.rs, fed
 # by ../shared/fixtures/streams) and `citeflow serve --anthropic-upstream` on free loopback
 # ports, and stops both on exit whatever happens.
 #
 # Needs: python3 (3.11) with venv, Node 20 with npm, cargo. Installs the Python clients
 # (crates/server/tests/clients/requirements.txt) into target/venv-clients and the npm ones
-# (package-lock.json) with npm ci into crates/server/tests/clients/node_modules. Builds the
+# (package-lock.json) with npm ci into crates/server/tests/clients/node_modules and
+# examples/node_modules. Builds the
 # same debug binaries as scripts/test-server.sh (so one of the two builds, the other reuses).
 # Safe to run twice.
 set -euo pipefail
@@ -30,9 +32,11 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV"
 fi
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$CLIENTS/requirements.txt"
-if ! (cd "$CLIENTS" && [ -d node_modules ] && npm ls --silent >/dev/null 2>&1); then
-    (cd "$CLIENTS" && npm ci --no-audit --no-fund --loglevel=error)
-fi
+for dir in "$CLIENTS" examples; do
+    if ! (cd "$dir" && [ -d node_modules ] && npm ls --silent >/dev/null 2>&1); then
+        (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+    fi
+done
 
 step "build citeflow and the replaying upstream (debug, as scripts/test-server.sh)"
 cargo build --quiet --locked -p citeflow-cli
@@ -88,6 +92,55 @@ run "Python openai $(grep '^openai==' "$CLIENTS/requirements.txt") and anthropic
     "$VENV/bin/python" -W error "$CLIENTS/check_clients.py"
 run "npm openai, ai, @ai-sdk/openai (node --test)" \
     bash -c "cd '$CLIENTS' && node --test --test-reporter=spec clients.test.mjs"
+
+# The examples of examples/, as a user runs them, against the same proxy: each output must
+# show the numbered text and its sources.
+# Runs an example into a file, then checks that every expected line fragment is in it.
+example() {
+    local name="$1" out="$WORK/example.out"
+    shift
+    local -a expect=()
+    while [ "$1" != "--" ]; do expect+=("$1"); shift; done
+    shift
+    step "examples/$name"
+    if ! "$@" > "$out" 2>&1; then
+        tail -c 4000 "$out" >&2
+        echo "FAILED: examples/$name exited non-zero" >&2
+        status=1
+        return
+    fi
+    for want in "${expect[@]}"; do
+        if ! grep -qF -- "$want" "$out"; then
+            tail -c 4000 "$out" >&2
+            echo "FAILED: examples/$name does not show: $want" >&2
+            status=1
+            return
+        fi
+    done
+    echo "ok (${#expect[@]} expected fragments shown)"
+}
+export CITEFLOW_URL="$PROXY" CITEFLOW_MODEL_CHAT="chat-demo"
+PARIS="https://en.wikipedia.org/wiki/Paris"
+SEINE="https://en.wikipedia.org/wiki/Seine"
+CHAT_TEXT="Paris is the capital of France [1]. The Seine flows through it [2] and its museums draw millions [1]."
+example curl.sh \
+    '"content":"Paris is the capital of France "' '"content":"[1]. The Seine flows through it [2]"' \
+    "{\"type\":\"url_citation\",\"url_citation\":{\"end_index\":34,\"start_index\":31,\"title\":\"Paris\",\"url\":\"$PARIS\"}}" \
+    '"type":"done"' '"end_index":' '"type":"web_search_result_location"' '"id":"replay"' \
+    -- bash examples/curl.sh
+example openai_client.py \
+    "chat: $CHAT_TEXT" "  [1] at 31: $PARIS" "  [2] at 63: $SEINE" "  [1] at 97: $PARIS" \
+    "  [1] Paris $PARIS" "  [2] The Seine $SEINE" "responses: " "  [7] https://" \
+    -- "$VENV/bin/python" -W error examples/openai_client.py
+example anthropic_client.py \
+    "Liquid Glass redesign to the iPhone.[4]" \
+    "  [4] ← web_search_result_location: https://9to5mac.com/2025/09/22/ios-26-1-beta-1/" \
+    "  [1] The all-new Apple Ginza opens this Friday" "  [4] Apple releases first iOS 26.1" \
+    -- "$VENV/bin/python" -W error examples/anthropic_client.py
+example ai-sdk.mjs \
+    "chat: $CHAT_TEXT" "  annotation [2] -> $SEINE" "  [1] Paris" "  [2] The Seine" \
+    "  source-url 7: " "ui message text: " "streamText: " "  source https://" \
+    -- node examples/ai-sdk.mjs
 
 if [ "$status" -ne 0 ]; then
     echo "--- citeflow serve stderr" >&2

@@ -35,6 +35,15 @@ async fn main() -> std::io::Result<()> {
         "json-answer",
         Script::new(vec![Step::Bytes(answer.to_string().into_bytes())]),
     );
+    // A streamed chat answer for the examples of examples/ (sources source_3 and source_7).
+    replay.insert(
+        "chat-demo",
+        Script::chat(&[
+            "Paris is the capital of France [[sou",
+            "rce_7]]. The Seine flows through it [[source_3]]",
+            " and its museums draw millions [[source_7]].",
+        ]),
+    );
     let url = replay.spawn().await?;
     println!("{url}");
     std::io::stdout().flush()?;
