@@ -25,7 +25,7 @@ enum Command {
     /// Rewrite a streamed answer read from stdin: markers with source ids become numbers.
     Render(render::RenderArgs),
     /// Serve the OpenAI-compatible streaming proxy with sessions, resume and a SQLite store.
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Cut EPUB books into passages (JSON lines that are also citeflow sources), optionally
     /// into a local full-text index.
     Ingest(ingest::IngestArgs),
@@ -42,7 +42,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Render(args) => render::run(args),
-        Command::Serve(args) => serve::run(args),
+        Command::Serve(args) => serve::run(*args),
         Command::Ingest(args) => ingest::run(args),
         Command::Ask(args) => ask::run(args),
         Command::Epub(args) => epub_cmd::run(args),

@@ -91,6 +91,13 @@ pub(crate) struct ServeArgs {
     /// Longest upstream silence between chunks in ms [default: 60000].
     #[arg(long)]
     upstream_idle_timeout_ms: Option<u64>,
+    /// Most bytes of one upstream answer's body; then the stream ends with an
+    /// upstream_too_large error event [default: 67108864].
+    #[arg(long)]
+    max_upstream_bytes: Option<u64>,
+    /// Longest line of an upstream's SSE body in bytes [default: 1048576].
+    #[arg(long)]
+    max_upstream_line_bytes: Option<usize>,
     /// Longest a client may take to send a request's headers, in ms; then the connection is
     /// closed [default: 10000].
     #[arg(long)]
@@ -195,6 +202,10 @@ fn limits(a: &ServeArgs) -> Limits {
     );
     set(&mut l.upstream_response_timeout_ms, a.upstream_timeout_ms);
     set(&mut l.upstream_idle_timeout_ms, a.upstream_idle_timeout_ms);
+    set(&mut l.max_upstream_bytes, a.max_upstream_bytes);
+    if let Some(v) = a.max_upstream_line_bytes {
+        l.max_upstream_line_bytes = v;
+    }
     set(&mut l.session_idle_ttl_ms, a.session_ttl_ms);
     set(&mut l.header_read_timeout_ms, a.header_read_timeout_ms);
     set(&mut l.body_read_timeout_ms, a.body_read_timeout_ms);

@@ -6,15 +6,16 @@ use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
-use citeflow_core::sse::SseDecoder;
 use citeflow_core::{Event, NumberSource, Numbering, Rewriter};
 use citeflow_store::{NumberScope, StoredEvent, StreamStatus};
-use futures_util::{FutureExt, StreamExt};
+use futures_util::FutureExt;
 use serde_json::{json, Value};
 
+use crate::engine::{failure, Failure};
 use crate::error::envelope;
 use crate::state::AppState;
 use crate::unrecorded::{record_failure, with_retries};
+use crate::upstream_body::UpstreamEvents;
 
 /// One choice of the answer (`choices[].index`; `n > 1` streams several): its own rewriter.
 struct Choice {
@@ -116,19 +117,6 @@ impl Speed {
             "tokens_counted_by": counted_by,
             "tokens_per_second": per_second,
         })
-    }
-}
-
-/// Why a stream stops early: the error event's code and message.
-pub(crate) struct Failure {
-    code: &'static str,
-    message: String,
-}
-
-fn failure(code: &'static str, message: impl Into<String>) -> Failure {
-    Failure {
-        code,
-        message: message.into(),
     }
 }
 
@@ -537,78 +525,14 @@ fn store_failure(e: &citeflow_store::StoreError) -> Failure {
 pub(crate) async fn run(mut g: Generation, resp: reqwest::Response) {
     g.state.metrics.streams_started.fetch_add(1, Relaxed);
     g.state.metrics.streams_open.fetch_add(1, Relaxed);
-    let limits = g.state.settings.limits.clone();
-    let deadline =
-        tokio::time::Instant::now() + Duration::from_millis(limits.max_stream_duration_ms);
-    let idle = Duration::from_millis(limits.upstream_idle_timeout_ms);
-    let mut body = resp.bytes_stream();
-    let mut sse = SseDecoder::default();
+    let mut upstream = UpstreamEvents::new(resp, &g.state.settings.limits);
     let mut saw_finish = false;
     let result: Result<(), Failure> = supervised(async {
         loop {
-            let wait_until = (tokio::time::Instant::now() + idle).min(deadline);
-            let next = tokio::time::timeout_at(wait_until, body.next()).await;
-            let bytes = match next {
-                Err(_) if tokio::time::Instant::now() >= deadline => {
-                    return Err(failure(
-                        "stream_too_long",
-                        format!(
-                            "the stream ran longer than {} ms",
-                            limits.max_stream_duration_ms
-                        ),
-                    ))
-                }
-                Err(_) => {
-                    return Err(failure(
-                        "upstream_timeout",
-                        format!(
-                            "the upstream sent nothing for {} ms",
-                            limits.upstream_idle_timeout_ms
-                        ),
-                    ))
-                }
-                Ok(None) => {
-                    sse.end()
-                        .map_err(|e| failure("upstream_malformed", e.to_string()))?;
-                    let mut out = Vec::new();
-                    while let Some(ev) = sse.poll_event() {
-                        if ev.data == "[DONE]" {
-                            saw_finish = true;
-                            break;
-                        }
-                        let v = parse(&ev.data)?;
-                        saw_finish |= v
-                            .pointer("/choices/0/finish_reason")
-                            .is_some_and(|f| !f.is_null());
-                        out.extend(g.on_chunk(v).await?);
-                    }
-                    if !saw_finish {
-                        if !out.is_empty() {
-                            g.log(out).await?;
-                        }
-                        return Err(failure(
-                            "upstream_cut",
-                            "the upstream closed the stream before it finished",
-                        ));
-                    }
-                    out.extend(g.on_end().await?);
-                    g.log(out).await?;
-                    return Ok(());
-                }
-                Ok(Some(Err(e))) => {
-                    return Err(failure(
-                        "upstream_cut",
-                        format!("the upstream stream broke: {e}"),
-                    ))
-                }
-                Ok(Some(Ok(b))) => b,
-            };
-            let received = Instant::now();
-            sse.write(&bytes)
-                .map_err(|e| failure("upstream_malformed", e.to_string()))?;
+            let batch = upstream.next_batch().await?;
             let mut out = Vec::new();
             let mut done = false;
-            while let Some(ev) = sse.poll_event() {
+            for ev in batch.events {
                 if ev.data == "[DONE]" {
                     done = true;
                     break;
@@ -620,14 +544,25 @@ pub(crate) async fn run(mut g: Generation, resp: reqwest::Response) {
                 g.state.metrics.chunks.fetch_add(1, Relaxed);
                 out.extend(g.on_chunk(v).await?);
             }
-            if done {
+            if batch.last && !done && !saw_finish {
+                if !out.is_empty() {
+                    g.log(out).await?;
+                }
+                return Err(failure(
+                    "upstream_cut",
+                    "the upstream closed the stream before it finished",
+                ));
+            }
+            if done || batch.last {
                 out.extend(g.on_end().await?);
                 g.log(out).await?;
                 return Ok(());
             }
             if !out.is_empty() {
                 g.log(out).await?;
-                g.state.metrics.observe_added_latency(received.elapsed());
+                g.state
+                    .metrics
+                    .observe_added_latency(batch.received.elapsed());
             }
         }
     })

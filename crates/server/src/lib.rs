@@ -49,6 +49,7 @@ mod state;
 mod streams;
 mod tenancy;
 mod unrecorded;
+mod upstream_body;
 mod web;
 
 use std::future::Future;

@@ -11,7 +11,6 @@ use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use citeflow_core::provider::Dialect;
-use citeflow_core::sse::SseDecoder;
 use citeflow_store::{follow, NumberScope, StoredEvent, StreamRecord, StreamStatus};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
@@ -21,6 +20,7 @@ use crate::engine::{failure, internal, Engine, Failure, Wire};
 use crate::error::ApiError;
 use crate::proxy::Plan;
 use crate::state::{now_ms, random_id, AppState};
+use crate::upstream_body::UpstreamEvents;
 
 /// Reads the upstream's SSE body through `wire`, calling `sink` with each batch of events.
 /// Payloads of `[DONE]` are skipped.
@@ -31,53 +31,12 @@ pub(crate) async fn pump<W: Wire>(
     resp: reqwest::Response,
     mut sink: impl AsyncSink,
 ) -> Result<(), Failure> {
-    let limits = state.settings.limits.clone();
-    let deadline =
-        tokio::time::Instant::now() + Duration::from_millis(limits.max_stream_duration_ms);
-    let idle = Duration::from_millis(limits.upstream_idle_timeout_ms);
-    let mut body = resp.bytes_stream();
-    let mut sse = SseDecoder::default();
+    let mut upstream = UpstreamEvents::new(resp, &state.settings.limits);
     loop {
-        let wait_until = (tokio::time::Instant::now() + idle).min(deadline);
-        let next = tokio::time::timeout_at(wait_until, body.next()).await;
-        let last = match next {
-            Err(_) if tokio::time::Instant::now() >= deadline => {
-                return Err(failure(
-                    "stream_too_long",
-                    format!(
-                        "the stream ran longer than {} ms",
-                        limits.max_stream_duration_ms
-                    ),
-                ))
-            }
-            Err(_) => {
-                return Err(failure(
-                    "upstream_timeout",
-                    format!(
-                        "the upstream sent nothing for {} ms",
-                        limits.upstream_idle_timeout_ms
-                    ),
-                ))
-            }
-            Ok(Some(Err(e))) => {
-                return Err(failure(
-                    "upstream_cut",
-                    format!("the upstream stream broke: {e}"),
-                ))
-            }
-            Ok(Some(Ok(b))) => {
-                sse.write(&b)
-                    .map_err(|e| failure("upstream_malformed", e.to_string()))?;
-                false
-            }
-            Ok(None) => {
-                sse.end()
-                    .map_err(|e| failure("upstream_malformed", e.to_string()))?;
-                true
-            }
-        };
+        let batch = upstream.next_batch().await?;
+        let last = batch.last;
         let mut out = Vec::new();
-        while let Some(ev) = sse.poll_event() {
+        for ev in batch.events {
             if ev.data.trim() == "[DONE]" {
                 continue;
             }

@@ -93,6 +93,18 @@ pub struct Limits {
     /// ### Default
     /// 60 s.
     pub upstream_idle_timeout_ms: u64,
+    /// Most bytes of one upstream answer's streamed body; past it the stream ends with an
+    /// `upstream_too_large` error event (what was taken stays in the log).
+    ///
+    /// ### Default
+    /// 64 MiB.
+    pub max_upstream_bytes: u64,
+    /// Longest line of an upstream's SSE body; past it the stream ends with an
+    /// `upstream_malformed` error event naming the line.
+    ///
+    /// ### Default
+    /// 1 MiB.
+    pub max_upstream_line_bytes: usize,
     /// How long an unused session (and a finished stream) is kept.
     ///
     /// ### Default
@@ -160,6 +172,8 @@ impl Default for Limits {
             upstream_connect_timeout_ms: 10_000,
             upstream_response_timeout_ms: 120_000,
             upstream_idle_timeout_ms: 60_000,
+            max_upstream_bytes: 64 << 20,
+            max_upstream_line_bytes: 1 << 20,
             session_idle_ttl_ms: 7 * 24 * 3600 * 1000,
             max_top_k: 32,
             max_book_bytes: 64 << 20,

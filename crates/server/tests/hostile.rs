@@ -326,3 +326,52 @@ async fn an_upload_past_its_ingest_time_is_a_413_and_frees_its_slot() {
         .expect("json");
     assert_eq!(listed["data"], json!([]), "nothing was added");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_past_its_byte_or_line_budget_ends_with_an_error_event() {
+    let h = Harness::with(
+        |s| {
+            s.with_limits(crate::support::limits(|l| {
+                l.max_upstream_bytes = 4_000;
+                l.max_upstream_line_bytes = 1_000;
+            }))
+        },
+        Arc::new(MemoryStore::new()),
+    )
+    .await;
+    // 100 chunks of about 150 bytes: past 4,000 bytes after some 25 of them.
+    let words: Vec<String> = (0..100).map(|i| format!("w{i} ")).collect();
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    h.replay.insert("flood", Script::chat(&words));
+    let (_, events) = stream(&h, "flood").await;
+    let last = events.last().expect("events");
+    assert_eq!(
+        error_code(last).as_deref(),
+        Some("upstream_too_large"),
+        "{last:?}"
+    );
+    assert!(last.data.contains("more than 4000 bytes"), "{}", last.data);
+    // What was taken before the budget stays: the answer's start, in order.
+    let text = text_of(&events);
+    assert!(text.starts_with("w0 w1 w2 "), "{text}");
+    assert!(!text.contains("w99"), "{text}");
+
+    h.replay.insert(
+        "long-line",
+        script_with(&format!("{{\"x\": \"{}\"}}", "y".repeat(2_000))),
+    );
+    let (_, events) = stream(&h, "long-line").await;
+    let last = events.last().expect("events");
+    assert_eq!(
+        error_code(last).as_deref(),
+        Some("upstream_malformed"),
+        "{last:?}"
+    );
+    assert!(
+        last.data.contains("is longer than 1000 bytes"),
+        "{}",
+        last.data
+    );
+    assert_eq!(text_of(&events), "Hello ");
+    assert_eq!(streams_open(&h).await, 0);
+}
