@@ -246,15 +246,17 @@ async fn plan(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Plan,
     })
 }
 
-/// Sends the request upstream and waits for the response headers.
+/// Sends the request upstream with `key` (see [`crate::proxy::upstream_key`]) and waits for
+/// the response headers.
 pub(crate) async fn call_upstream(
     state: &AppState,
     body: &Map<String, Value>,
+    key: Option<&str>,
 ) -> Result<reqwest::Response, ApiError> {
     let limits = &state.settings.limits;
     let url = format!("{}/chat/completions", state.settings.upstream);
     let mut req = state.http.post(&url).json(body);
-    if let Some(k) = &state.settings.upstream_api_key {
+    if let Some(k) = key {
         req = req.bearer_auth(k);
     }
     let started = Instant::now();
@@ -303,11 +305,13 @@ pub(crate) async fn completions(
     body: Body,
 ) -> Result<Response, ApiError> {
     let plan = plan(&state, &headers, body).await?;
+    // The server's key, or with --forward-client-key the caller's.
+    let key = crate::proxy::upstream_key(&state, &headers);
     if !plan.stream {
-        return complete(state, plan).await;
+        return complete(state, plan, key.as_deref()).await;
     }
     let requested = Instant::now();
-    let resp = call_upstream(&state, &plan.body).await?;
+    let resp = call_upstream(&state, &plan.body, key.as_deref()).await?;
     let stream_id = random_id("strm_");
     let scope = match (&plan.session_id, plan.session_scope) {
         (Some(s), true) => NumberScope::Session(s.clone()),
@@ -339,8 +343,8 @@ pub(crate) async fn completions(
 }
 
 /// A non-streaming request: the whole answer is rewritten at once.
-async fn complete(state: AppState, plan: Plan) -> Result<Response, ApiError> {
-    let resp = call_upstream(&state, &plan.body).await?;
+async fn complete(state: AppState, plan: Plan, key: Option<&str>) -> Result<Response, ApiError> {
+    let resp = call_upstream(&state, &plan.body, key).await?;
     let timeout_ms = state.settings.limits.upstream_response_timeout_ms;
     let mut answer: Value = tokio::time::timeout(Duration::from_millis(timeout_ms), resp.json())
         .await

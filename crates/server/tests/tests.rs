@@ -6,6 +6,7 @@ mod books;
 mod chat_annotations;
 mod conn;
 mod failures;
+mod forward_key;
 mod guard;
 mod hostile;
 mod prop_upstream;
