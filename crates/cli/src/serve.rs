@@ -110,6 +110,10 @@ pub(crate) struct ServeArgs {
     /// [default: 1024].
     #[arg(long)]
     max_connections: Option<usize>,
+    /// Answers one API key may have running at once on this server; then 429
+    /// too_many_streams [default: 64].
+    #[arg(long)]
+    max_streams_per_key: Option<usize>,
     /// How long an unused session is kept, in ms [default: 7 days].
     #[arg(long)]
     session_ttl_ms: Option<u64>,
@@ -211,6 +215,9 @@ fn limits(a: &ServeArgs) -> Limits {
     set(&mut l.body_read_timeout_ms, a.body_read_timeout_ms);
     if let Some(v) = a.max_connections {
         l.max_connections = v;
+    }
+    if let Some(v) = a.max_streams_per_key {
+        l.max_streams_per_key = v;
     }
     l
 }

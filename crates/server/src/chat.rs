@@ -305,6 +305,11 @@ pub(crate) async fn completions(
     body: Body,
 ) -> Result<Response, ApiError> {
     let plan = plan(&state, &headers, body).await?;
+    // A slot of the key's quota, taken before the upstream is called; it goes with the
+    // generation task (or ends with this request when not streaming).
+    let slot = state
+        .quota
+        .acquire(&plan.owner, state.settings.limits.max_streams_per_key)?;
     // The server's key, or with --forward-client-key the caller's.
     let key = crate::proxy::upstream_key(&state, &headers);
     if !plan.stream {
@@ -330,7 +335,10 @@ pub(crate) async fn completions(
         .await?;
     let rewriter = Rewriter::new(plan.settings, plan.sources, numbering);
     let generation = Generation::new(state.clone(), stream_id.clone(), scope, rewriter, requested);
-    tokio::spawn(generate::run(generation, resp));
+    tokio::spawn(async move {
+        let _slot = slot;
+        generate::run(generation, resp).await;
+    });
     let mut response = sse_response(&state, stream_id.clone(), 0);
     let h = response.headers_mut();
     if let Ok(v) = stream_id.parse() {

@@ -135,6 +135,15 @@ pub enum ApiError {
         /// The limit.
         max: usize,
     },
+    /// The key has as many answers running as it may.
+    #[error(
+        "this API key has {max} answers running, at most {max} are allowed at once \
+         (max_streams_per_key); retry when one ends"
+    )]
+    TooManyStreams {
+        /// The limit.
+        max: usize,
+    },
     /// A source whose id, title, url, key, locator or metadata is too long.
     #[error("{param} has {bytes} bytes, at most {max} are allowed")]
     SourceFieldTooLarge {
@@ -197,6 +206,7 @@ impl ApiError {
                 StatusCode::PAYLOAD_TOO_LARGE
             }
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::TooManyStreams { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::InvalidRequest { .. }
             | ApiError::TooManySources { .. }
             | ApiError::SourceTooLarge { .. }
@@ -235,6 +245,7 @@ impl ApiError {
             ApiError::BodyTooLarge { .. } => "body_too_large",
             ApiError::InvalidRequest { .. } => "invalid_request",
             ApiError::TooManySources { .. } => "too_many_sources",
+            ApiError::TooManyStreams { .. } => "too_many_streams",
             ApiError::SourceTooLarge { .. } => "source_too_large",
             ApiError::SourceFieldTooLarge { .. } => "source_field_too_large",
             ApiError::InvalidSources(_) => "invalid_sources",

@@ -38,6 +38,7 @@ mod messages;
 mod metrics;
 mod passthrough;
 mod proxy;
+mod quota;
 mod relay;
 #[cfg(feature = "_replay")]
 #[doc(hidden)]

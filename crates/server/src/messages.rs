@@ -357,16 +357,21 @@ pub(crate) async fn create(
     if let Some(k) = upstream_key(&state, &headers) {
         req = req.header("x-api-key", k);
     }
+    // A slot of the key's quota, taken before the upstream is called; it goes with the
+    // generation task (or ends with this request when not streaming).
+    let slot = state
+        .quota
+        .acquire(&plan.owner, state.settings.limits.max_streams_per_key)?;
     let resp = proxy::send(&state, req).await?;
     if plan.stream {
         let (stream_id, engine) = open_stream(&state, &plan, Dialect::Anthropic).await?;
         if plan.ai_sdk {
             let wire = AiSdkWire::new(Some(stream_id.clone()), is_block_stop);
-            spawn_stream(state.clone(), stream_id.clone(), engine, wire, resp);
+            spawn_stream(state.clone(), stream_id.clone(), engine, wire, resp, slot);
             return Ok(crate::ai_sdk::response(&state, &stream_id, 0));
         }
         let wire = MessagesWire::new(Some(stream_id.clone()));
-        spawn_stream(state.clone(), stream_id.clone(), engine, wire, resp);
+        spawn_stream(state.clone(), stream_id.clone(), engine, wire, resp, slot);
         let mut r = named_sse(&state, &stream_id, 0);
         stream_headers(&mut r, plan.session_id.as_deref());
         return Ok(r);

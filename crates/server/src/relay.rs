@@ -19,6 +19,7 @@ use crate::auth::owner;
 use crate::engine::{failure, internal, Engine, Failure, Wire};
 use crate::error::ApiError;
 use crate::proxy::Plan;
+use crate::quota::StreamSlot;
 use crate::state::{now_ms, random_id, AppState};
 use crate::upstream_body::UpstreamEvents;
 
@@ -170,8 +171,10 @@ pub(crate) fn spawn_stream<W: Wire>(
     mut engine: Engine,
     mut wire: W,
     resp: reqwest::Response,
+    slot: StreamSlot,
 ) {
     tokio::spawn(async move {
+        let _slot = slot;
         let m = &state.metrics;
         m.streams_started.fetch_add(1, Relaxed);
         m.streams_open.fetch_add(1, Relaxed);

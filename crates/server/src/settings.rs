@@ -159,6 +159,13 @@ pub struct Limits {
     /// ### Default
     /// 1024.
     pub max_connections: usize,
+    /// Most answers (streaming or not, on the chat, responses and messages routes) one API key
+    /// may have running at once on this server; past it 429 `too_many_streams`, before the
+    /// upstream is called. Without API keys every caller shares one count.
+    ///
+    /// ### Default
+    /// 64.
+    pub max_streams_per_key: usize,
 }
 
 impl Default for Limits {
@@ -183,6 +190,7 @@ impl Default for Limits {
             header_read_timeout_ms: 10_000,
             body_read_timeout_ms: 60_000,
             max_connections: 1024,
+            max_streams_per_key: 64,
         }
     }
 }

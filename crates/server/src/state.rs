@@ -9,6 +9,7 @@ use tokio::sync::watch;
 
 use crate::books::Library;
 use crate::metrics::Metrics;
+use crate::quota::StreamQuota;
 use crate::settings::ServerSettings;
 use crate::unrecorded::Unrecorded;
 
@@ -24,6 +25,8 @@ pub struct AppState {
     pub(crate) shutdown: watch::Receiver<bool>,
     /// Stream failures the store has not taken yet.
     pub(crate) unrecorded: Arc<Unrecorded>,
+    /// Answers running per key.
+    pub(crate) quota: Arc<StreamQuota>,
     shutdown_tx: Arc<watch::Sender<bool>>,
 }
 
@@ -77,6 +80,7 @@ impl AppState {
             metrics: Arc::new(Metrics::default()),
             shutdown: rx,
             unrecorded: Arc::new(Unrecorded::default()),
+            quota: Arc::new(StreamQuota::default()),
             shutdown_tx: Arc::new(tx),
         })
     }

@@ -184,3 +184,74 @@ async fn books_belong_to_the_key_that_added_them() {
         read_sse(r, usize::MAX).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_past_its_running_answers_gets_429_and_others_do_not() {
+    use citeflow_server::replay::{Script, Step};
+    let h = Harness::with(
+        |s| {
+            s.with_api_keys(vec!["key-a".into(), "key-b".into()])
+                .with_limits(crate::support::limits(|l| l.max_streams_per_key = 1))
+        },
+        Arc::new(MemoryStore::new()),
+    )
+    .await;
+    // An answer that takes a while: its first chunk, a pause, the rest.
+    let quick = Script::chat(&["Hello ", "world"]);
+    let mut steps = quick.steps[..2].to_vec();
+    steps.push(Step::SleepMs(1_500));
+    steps.extend(quick.steps[2..].iter().cloned());
+    h.replay.insert("slow", Script::new(steps));
+    h.replay.insert("quick", quick);
+    let chat = |key: &str, model: &str| {
+        h.post("/v1/chat/completions")
+            .bearer_auth(key)
+            .json(&json!({
+                "model": model, "stream": true,
+                "messages": [{"role": "user", "content": "q"}]
+            }))
+    };
+    let first = chat("key-a", "slow").send().await.expect("send");
+    assert_eq!(first.status(), 200);
+    // While it runs, key a may not start another (streaming or not, any route)...
+    for body in [
+        json!({"model": "quick", "stream": true, "messages": []}),
+        json!({"model": "quick", "messages": []}),
+    ] {
+        let (status, v) = send(
+            h.post("/v1/chat/completions")
+                .bearer_auth("key-a")
+                .json(&body),
+        )
+        .await;
+        assert_eq!(status, 429, "{v}");
+        assert_eq!(v["error"]["code"], "too_many_streams", "{v}");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .expect("message")
+                .contains("at most 1 are allowed at once (max_streams_per_key)"),
+            "{v}"
+        );
+    }
+    // ...but key b may.
+    let b = chat("key-b", "quick").send().await.expect("send");
+    assert_eq!(b.status(), 200);
+    let events = crate::support::read_sse(b, usize::MAX).await;
+    assert_eq!(crate::support::text_of(&events), "Hello world");
+    // When a's answer ends, its slot comes back.
+    let events = crate::support::read_sse(first, usize::MAX).await;
+    assert_eq!(crate::support::text_of(&events), "Hello world");
+    let mut status = 0;
+    for _ in 0..50 {
+        let r = chat("key-a", "quick").send().await.expect("send");
+        status = r.status().as_u16();
+        if status == 200 {
+            let events = crate::support::read_sse(r, usize::MAX).await;
+            assert_eq!(crate::support::text_of(&events), "Hello world");
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(status, 200, "the slot was not given back");
+}
