@@ -24,10 +24,16 @@
 #   upstream chunks (POST /v1/chat/completions, streamed)
 #     data: 42 / [] / "x" / a non-object delta         error event upstream_malformed, stream ends
 #     content after finish_reason                      dropped; the stream ends with [DONE]
+#     3 MB of chunks (server: --max-upstream-bytes 1000000)
+#                                                       error event upstream_too_large, text before kept
+#     one 100 KB line (server: --max-upstream-line-bytes 65536)
+#                                                       error event upstream_malformed (line too long)
 #     then citeflow_streams_open is 0
 #   requests
 #     Last-Event-ID 2^63, 2^64, -1, garbage            400 invalid_request, param Last-Event-ID
 #     GET /v1/chat/completions                         405 method_not_allowed (JSON envelope)
+#     a source title of 5,000 bytes                    400 source_field_too_large, param sources[0].title
+#     style template:… of 2,000 bytes                  400 invalid_setting
 #
 # Needs: python3 (the driver uses its urllib and zipfile), prlimit (util-linux), cargo.
 # CITEFLOW_BIN=path uses a citeflow binary already built instead of building citeflow-cli.
@@ -192,6 +198,8 @@ def streams():
         "hostile-string.sse": start + 'data: "x"\n\n' + end,
         "hostile-delta.sse": start + 'data: {"choices": [{"index": 0, "delta": "x"}]}\n\n' + end,
         "after-finish.sse": start + chunk(finish="stop") + chunk(" extra") + "data: [DONE]\n\n",
+        "flood.sse": start + "".join(chunk("flood ") for _ in range(20_000)) + end,
+        "long-line.sse": start + chunk("x" * 100_000) + end,
     }
 
 
@@ -273,6 +281,32 @@ def run(d, base, pid, seconds):
         check(s == 200 and last == "upstream_malformed" and took < seconds,
               f"upstream {model}: stream ends with {last} in {took:.2f} s")
         still_serving(base, model)
+    for model, code in [("flood.sse", "upstream_too_large"), ("long-line.sse", "upstream_malformed")]:
+        t = time.monotonic()
+        s, _, raw = chat(base, model, seconds)
+        took = time.monotonic() - t
+        data = sse_data(raw)
+        try:
+            last = json.loads(data[-1])["error"]["code"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            last = None
+        text = "".join(json.loads(x)["choices"][0]["delta"].get("content") or ""
+                       for x in data[:-1] if json.loads(x).get("choices"))
+        check(s == 200 and last == code and text.startswith("Hello ") and took < seconds,
+              f"upstream {model}: ends with {last} after {len(text)} characters, in {took:.2f} s")
+        still_serving(base, model)
+    for what, body, code, param in [
+        ("a 5,000-byte source title", {"sources": [{"id": "s", "title": "t" * 5_000}]},
+         "source_field_too_large", "sources[0].title"),
+        ("a 2,000-byte template", {"citeflow": {"style": "template:" + "x" * 2_000}},
+         "invalid_setting", "*"),
+    ]:
+        req = {"model": "ok.sse", "stream": True, "messages": [{"role": "user", "content": "q"}], **body}
+        s, _, raw = request(f"{base}/v1/chat/completions", "POST", json.dumps(req).encode(),
+                            {"content-type": "application/json"}, seconds)
+        err = json.loads(raw).get("error", {}) if raw else {}
+        check(s == 400 and err.get("code") == code and (param == "*" or err.get("param") == param),
+              f"{what}: {s} {err.get('code')} param={err.get('param')}")
     s, _, raw = chat(base, "after-finish.sse", seconds)
     data = sse_data(raw)
     text = "".join(json.loads(x)["choices"][0]["delta"].get("content") or ""
@@ -315,6 +349,7 @@ UPSTREAM="$(first_line "$WORK/upstream.out")"
 CITEFLOW_LOG=error CITEFLOW_DATA_DIR="$WORK/data" prlimit --as="$ADDRESS_SPACE_BYTES" -- \
     "$CITEFLOW_BIN" serve --upstream "$UPSTREAM" --listen 127.0.0.1:0 \
     --store "sqlite:$WORK/citeflow.db" --index "$WORK/index" --no-sample-books \
+    --max-upstream-bytes 1000000 --max-upstream-line-bytes 65536 \
     > "$WORK/citeflow.out" 2> "$WORK/citeflow.err" &
 SERVER=$!
 PIDS+=("$SERVER")
