@@ -307,6 +307,47 @@ fn auth_headers(headers: &HeaderMap) -> HeaderMap {
     h
 }
 
+/// A book's passage as an Anthropic `search_result` block: Claude's `search_result_location`
+/// citations name its `source`, the passage's id, so they map back to the passage (chapter
+/// and CFI).
+fn search_result(p: &citeflow_core::Source) -> Value {
+    let chapter = p.locator.as_ref().and_then(|l| l.chapter_title.as_deref());
+    let title = match (p.title.as_deref(), chapter) {
+        (Some(t), Some(c)) => format!("{t}, {c}"),
+        (Some(t), None) => t.to_owned(),
+        (None, Some(c)) => c.to_owned(),
+        (None, None) => p.id.clone(),
+    };
+    json!({"type": "search_result", "source": p.id, "title": title,
+        "content": [{"type": "text", "text": p.text.as_deref().unwrap_or_default()}],
+        "citations": {"enabled": true}})
+}
+
+/// The passages of `citeflow.book` go before the last user message's content as
+/// `search_result` blocks (the system text names only the other sources).
+fn add_search_results(plan: &mut proxy::Plan) {
+    if plan.passages.is_empty() {
+        return;
+    }
+    let blocks: Vec<Value> = plan.passages.iter().map(search_result).collect();
+    let Some(Value::Array(messages)) = plan.body.get_mut("messages") else {
+        return;
+    };
+    let Some(last) = messages
+        .iter_mut()
+        .rev()
+        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+    else {
+        return;
+    };
+    let content = match last.get_mut("content").map(Value::take) {
+        Some(Value::String(text)) => vec![json!({"type": "text", "text": text})],
+        Some(Value::Array(parts)) => parts,
+        _ => Vec::new(),
+    };
+    last["content"] = Value::Array(blocks.into_iter().chain(content).collect());
+}
+
 /// `POST /v1/messages`.
 pub(crate) async fn create(
     State(state): State<AppState>,
@@ -326,7 +367,8 @@ pub(crate) async fn create(
             None,
         ));
     };
-    let mut plan = proxy::plan(&state, &headers, body).await?;
+    let mut plan = proxy::plan_with(&state, &headers, body, true).await?;
+    add_search_results(&mut plan);
     if let Some(system) = &plan.system {
         let block = json!({"type": "text", "text": system});
         let merged = match plan.body.remove("system") {

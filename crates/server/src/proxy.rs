@@ -7,14 +7,15 @@ use std::time::{Duration, Instant};
 
 use axum::http::HeaderMap;
 use citeflow_core::{
-    citation_instruction, context_block, NumberSource, PromptMarker, RankMode, Settings, Sources,
-    Style, UnknownPolicy,
+    citation_instruction, context_block, NumberSource, PromptMarker, RankMode, Settings, Source,
+    Sources, Style, UnknownPolicy,
 };
 use citeflow_store::NumberScope;
 use serde_json::{Map, Value};
 
 use crate::auth::{owner, Owner};
 use crate::body::sources;
+use crate::books::{self, last_user_text};
 use crate::error::ApiError;
 use crate::sessions::owned_session;
 use crate::state::{now_ms, AppState};
@@ -34,6 +35,11 @@ struct Options {
     max_chars_per_source: Option<usize>,
     /// `"ai-sdk"`: answer in the Vercel AI SDK UI message stream.
     protocol: Option<String>,
+    /// A book key of `GET /v1/books`: passages retrieved for the last user message join the
+    /// sources.
+    book: Option<String>,
+    /// How many passages to retrieve from `book`.
+    top_k: Option<usize>,
 }
 
 /// A parsed request of a provider-shaped route.
@@ -49,6 +55,22 @@ pub(crate) struct Plan {
     pub(crate) system: Option<String>,
     /// The answer goes out as the AI SDK UI message stream.
     pub(crate) ai_sdk: bool,
+    /// The passages retrieved from `citeflow.book` (also among `sources`). With
+    /// `native_passages` they are not in `system`: the route gives them to the model in its
+    /// own way (Anthropic `search_result` blocks).
+    pub(crate) passages: Vec<Source>,
+}
+
+/// The last user message's text of a messages (`messages`) or responses (`input`) body.
+fn question_of(body: &Map<String, Value>) -> Option<String> {
+    if let Some(m) = body.get("messages") {
+        return last_user_text(m);
+    }
+    match body.get("input")? {
+        Value::String(s) => Some(s.clone()),
+        items @ Value::Array(_) => last_user_text(items),
+        _ => None,
+    }
 }
 
 /// Parses the body: takes out `sources` and `citeflow`, registers a session round, and
@@ -56,7 +78,18 @@ pub(crate) struct Plan {
 pub(crate) async fn plan(
     state: &AppState,
     headers: &HeaderMap,
+    body: Map<String, Value>,
+) -> Result<Plan, ApiError> {
+    plan_with(state, headers, body, false).await
+}
+
+/// [`plan`]; with `native_passages` a book's passages are left out of `system` (the route
+/// sends them in the provider's own form).
+pub(crate) async fn plan_with(
+    state: &AppState,
+    headers: &HeaderMap,
     mut body: Map<String, Value>,
+    native_passages: bool,
 ) -> Result<Plan, ApiError> {
     let owner = owner(state, headers)?;
     let limits = &state.settings.limits;
@@ -65,7 +98,42 @@ pub(crate) async fn plan(
         Some(v) => serde_json::from_value(v)
             .map_err(|e| ApiError::invalid(format!("citeflow: {e}"), Some("citeflow")))?,
     };
-    let given = sources(body.remove("sources"), limits)?;
+    let mut given = sources(body.remove("sources"), limits)?;
+    // A book: its passages for the question join the given sources (before any streaming,
+    // so an unknown key is a plain error response).
+    let mut passages = Vec::new();
+    let mut question = None;
+    match (&opts.book, opts.top_k) {
+        (None, None) => {}
+        (None, Some(_)) => {
+            return Err(ApiError::invalid(
+                "citeflow.top_k needs citeflow.book",
+                Some("citeflow.top_k"),
+            ))
+        }
+        (Some(key), top_k) => {
+            let k = books::top_k(top_k, limits, "citeflow.top_k")?;
+            let q = question_of(&body).ok_or_else(|| {
+                ApiError::invalid(
+                    "citeflow.book needs a user message with text to search the book for",
+                    Some("citeflow.book"),
+                )
+            })?;
+            for p in books::retrieve(state, &owner, key, &q, k, Some("citeflow.book")).await? {
+                if !given.iter().any(|s| s.id == p.id) {
+                    passages.push(p.clone());
+                    given.push(p);
+                }
+            }
+            if given.len() > limits.max_sources {
+                return Err(ApiError::TooManySources {
+                    count: given.len(),
+                    max: limits.max_sources,
+                });
+            }
+            question = Some(q);
+        }
+    }
     let session_scope = match opts.scope.as_deref() {
         None | Some("answer") => false,
         Some("session") => true,
@@ -83,10 +151,9 @@ pub(crate) async fn plan(
                 state.store.touch_session(id, now_ms()).await?;
                 s
             } else {
-                state
-                    .store
-                    .append_round(id, opts.round_query.clone(), given, now_ms())
-                    .await?
+                // A book's retrieval is a round whose query is the question.
+                let query = opts.round_query.clone().or(question);
+                state.store.append_round(id, query, given, now_ms()).await?
             };
             (s.sources, Some(id.clone()))
         }
@@ -115,12 +182,24 @@ pub(crate) async fn plan(
     let settings = marker
         .settings(base)
         .with_number_source(NumberSource::External);
-    let system = (opts.inject_prompt.unwrap_or(true) && !sources.is_empty()).then(|| {
+    // The sources the system text shows: all, or with native passages the others.
+    let shown = if native_passages && !passages.is_empty() {
+        Sources::from_vec(
+            sources
+                .iter()
+                .filter(|s| !passages.iter().any(|p| p.id == s.id))
+                .cloned()
+                .collect(),
+        )?
+    } else {
+        sources.clone()
+    };
+    let system = (opts.inject_prompt.unwrap_or(true) && !shown.is_empty()).then(|| {
         let max_chars = opts.max_chars_per_source.unwrap_or(2_000);
         format!(
             "{}\n\nSources:\n{}",
-            citation_instruction(&sources, marker),
-            context_block(&sources, marker, max_chars)
+            citation_instruction(&shown, marker),
+            context_block(&shown, marker, max_chars)
         )
     });
     let ai_sdk = match opts.protocol.as_deref() {
@@ -148,6 +227,7 @@ pub(crate) async fn plan(
         stream,
         system,
         ai_sdk,
+        passages,
     })
 }
 

@@ -10,6 +10,7 @@ mod forward_key;
 mod guard;
 mod hostile;
 mod prop_upstream;
+mod provider_books;
 mod recorded;
 mod resume;
 mod store_failure;
