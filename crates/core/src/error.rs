@@ -139,3 +139,17 @@ pub enum RewriteError {
     #[error("the rewriter failed earlier: {0}")]
     Failed(String),
 }
+
+/// A snapshot that cannot be restored.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RestoreError {
+    /// A snapshot of another format version.
+    #[error("snapshot format version {found} is not supported (expected {expected})")]
+    Version {
+        /// The version found.
+        found: u32,
+        /// The version this build reads.
+        expected: u32,
+    },
+}

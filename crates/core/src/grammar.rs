@@ -3,6 +3,7 @@
 //! marker must name a source it was shown. Kept beside the scanner so that what the model is
 //! allowed to write is exactly what the scanner recognises.
 
+use crate::error::SettingsError;
 use crate::prompt::PromptMarker;
 
 /// The grammar a small local model answers under, with
@@ -42,14 +43,14 @@ impl GrammarMode {
     /// Parses what [`GrammarMode::name`] writes.
     ///
     /// # Errors
-    /// [`SettingsError::UnknownName`](crate::SettingsError::UnknownName) for anything else.
-    pub fn from_name(name: &str) -> Result<Self, crate::SettingsError> {
+    /// [`SettingsError::UnknownName`] for anything else.
+    pub fn from_name(name: &str) -> Result<Self, SettingsError> {
         Ok(match name {
             "well_formed" => GrammarMode::WellFormed,
             "require_citation" => GrammarMode::RequireCitation,
             "cite_per_sentence" => GrammarMode::CitePerSentence,
             _ => {
-                return Err(crate::SettingsError::UnknownName {
+                return Err(SettingsError::UnknownName {
                     what: "grammar mode",
                     value: name.to_owned(),
                 })

@@ -62,7 +62,7 @@ pub mod sse;
 mod style;
 mod utf8;
 
-pub use error::{NumberingError, RewriteError, SettingsError, SourceError};
+pub use error::{NumberingError, RestoreError, RewriteError, SettingsError, SourceError};
 pub use event::{CitationDetail, Event, ListedSource, Position, Report, Span, UnresolvedReason};
 pub use grammar::{citation_grammar, GrammarMode, SMALL_MODEL_GRAMMAR};
 pub use numbering::{NumberEntry, Numbering};
@@ -76,21 +76,7 @@ pub use rewriter::Snapshot;
 pub use rewriter::{rewrite_str, Accepted, Rewriter, Rewritten};
 pub use settings::{
     IdBody, IdShape, InvalidUtf8, NumberSource, RankMode, Settings, Syntax, UnknownPolicy,
-    MAX_TEMPLATE_BYTES, MIN_PENDING_BYTES,
+    MIN_PENDING_BYTES,
 };
 pub use source::{Locator, Round, Source, Sources};
-pub use style::{escape_html, link_url, Style};
-
-/// A snapshot that cannot be restored.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum RestoreError {
-    /// A snapshot of another format version.
-    #[error("snapshot format version {found} is not supported (expected {expected})")]
-    Version {
-        /// The version found.
-        found: u32,
-        /// The version this build reads.
-        expected: u32,
-    },
-}
+pub use style::{escape_html, link_url, Style, MAX_TEMPLATE_BYTES};

@@ -3,6 +3,7 @@
 //! models). Kept beside the scanner so that what the model is asked to write is exactly what
 //! the scanner recognises.
 
+use crate::error::SettingsError;
 use crate::settings::{RankMode, Settings, Syntax};
 use crate::source::{Source, Sources};
 
@@ -41,8 +42,8 @@ impl PromptMarker {
     /// `rank_full_width`.
     ///
     /// # Errors
-    /// [`SettingsError::UnknownName`](crate::SettingsError::UnknownName) for anything else.
-    pub fn from_name(name: &str) -> Result<Self, crate::SettingsError> {
+    /// [`SettingsError::UnknownName`] for anything else.
+    pub fn from_name(name: &str) -> Result<Self, SettingsError> {
         Ok(match name {
             "double_bracket" => PromptMarker::DoubleBracket,
             "cite_colon" => PromptMarker::CiteColon,
@@ -51,7 +52,7 @@ impl PromptMarker {
             "rank" => PromptMarker::Rank,
             "rank_full_width" | "rank_fullwidth" => PromptMarker::RankFullWidth,
             _ => {
-                return Err(crate::SettingsError::UnknownName {
+                return Err(SettingsError::UnknownName {
                     what: "prompt marker",
                     value: name.to_owned(),
                 })

@@ -1,5 +1,6 @@
 //! Rendering the final source list as text, markdown, HTML or JSON.
 
+use crate::error::SettingsError;
 use crate::event::ListedSource;
 use crate::source::{Round, Source};
 use crate::style::{escape_html, link_url};
@@ -25,8 +26,8 @@ impl ListFormat {
     /// Parses `text`, `markdown`, `footnotes`, `html` or `json`.
     ///
     /// # Errors
-    /// [`SettingsError::UnknownName`](crate::SettingsError::UnknownName) for anything else.
-    pub fn from_name(name: &str) -> Result<Self, crate::SettingsError> {
+    /// [`SettingsError::UnknownName`] for anything else.
+    pub fn from_name(name: &str) -> Result<Self, SettingsError> {
         match name {
             "text" => Ok(ListFormat::Text),
             "markdown" => Ok(ListFormat::Markdown),
@@ -34,7 +35,7 @@ impl ListFormat {
             "html" => Ok(ListFormat::Html),
             #[cfg(feature = "serde")]
             "json" => Ok(ListFormat::Json),
-            _ => Err(crate::SettingsError::UnknownName {
+            _ => Err(SettingsError::UnknownName {
                 what: "list format",
                 value: name.to_owned(),
             }),

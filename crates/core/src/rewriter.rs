@@ -2,6 +2,8 @@
 
 use std::collections::VecDeque;
 
+#[cfg(feature = "serde")]
+use crate::error::RestoreError;
 use crate::error::{RewriteError, SourceError};
 use crate::event::{CitationDetail, Event, ListedSource, Report, Span, UnresolvedReason};
 use crate::numbering::Numbering;
@@ -1001,12 +1003,11 @@ impl Rewriter {
     /// Restores a rewriter from a snapshot; it continues exactly where the snapshot was taken.
     ///
     /// # Errors
-    /// [`RestoreError::Version`](crate::RestoreError::Version) for a snapshot of another
-    /// format version.
+    /// [`RestoreError::Version`] for a snapshot of another format version.
     #[cfg(feature = "serde")]
-    pub fn from_snapshot(snapshot: Snapshot) -> Result<Self, crate::RestoreError> {
+    pub fn from_snapshot(snapshot: Snapshot) -> Result<Self, RestoreError> {
         if snapshot.version != SNAPSHOT_VERSION {
-            return Err(crate::RestoreError::Version {
+            return Err(RestoreError::Version {
                 found: snapshot.version,
                 expected: SNAPSHOT_VERSION,
             });

@@ -325,12 +325,6 @@ pub enum NumberSource {
 /// The smallest hold-back cap [`Settings::with_max_pending_bytes`] accepts.
 pub const MIN_PENDING_BYTES: usize = 16;
 
-/// The longest template ([`Style::Template`], [`Style::HtmlTemplate`]) a [`Settings`] takes,
-/// in bytes: [`Style::from_name`] and deserialisation refuse a longer one with
-/// [`SettingsError::TemplateTooLong`], and one built directly renders as `[n]`. With the
-/// per-source limits on titles and urls this bounds what one citation renders to.
-pub const MAX_TEMPLATE_BYTES: usize = 1024;
-
 /// Everything that decides how a stream is rewritten. Fields are private; build with
 /// [`Settings::default`] and the consuming `with_*` setters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -406,7 +400,7 @@ impl Settings {
         self
     }
 
-    /// How numbers are rendered in the text. A template over [`MAX_TEMPLATE_BYTES`] renders as
+    /// How numbers are rendered in the text. A template over [`MAX_TEMPLATE_BYTES`](crate::MAX_TEMPLATE_BYTES) renders as
     /// `[n]` ([`Style::from_name`] refuses it with an error).
     ///
     /// ### Default

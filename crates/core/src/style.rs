@@ -1,8 +1,13 @@
 //! How a citation number is written into the text.
 
 use crate::error::SettingsError;
-use crate::settings::MAX_TEMPLATE_BYTES;
 use crate::source::Source;
+
+/// The longest template ([`Style::Template`], [`Style::HtmlTemplate`]) a [`Settings`](crate::Settings) takes,
+/// in bytes: [`Style::from_name`] and deserialisation refuse a longer one with
+/// [`SettingsError::TemplateTooLong`], and one built directly renders as `[n]`. With the
+/// per-source limits on titles and urls this bounds what one citation renders to.
+pub const MAX_TEMPLATE_BYTES: usize = 1024;
 
 /// The rendering style of a number in the text.
 ///
