@@ -1,8 +1,10 @@
 //! Allocations/s and logged events/s with 1, 2 and 4 Redis store instances (separate
-//! connections, as separate servers have) on one Redis, beside the SQLite store.
+//! connections, as separate servers have) on one Redis (or a Redis Cluster), beside the
+//! SQLite store.
 //!
-//! `cargo run --release -p citeflow-store-redis --example bench -- redis://127.0.0.1:PORT [SECONDS]`
-//! (scripts/bench-redis.sh starts a Redis and runs it).
+//! `cargo run --release -p citeflow-store-redis --example bench -- REDIS_URL [SECONDS] [SESSIONS]`
+//! (scripts/bench-redis.sh starts a Redis and runs it). The allocations go to SESSIONS
+//! sessions (default 1; on a Cluster, one session is one slot, so one master).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -54,10 +56,10 @@ where
     n as f64 / elapsed
 }
 
-async fn allocations(stores: &[Arc<dyn Store>], secs: f64, tag: &str) -> f64 {
-    let scope = NumberScope::Session(format!("bench-{tag}-{}", nanos()));
+async fn allocations(stores: &[Arc<dyn Store>], secs: f64, tag: &str, sessions: usize) -> f64 {
+    let base = format!("bench-{tag}-{}", nanos());
     run(stores, secs, move |store, me, i| {
-        let scope = scope.clone();
+        let scope = NumberScope::Session(format!("{base}-{}", me % sessions.max(1)));
         async move {
             // Half the calls name a key seen before (a repeated citation), half a new one.
             let k = if i % 2 == 0 {
@@ -109,8 +111,11 @@ async fn events(stores: &[Arc<dyn Store>], secs: f64, tag: &str) -> f64 {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let url = args.next().ok_or("usage: bench REDIS_URL [SECONDS]")?;
+    let url = args
+        .next()
+        .ok_or("usage: bench REDIS_URL [SECONDS] [SESSIONS]")?;
     let secs: f64 = args.next().map_or(Ok(3.0), |s| s.parse())?;
+    let sessions: usize = args.next().map_or(Ok(1), |s| s.parse())?;
     let prefix = format!("citeflow-bench-{}", nanos());
     println!("| store | instances | allocations/s | events/s |");
     println!("|---|---:|---:|---:|");
@@ -118,7 +123,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let sqlite: Vec<Arc<dyn Store>> = vec![Arc::new(citeflow_store_sqlite::SqliteStore::open(
         dir.path().join("bench.db"),
     )?)];
-    let a = allocations(&sqlite, secs, "sqlite").await;
+    let a = allocations(&sqlite, secs, "sqlite", sessions).await;
     let e = events(&sqlite, secs, "sqlite").await;
     println!("| sqlite | 1 | {a:.0} | {e:.0} |");
     for n in [1usize, 2, 4] {
@@ -128,7 +133,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 Ok(Arc::new(RedisStore::new(s)?) as Arc<dyn Store>)
             })
             .collect::<Result<_, Box<dyn std::error::Error>>>()?;
-        let a = allocations(&stores, secs, &format!("redis{n}")).await;
+        let a = allocations(&stores, secs, &format!("redis{n}"), sessions).await;
         let e = events(&stores, secs, &format!("redis{n}")).await;
         println!("| redis | {n} | {a:.0} | {e:.0} |");
     }

@@ -1,6 +1,8 @@
 //! Connections: a shared, self-reconnecting one for every request, and dedicated ones for
 //! `XREAD BLOCK` (a blocking command would stall a shared connection).
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use citeflow_store::StoreError;
@@ -64,16 +66,52 @@ impl ConnectionLike for Link {
 #[derive(Clone)]
 pub(crate) struct Conn {
     link: Link,
-    /// Replicas that must acknowledge a script, and for how long to wait, in ms.
-    acks: Option<(u64, u64)>,
+    acks: Option<Arc<Acks>>,
+}
+
+/// What scripts wait for, and the `WAIT`s under way, shared by the clones of a connection.
+struct Acks {
+    /// Replicas that must acknowledge a script.
+    want: u64,
+    timeout_ms: u64,
+    /// One group per node, named by the replicas its `ROLE` lists (a replica has one master).
+    groups: Mutex<HashMap<Vec<u8>, Arc<AckGroup>>>,
+}
+
+/// Group commit of the `WAIT`s of one node: `WAIT` waits for every write sent before it on the
+/// connection (one per node), so one `WAIT` sent after a script returned covers that script,
+/// whoever sent it. A script that returns while a `WAIT` is under way needs the next one,
+/// which the first of those waiting sends when the current one is done. (A `WAIT` blocks its
+/// connection until the replicas answer: one per write would make every write of the node
+/// wait for the one before.)
+#[derive(Default)]
+struct AckGroup {
+    state: Mutex<GroupState>,
+    done: tokio::sync::Notify,
+}
+
+#[derive(Default)]
+struct GroupState {
+    /// The number of the next `WAIT` to send (the first is 1).
+    next: u64,
+    /// Whether a `WAIT` is under way.
+    in_flight: bool,
+    /// The last `WAIT` done: its number and what it answered (replicas, or an error).
+    last: Option<(u64, Result<i64, String>)>,
 }
 
 impl Conn {
     fn new(link: Link, settings: &RedisSettings) -> Conn {
-        let n = settings.replica_acks();
+        let want = settings.replica_acks();
         Conn {
             link,
-            acks: (n > 0).then_some((n, settings.replica_ack_timeout_ms)),
+            acks: (want > 0).then(|| {
+                Arc::new(Acks {
+                    want,
+                    timeout_ms: settings.replica_ack_timeout_ms,
+                    groups: Mutex::new(HashMap::new()),
+                })
+            }),
         }
     }
 
@@ -83,29 +121,127 @@ impl Conn {
     }
 }
 
-/// The number of replicas a `ROLE` reply lists (0 for a replica or an unreadable reply).
-fn connected_replicas(role: &Value) -> u64 {
-    match role {
+/// The replicas a `ROLE` reply lists, as one name (their addresses), and how many they are
+/// (none for a replica or an unreadable reply).
+fn connected_replicas(role: &Value) -> (u64, Vec<u8>) {
+    let replicas = match role {
         Value::Array(parts) => match parts.as_slice() {
-            [Value::BulkString(kind), _, Value::Array(replicas)] if kind == b"master" => {
-                replicas.len() as u64
-            }
-            _ => 0,
+            [Value::BulkString(kind), _, Value::Array(replicas)] if kind == b"master" => replicas,
+            _ => return (0, Vec::new()),
         },
-        _ => 0,
+        _ => return (0, Vec::new()),
+    };
+    let mut name = Vec::new();
+    for r in replicas {
+        if let Value::Array(fields) = r {
+            for f in fields.iter().take(2) {
+                if let Value::BulkString(b) = f {
+                    name.extend_from_slice(b);
+                }
+                name.push(b':');
+            }
+        }
+        name.push(b',');
+    }
+    (replicas.len() as u64, name)
+}
+
+/// Clears a group's `WAIT` under way if its sender is dropped before it is done, so that a
+/// waiting script sends the next one.
+struct Leading<'a> {
+    group: &'a AckGroup,
+    finished: bool,
+}
+
+impl Drop for Leading<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            lock(&self.group.state).in_flight = false;
+            self.group.done.notify_waiters();
+        }
     }
 }
 
-/// Runs a script, then, if the node that ran it has replicas, `WAIT`s for `want` of them
-/// (at most as many as it has) on the same node. The script's reply is returned as it is
-/// (a server error in it, such as `NOSCRIPT`, is for the caller); a missing acknowledgement
-/// is a `TRYAGAIN` error.
-async fn acked_script(
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// How many replicas acknowledged a `WAIT` sent after this call, for `need` of them, on the
+/// node of `key`: the group's next `WAIT`, sent here or by another script on the node.
+async fn replicas_after(
     link: &mut Link,
-    cmd: &Cmd,
-    want: u64,
+    group: &AckGroup,
+    key: &[u8],
+    need: u64,
     timeout_ms: u64,
-) -> RedisResult<Value> {
+) -> RedisResult<i64> {
+    // Every `WAIT` numbered from here on is sent after our script returned.
+    let covering = lock(&group.state).next.max(1);
+    loop {
+        let done = group.done.notified();
+        tokio::pin!(done);
+        done.as_mut().enable();
+        let lead = {
+            let mut st = lock(&group.state);
+            match &st.last {
+                Some((n, r)) if *n >= covering => {
+                    return r
+                        .clone()
+                        .map_err(|e| RedisError::from(std::io::Error::other(e)));
+                }
+                _ if !st.in_flight => {
+                    st.in_flight = true;
+                    st.next = st.next.max(1);
+                    let n = st.next;
+                    st.next += 1;
+                    Some(n)
+                }
+                _ => None,
+            }
+        };
+        let Some(n) = lead else {
+            done.await;
+            continue;
+        };
+        let mut leading = Leading {
+            group,
+            finished: false,
+        };
+        // `EXISTS key` routes the pipeline (and so `WAIT`) to the key's node.
+        let mut wait = redis::pipe();
+        wait.cmd("EXISTS")
+            .arg(key)
+            .ignore()
+            .cmd("WAIT")
+            .arg(need)
+            .arg(timeout_ms);
+        let r = link
+            .req_packed_commands(&wait, 1, 1)
+            .await
+            .and_then(|v| match v.first() {
+                Some(Value::Int(acks)) => Ok(*acks),
+                other => Err(RedisError::from((
+                    ErrorKind::Server(ServerErrorKind::TryAgain),
+                    "unexpected WAIT reply",
+                    format!("{other:?}"),
+                ))),
+            });
+        {
+            let mut st = lock(&group.state);
+            st.in_flight = false;
+            st.last = Some((n, r.as_ref().map(|a| *a).map_err(|e| e.to_string())));
+        }
+        leading.finished = true;
+        group.done.notify_waiters();
+        return r;
+    }
+}
+
+/// Runs a script, then, if the node that ran it has replicas, waits until `want` of them (at
+/// most as many as it has) acknowledged it. The script's reply is returned as it is (a server
+/// error in it, such as `NOSCRIPT`, is for the caller); a missing acknowledgement is a
+/// `TRYAGAIN` error.
+async fn acked_script(link: &mut Link, acks: &Acks, cmd: &Cmd) -> RedisResult<Value> {
     let mut first = redis::pipe();
     first.add_command(cmd.clone()).cmd("ROLE");
     let mut replies = link.req_packed_commands(&first, 0, 2).await?;
@@ -114,42 +250,40 @@ async fn acked_script(
     if matches!(reply, Value::ServerError(_)) {
         return Ok(reply);
     }
-    let need = want.min(connected_replicas(&role));
-    if need == 0 {
-        return Ok(reply);
-    }
-    // `EVALSHA sha numkeys key…`: the first key routes `WAIT` to the node that ran the script.
-    let key = cmd.args_iter().nth(3).and_then(|a| match a {
-        redis::Arg::Simple(k) => Some(k.to_vec()),
-        _ => None,
-    });
-    let mut wait = redis::pipe();
-    if let Some(k) = &key {
-        wait.cmd("EXISTS").arg(k.as_slice()).ignore();
-    }
-    wait.cmd("WAIT").arg(need).arg(timeout_ms);
-    let skip = usize::from(key.is_some());
-    let acks = link.req_packed_commands(&wait, skip, 1).await?;
-    match acks.first() {
-        Some(Value::Int(n)) if *n >= 0 && *n as u64 >= need => Ok(reply),
-        other => Err(RedisError::from((
+    let (replicas, node) = connected_replicas(&role);
+    let need = acks.want.min(replicas);
+    // `EVALSHA sha numkeys key…`: the first key names the node that ran the script.
+    let key = match cmd.args_iter().nth(3) {
+        Some(redis::Arg::Simple(k)) if need > 0 => k.to_vec(),
+        _ => return Ok(reply),
+    };
+    let group = lock(&acks.groups).entry(node).or_default().clone();
+    let got = replicas_after(link, &group, &key, need, acks.timeout_ms).await?;
+    if got >= 0 && got as u64 >= need {
+        Ok(reply)
+    } else {
+        Err(RedisError::from((
             ErrorKind::Server(ServerErrorKind::TryAgain),
             "write not acknowledged by enough replicas",
-            format!("{need} wanted within {timeout_ms} ms, got {other:?}"),
-        ))),
+            format!(
+                "{need} wanted within {} ms, {got} answered",
+                acks.timeout_ms
+            ),
+        )))
     }
 }
 
 impl ConnectionLike for Conn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        match self.acks {
-            Some((want, timeout_ms))
+        match &self.acks {
+            Some(acks)
                 if cmd
                     .args_iter()
                     .next()
                     .is_some_and(|a| matches!(a, redis::Arg::Simple(b"EVALSHA"))) =>
             {
-                Box::pin(acked_script(&mut self.link, cmd, want, timeout_ms))
+                let acks = acks.clone();
+                Box::pin(async move { acked_script(&mut self.link, &acks, cmd).await })
             }
             _ => self.link.req_packed_command(cmd),
         }
