@@ -23,6 +23,97 @@ use crate::state::AppState;
 /// The id of the one text part.
 const TEXT_ID: &str = "text-0";
 
+/// A number's source as a UI message part: `source-url`, or `source-document` for a source
+/// without url (a book passage), with the number, id, chapter and CFI in provider metadata.
+fn source_part(number: u64, s: &Value) -> Value {
+    let id = s
+        .get("id")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let title = s.get("title").and_then(Value::as_str).map(str::to_owned);
+    let mut meta = json!({"number": number, "id": id});
+    for k in ["cfi", "chapter", "book"] {
+        if let Some(v) = s.pointer(&format!("/metadata/{k}")) {
+            meta[k] = v.clone();
+        }
+    }
+    for (k, at) in [
+        ("cfi", "/locator/cfi"),
+        ("chapter", "/locator/chapter_title"),
+    ] {
+        if let Some(v) = s.pointer(at) {
+            meta[k] = v.clone();
+        }
+    }
+    // The AI SDK's schema takes a title or none, never null.
+    let mut part = match s.get("url").and_then(Value::as_str) {
+        Some(url) => json!({"type": "source-url", "sourceId": format!("{number}"),
+            "url": url, "providerMetadata": {"citeflow": meta}}),
+        None => json!({"type": "source-document", "sourceId": format!("{number}"),
+            "mediaType": "text/plain", "title": title.clone().unwrap_or(id),
+            "providerMetadata": {"citeflow": meta}}),
+    };
+    if let Some(t) = title {
+        part["title"] = json!(t);
+    }
+    part
+}
+
+/// The UI message parts of one logged event of a chat completions stream (its first choice):
+/// `first` for the stream's first event (`start`, `text-start` go before it). Each source
+/// event becomes its part before the text of the chunk; the other citeflow events go in a
+/// `data-citeflow` part; `[DONE]` closes the text and the message; an error envelope is an
+/// `error` part.
+fn chat_parts(data: &str, stream_id: &str, first: bool) -> Vec<String> {
+    let mut out: Vec<Value> = Vec::new();
+    if first {
+        out.push(json!({"type": "start", "messageId": stream_id}));
+        out.push(json!({"type": "text-start", "id": TEXT_ID}));
+    }
+    if data == "[DONE]" {
+        out.push(json!({"type": "text-end", "id": TEXT_ID}));
+        out.push(json!({"type": "finish"}));
+        let mut parts: Vec<String> = out.iter().map(Value::to_string).collect();
+        parts.push("[DONE]".to_owned());
+        return parts;
+    }
+    let v: Value = serde_json::from_str(data).unwrap_or(Value::Null);
+    if let Some(err) = v.get("error").filter(|e| e.is_object()) {
+        let code = err.get("code").and_then(Value::as_str).unwrap_or("error");
+        let message = err.get("message").and_then(Value::as_str).unwrap_or("");
+        out.push(json!({"type": "error", "errorText": format!("{code}: {message}")}));
+        return out.iter().map(Value::to_string).collect();
+    }
+    // Later choices (n > 1) are not part of the one message.
+    let events: &[Value] = match v.pointer("/citeflow/events") {
+        Some(Value::Array(e)) if v.pointer("/citeflow/choice").is_none() => e,
+        _ => &[],
+    };
+    for e in events.iter().filter(|e| e["type"] == "source") {
+        out.push(source_part(
+            e["number"].as_u64().unwrap_or_default(),
+            &e["source"],
+        ));
+    }
+    let text: String = v
+        .get("choices")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
+        .filter_map(|c| c.pointer("/delta/content").and_then(Value::as_str))
+        .collect();
+    if !text.is_empty() {
+        out.push(json!({"type": "text-delta", "id": TEXT_ID, "delta": text}));
+    }
+    let rest: Vec<&Value> = events.iter().filter(|e| e["type"] != "source").collect();
+    if !rest.is_empty() {
+        out.push(json!({"type": "data-citeflow", "data": {"events": rest}}));
+    }
+    out.iter().map(Value::to_string).collect()
+}
+
 /// The UI message stream over any provider dialect.
 pub(crate) struct AiSdkWire {
     stream_id: Option<String>,
@@ -50,26 +141,7 @@ impl AiSdkWire {
             out.push(json!({"type": "start", "messageId": id}));
         }
         for (number, s) in d.new_sources {
-            let id = s
-                .get("id")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned();
-            let title = s.get("title").and_then(Value::as_str).map(str::to_owned);
-            let mut meta = json!({"number": number, "id": id});
-            for k in ["cfi", "chapter", "book"] {
-                if let Some(v) = s.pointer(&format!("/metadata/{k}")) {
-                    meta[k] = v.clone();
-                }
-            }
-            let part = match s.get("url").and_then(Value::as_str) {
-                Some(url) => json!({"type": "source-url", "sourceId": format!("{number}"),
-                    "url": url, "title": title, "providerMetadata": {"citeflow": meta}}),
-                None => json!({"type": "source-document", "sourceId": format!("{number}"),
-                    "mediaType": "text/plain", "title": title.unwrap_or(id),
-                    "providerMetadata": {"citeflow": meta}}),
-            };
-            out.push(part);
+            out.push(source_part(u64::from(number), &s));
         }
         if !d.text.is_empty() {
             if !self.text_open {
@@ -114,6 +186,65 @@ impl Wire for AiSdkWire {
     }
 }
 
+/// A chat completions stream's log after `after` as the UI message stream: each logged
+/// event becomes its parts ([`chat_parts`]), the last of them carrying the event's id.
+pub(crate) fn chat_response(state: &AppState, stream_id: &str, after: u64) -> Response {
+    let mut shutdown = state.shutdown.clone();
+    let stop = async move {
+        let _ = shutdown.wait_for(|s| *s).await;
+    };
+    let id = stream_id.to_owned();
+    let feed = follow(state.store.clone(), stream_id.to_owned(), after)
+        .flat_map(move |e| {
+            let events: Vec<SseEvent> = match e {
+                Ok(e) => {
+                    let parts = chat_parts(&e.data, &id, e.id == 1);
+                    let n = parts.len();
+                    parts
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, p)| {
+                            let ev = SseEvent::default().data(p);
+                            if i + 1 == n {
+                                ev.id(e.id.to_string())
+                            } else {
+                                ev
+                            }
+                        })
+                        .collect()
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot read stream log");
+                    vec![SseEvent::default().data(
+                        json!({"type": "error", "errorText": "the stream log cannot be read"})
+                            .to_string(),
+                    )]
+                }
+            };
+            futures_util::stream::iter(events.into_iter().map(Ok::<_, Infallible>))
+        })
+        .take_until(Box::pin(stop));
+    headers(
+        Sse::new(feed)
+            .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+            .into_response(),
+        stream_id,
+    )
+}
+
+/// The UI message stream's headers.
+fn headers(mut resp: Response, stream_id: &str) -> Response {
+    let h = resp.headers_mut();
+    h.insert(
+        "x-vercel-ai-ui-message-stream",
+        axum::http::HeaderValue::from_static("v1"),
+    );
+    if let Ok(v) = stream_id.parse() {
+        h.insert("x-citeflow-stream-id", v);
+    }
+    resp
+}
+
 /// The UI message stream of a logged stream after `after`.
 pub(crate) fn response(state: &AppState, stream_id: &str, after: u64) -> Response {
     let mut shutdown = state.shutdown.clone();
@@ -134,16 +265,10 @@ pub(crate) fn response(state: &AppState, stream_id: &str, after: u64) -> Respons
             })
         })
         .take_until(Box::pin(stop));
-    let mut resp = Sse::new(feed)
-        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
-        .into_response();
-    let h = resp.headers_mut();
-    h.insert(
-        "x-vercel-ai-ui-message-stream",
-        axum::http::HeaderValue::from_static("v1"),
-    );
-    if let Ok(v) = stream_id.parse() {
-        h.insert("x-citeflow-stream-id", v);
-    }
-    resp
+    headers(
+        Sse::new(feed)
+            .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+            .into_response(),
+        stream_id,
+    )
 }

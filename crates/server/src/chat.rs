@@ -51,6 +51,8 @@ struct Options {
     book: Option<String>,
     /// How many passages to retrieve from `book`.
     top_k: Option<usize>,
+    /// `"ai-sdk"`: answer in the Vercel AI SDK UI message stream (`"native"`: chat chunks).
+    protocol: Option<String>,
 }
 
 /// A parsed request, ready to go upstream.
@@ -62,6 +64,8 @@ pub(crate) struct Plan {
     pub(crate) session_id: Option<String>,
     pub(crate) session_scope: bool,
     pub(crate) stream: bool,
+    /// The answer goes out as the AI SDK UI message stream (always streamed).
+    pub(crate) ai_sdk: bool,
 }
 
 async fn plan(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Plan, ApiError> {
@@ -234,6 +238,24 @@ async fn plan(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Plan,
             Value::String(citation_grammar(marker, &ids, mode)),
         );
     }
+    let ai_sdk = match opts.protocol.as_deref() {
+        None => headers
+            .get(axum::http::header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|a| a.contains("x-vercel-ai-ui-message-stream")),
+        Some("ai-sdk") => true,
+        Some("native") => false,
+        Some(other) => {
+            return Err(ApiError::invalid(
+                format!("citeflow.protocol {other:?} is not native or ai-sdk"),
+                Some("citeflow.protocol"),
+            ))
+        }
+    };
+    if ai_sdk {
+        // The UI message stream is streamed; the upstream is asked to stream too.
+        body.insert("stream".to_owned(), Value::Bool(true));
+    }
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     Ok(Plan {
         owner,
@@ -243,6 +265,7 @@ async fn plan(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Plan,
         session_id,
         session_scope,
         stream,
+        ai_sdk,
     })
 }
 
@@ -339,7 +362,11 @@ pub(crate) async fn completions(
         let _slot = slot;
         generate::run(generation, resp).await;
     });
-    let mut response = sse_response(&state, stream_id.clone(), 0);
+    let mut response = if plan.ai_sdk {
+        crate::ai_sdk::chat_response(&state, &stream_id, 0)
+    } else {
+        sse_response(&state, stream_id.clone(), 0)
+    };
     let h = response.headers_mut();
     if let Ok(v) = stream_id.parse() {
         h.insert("x-citeflow-stream-id", v);

@@ -299,3 +299,90 @@ async fn n_2_streams_each_choice_through_its_own_rewriter() {
         .collect();
     assert_eq!(dones, vec![None, Some(1)]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_answers_in_the_ai_sdk_ui_message_stream_when_asked() {
+    let h = Harness::start().await;
+    h.replay.insert(
+        "ui",
+        Script::chat(&[
+            "Paris [[sou",
+            "rce_7]] has rain [[source_3]]",
+            " and a river [[source_7]].",
+        ]),
+    );
+    for accept in [false, true] {
+        let mut req = request("ui", false);
+        let mut post = h.post("/v1/chat/completions");
+        if accept {
+            post = post.header("accept", "text/event-stream, x-vercel-ai-ui-message-stream");
+        } else {
+            req["citeflow"]["protocol"] = json!("ai-sdk");
+        }
+        let resp = post.json(&req).send().await.expect("send");
+        assert_eq!(resp.status(), 200);
+        assert_eq!(resp.headers()["x-vercel-ai-ui-message-stream"], "v1");
+        let events = read_sse(resp, usize::MAX).await;
+        assert_eq!(events.last().expect("events").data, "[DONE]");
+        let parts: Vec<Value> = events
+            .iter()
+            .filter_map(|e| serde_json::from_str(&e.data).ok())
+            .collect();
+        let kinds: Vec<&str> = parts
+            .iter()
+            .map(|p| p["type"].as_str().expect("type"))
+            .collect();
+        assert_eq!(&kinds[..2], ["start", "text-start"], "{kinds:?}");
+        assert_eq!(
+            &kinds[kinds.len() - 2..],
+            ["text-end", "finish"],
+            "{kinds:?}"
+        );
+        // Each number's source-url comes once, before the text that shows the number.
+        let mut text = String::new();
+        let mut sources = Vec::new();
+        for p in &parts {
+            match p["type"].as_str() {
+                Some("source-url") => {
+                    sources.push((
+                        p["sourceId"].as_str().expect("id").to_owned(),
+                        p["url"].as_str().expect("url").to_owned(),
+                        p["title"].as_str().expect("title").to_owned(),
+                    ));
+                }
+                Some("text-delta") => {
+                    text.push_str(p["delta"].as_str().expect("delta"));
+                    for n in 1..=2 {
+                        if text.contains(&format!("[{n}]")) {
+                            assert!(sources.len() >= n, "[{n}] before its source: {parts:?}");
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(text, "Paris [1] has rain [2] and a river [1].");
+        assert_eq!(
+            sources,
+            vec![
+                (
+                    "1".to_owned(),
+                    "https://example.org/paris".to_owned(),
+                    "Paris".to_owned()
+                ),
+                (
+                    "2".to_owned(),
+                    "https://example.org/water".to_owned(),
+                    "Water".to_owned()
+                ),
+            ]
+        );
+        let done = parts
+            .iter()
+            .filter(|p| p["type"] == "data-citeflow")
+            .flat_map(|p| p["data"]["events"].as_array().expect("events").clone())
+            .find(|e| e["type"] == "done")
+            .expect("done as a data-citeflow part");
+        assert_eq!(done["sources"].as_array().expect("sources").len(), 2);
+    }
+}

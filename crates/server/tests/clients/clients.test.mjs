@@ -162,6 +162,46 @@ test("ai: the useChat transport reads the UI message stream into parts, each sou
   assert.deepEqual(done.sources.map((s) => s.number), upTo(7));
 });
 
+test("ai: the useChat transport on chat completions (citeflow.protocol ai-sdk) gives the numbered text and its sources", async () => {
+  const sources = [
+    { id: "source_3", title: "The Seine", url: "https://en.wikipedia.org/wiki/Seine" },
+    { id: "source_7", title: "Paris", url: "https://en.wikipedia.org/wiki/Paris" },
+  ];
+  const transport = new DefaultChatTransport({
+    api: `${PROXY}/v1/chat/completions`,
+    headers: { authorization: `Bearer ${KEY}` },
+    prepareSendMessagesRequest: ({ messages }) => ({
+      body: {
+        model: "chat-demo",
+        messages: messages.map((m) => ({ role: m.role, content: m.parts.map((p) => p.text ?? "").join("") })),
+        sources,
+        citeflow: { protocol: "ai-sdk" },
+      },
+    }),
+  });
+  const chunks = await transport.sendMessages({
+    chatId: "chat-2",
+    messageId: undefined,
+    trigger: "submit-message",
+    messages: [{ id: "u1", role: "user", parts: [{ type: "text", text: "Tell me about Paris." }] }],
+    abortSignal: undefined,
+  });
+  let last;
+  for await (const message of readUIMessageStream({ stream: chunks, terminateOnError: true })) {
+    const shown = new Set(message.parts.filter((p) => p.type === "source-url").map((p) => Number(p.sourceId)));
+    const text = message.parts.filter((p) => p.type === "text").map((p) => p.text).join("");
+    for (const n of numbers(text)) assert.ok(shown.has(n), `[${n}] shown before its source`);
+    last = message;
+  }
+  const text = last.parts.filter((p) => p.type === "text").map((p) => p.text).join("");
+  assert.equal(text, "Paris is the capital of France [1]. The Seine flows through it [2] and its museums draw millions [1].");
+  const got = last.parts.filter((p) => p.type === "source-url").map((p) => [p.sourceId, p.title, p.url]);
+  assert.deepEqual(got, [
+    ["1", "Paris", "https://en.wikipedia.org/wiki/Paris"],
+    ["2", "The Seine", "https://en.wikipedia.org/wiki/Seine"],
+  ]);
+});
+
 test("@ai-sdk/openai: streamText over the responses route gives the numbered text and its sources", async () => {
   const provider = createOpenAI({ baseURL: `${PROXY}/v1`, apiKey: KEY });
   const result = streamText({ model: provider.responses(RESPONSES), prompt: "Tech news today?" });
