@@ -1,0 +1,193 @@
+//! Row readers: sessions, streams and events read on a connection (a reader's, or the
+//! writer's inside its transaction).
+
+use citeflow_core::Sources;
+use citeflow_store::{
+    decode_record, SessionRecord, StoreError, StoredEvent, StreamRecord, StreamStatus,
+};
+use rusqlite::{params, Connection};
+
+use crate::writer::{backend, query_opt};
+
+pub(super) fn read_session(conn: &Connection, id: &str) -> Result<SessionRecord, StoreError> {
+    let row = query_opt(
+        conn,
+        "SELECT owner, sources, created_ms, last_used_ms FROM sessions WHERE id = ?1",
+        params![id],
+        |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, i64>(3)?,
+            ))
+        },
+    )?
+    .ok_or_else(|| StoreError::not_found("session", id))?;
+    let sources: Sources = decode_record(&row.1)?;
+    Ok(SessionRecord {
+        id: id.to_owned(),
+        owner: row.0,
+        sources,
+        created_ms: row.2 as u64,
+        last_used_ms: row.3 as u64,
+    })
+}
+
+/// A stream's row: its record and `first_pos` (the log position of its first event).
+pub(super) fn read_stream(
+    conn: &Connection,
+    id: &str,
+) -> Result<(StreamRecord, Option<i64>), StoreError> {
+    let row = query_opt(
+        conn,
+        "SELECT owner, session_id, status, created_ms, first_pos FROM streams WHERE id = ?1",
+        params![id],
+        |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, Option<String>>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, i64>(3)?,
+                r.get::<_, Option<i64>>(4)?,
+            ))
+        },
+    )?
+    .ok_or_else(|| StoreError::not_found("stream", id))?;
+    let status = StreamStatus::from_name(&row.2)
+        .ok_or_else(|| StoreError::Backend(format!("unknown stream status {}", row.2)))?;
+    Ok((
+        StreamRecord {
+            id: id.to_owned(),
+            owner: row.0,
+            session_id: row.1,
+            status,
+            created_ms: row.3 as u64,
+        },
+        row.4,
+    ))
+}
+
+/// Up to `limit` events of a stream after event `after`, read on a reader connection.
+///
+/// A finished stream's events are all in the index. A running stream's newest ones reach the
+/// index only when it finishes, so its events are read from the log itself, from its first
+/// position on: a scan over every stream's events since it began. Only a running stream without
+/// a tail takes it (one a crash left running, until the server closes it); a tail knows the
+/// position of each of its stream's events.
+pub(super) fn read_events(
+    c: &Connection,
+    stream: &StreamRecord,
+    first_pos: Option<i64>,
+    after: u64,
+    limit: usize,
+) -> Result<Vec<StoredEvent>, StoreError> {
+    let (sql, from) = if stream.status.is_finished() {
+        (
+            "SELECT i.id, e.data FROM event_index i JOIN event_log e ON e.pos = i.pos
+             WHERE i.stream_id = ?1 AND i.id > ?2 ORDER BY i.id LIMIT ?3",
+            None,
+        )
+    } else {
+        let Some(first) = first_pos else {
+            return Ok(Vec::new());
+        };
+        (
+            "SELECT id, data FROM event_log WHERE pos >= ?4 AND stream_id = ?1 AND id > ?2
+             ORDER BY pos LIMIT ?3",
+            Some(first),
+        )
+    };
+    let mut st = c.prepare_cached(sql).map_err(backend)?;
+    let row = |r: &rusqlite::Row<'_>| {
+        Ok(StoredEvent {
+            id: r.get::<_, i64>(0)? as u64,
+            data: r.get(1)?,
+        })
+    };
+    let rows = match from {
+        None => st.query_map(params![stream.id, after as i64, limit as i64], row),
+        Some(first) => st.query_map(params![stream.id, after as i64, limit as i64, first], row),
+    }
+    .map_err(backend)?;
+    rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+}
+
+/// The events of a stream at these log positions (`(event id, position)`).
+pub(super) fn read_at(
+    c: &Connection,
+    stream_id: &str,
+    at: &[(u64, i64)],
+) -> Result<Vec<StoredEvent>, StoreError> {
+    let mut st = c
+        .prepare_cached("SELECT stream_id, id, data FROM event_log WHERE pos = ?1")
+        .map_err(backend)?;
+    let mut events = Vec::with_capacity(at.len());
+    for &(id, pos) in at {
+        let row = st
+            .query_row(params![pos], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            })
+            .map_err(backend)?;
+        if row.0 != stream_id || row.1 as u64 != id {
+            return Err(StoreError::Backend(format!(
+                "event {id} of stream {stream_id} is not at log position {pos}"
+            )));
+        }
+        events.push(StoredEvent { id, data: row.2 });
+    }
+    Ok(events)
+}
+
+/// The newest event id of a running stream in the file (0: none), read as [`read_events`]
+/// reads it: from the log, from `first_pos` on.
+pub(super) fn last_running(
+    c: &Connection,
+    stream_id: &str,
+    first_pos: Option<i64>,
+) -> Result<u64, StoreError> {
+    let Some(first) = first_pos else {
+        return Ok(0);
+    };
+    let last: Option<i64> = query_opt(
+        c,
+        "SELECT MAX(id) FROM event_log WHERE pos >= ?2 AND stream_id = ?1",
+        params![stream_id, first],
+        |r| r.get(0),
+    )?
+    .flatten();
+    Ok(last.unwrap_or(0) as u64)
+}
+
+/// The newest event id of a stream that may take events and that the writer's [`Running`](crate::writer::Running)
+/// table does not hold (so the index holds all its events): `StreamClosed` when it finished,
+/// `NotFound` when there is no such stream.
+pub(super) fn last_in_file(c: &Connection, id: &str) -> Result<u64, StoreError> {
+    let status: String = query_opt(
+        c,
+        "SELECT status FROM streams WHERE id = ?1",
+        params![id],
+        |r| r.get(0),
+    )?
+    .ok_or_else(|| StoreError::not_found("stream", id))?;
+    let status = StreamStatus::from_name(&status)
+        .ok_or_else(|| StoreError::Backend(format!("unknown stream status {status}")))?;
+    if status.is_finished() {
+        return Err(StoreError::StreamClosed {
+            stream_id: id.to_owned(),
+            status: status.as_str(),
+        });
+    }
+    let last: Option<i64> = query_opt(
+        c,
+        "SELECT MAX(id) FROM event_index WHERE stream_id = ?1",
+        params![id],
+        |r| r.get(0),
+    )?
+    .flatten();
+    Ok(last.unwrap_or(0) as u64)
+}

@@ -1,0 +1,163 @@
+//! The schema: what [`super::SqliteStore::open`] creates or upgrades a file to, the connection
+//! settings, and the indexing of streams a crash left running.
+
+use std::path::Path;
+
+use citeflow_store::StoreError;
+use rusqlite::{params, Connection};
+
+use crate::writer::{backend, exec, query_opt};
+
+pub(super) const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    sources TEXT NOT NULL,
+    created_ms INTEGER NOT NULL,
+    last_used_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS numbers (
+    namespace TEXT NOT NULL,
+    key TEXT NOT NULL,
+    number INTEGER NOT NULL,
+    source_id TEXT NOT NULL,
+    PRIMARY KEY (namespace, key),
+    UNIQUE (namespace, number)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS streams (
+    id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    session_id TEXT,
+    status TEXT NOT NULL,
+    created_ms INTEGER NOT NULL,
+    first_pos INTEGER
+);
+CREATE TABLE IF NOT EXISTS event_log (
+    pos INTEGER PRIMARY KEY,
+    stream_id TEXT NOT NULL,
+    id INTEGER NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS event_index (
+    stream_id TEXT NOT NULL,
+    id INTEGER NOT NULL,
+    pos INTEGER NOT NULL,
+    PRIMARY KEY (stream_id, id)
+) WITHOUT ROWID;
+";
+
+/// The schema version this code writes (`PRAGMA user_version`).
+pub(super) const SCHEMA_VERSION: i64 = 3;
+
+// The event log, by version:
+// 1. a `WITHOUT ROWID` table keyed by stream: with many streams running, every append landed
+//    on a different page;
+// 2. a rowid table (its pages fill in order) with a unique index by stream, which still took
+//    one index page per append, so a commit wrote one page per running stream to the WAL;
+// 3. the rowid table alone on the hot path (`pos`, in append order; `streams.first_pos` is a
+//    stream's first event) and an index by stream written when the stream finishes, from the
+//    writer's memory, or when the file is opened, for streams that were running.
+
+/// Version 1 and 2 to 3, run after [`SCHEMA`] created the new tables; `{old}` is the old
+/// table of events.
+pub(super) const MIGRATE_TO_3: &str = "
+INSERT INTO event_log (stream_id, id, data) SELECT stream_id, id, data FROM {old}
+    ORDER BY stream_id, id;
+INSERT INTO event_index (stream_id, id, pos) SELECT stream_id, id, pos FROM event_log;
+UPDATE streams SET first_pos = (SELECT MIN(pos) FROM event_index WHERE stream_id = streams.id);
+DROP TABLE {old};
+";
+
+/// Pages the writer's connection may cache (`PRAGMA cache_size`, in KiB when negative): the
+/// hot pages of a thousand running streams stay in memory.
+pub(super) const WRITER_CACHE_KIB: i64 = 8 * 1024;
+
+/// The page size of a new file. Each commit writes every page it touched to the WAL, and the
+/// appends of many streams touch one index page each: small pages write less per event.
+pub(super) const PAGE_SIZE: u32 = 1024;
+
+pub(super) fn open_conn(path: &Path) -> Result<Connection, StoreError> {
+    let conn = Connection::open(path)
+        .map_err(|e| StoreError::Unavailable(format!("cannot open {}: {e}", path.display())))?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(backend)?;
+    // The page size counts only when the file is created (before WAL mode is set).
+    conn.execute_batch(&format!(
+        "PRAGMA page_size = {PAGE_SIZE}; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
+    ))
+    .map_err(backend)?;
+    Ok(conn)
+}
+
+/// Indexes every event of every running stream (those already indexed are kept): run when
+/// the file is opened (streams a crash left running) and after a failed commit, when the
+/// writer's [`Running`](crate::writer::Running) table is lost. Scans the log from the oldest running stream's first
+/// event.
+pub(super) fn index_running(c: &Connection) -> Result<(), StoreError> {
+    let from: Option<i64> = query_opt(
+        c,
+        "SELECT MIN(first_pos) FROM streams WHERE status = 'running'",
+        [],
+        |r| r.get(0),
+    )?
+    .flatten();
+    if let Some(from) = from {
+        exec(
+            c,
+            "INSERT OR IGNORE INTO event_index (stream_id, id, pos)
+             SELECT stream_id, id, pos FROM event_log
+             WHERE pos >= ?1 AND stream_id IN (SELECT id FROM streams WHERE status = 'running')",
+            params![from],
+        )?;
+    }
+    Ok(())
+}
+
+/// Creates or upgrades the schema, indexes the streams a crash left running, and tunes the
+/// writer's connection.
+pub(super) fn set_up(conn: &Connection) -> Result<(), StoreError> {
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(backend)?;
+    if version > SCHEMA_VERSION {
+        return Err(StoreError::Backend(format!(
+            "the database has schema version {version}; this citeflow knows up to \
+             {SCHEMA_VERSION}"
+        )));
+    }
+    conn.execute_batch("BEGIN IMMEDIATE").map_err(backend)?;
+    let upgrade = (|| {
+        let old = match version {
+            1 => Some("events"),
+            2 => Some("event_log_v2"),
+            _ => None,
+        };
+        if old.is_some() {
+            conn.execute_batch("ALTER TABLE streams ADD COLUMN first_pos INTEGER")?;
+        }
+        if version == 2 {
+            conn.execute_batch(
+                "DROP INDEX event_log_by_stream; ALTER TABLE event_log RENAME TO event_log_v2;",
+            )?;
+        }
+        conn.execute_batch(SCHEMA)?;
+        if let Some(old) = old {
+            conn.execute_batch(&MIGRATE_TO_3.replace("{old}", old))?;
+        }
+        conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))
+    })()
+    .map_err(backend)
+    .and_then(|()| index_running(conn));
+    match upgrade {
+        Ok(()) => conn.execute_batch("COMMIT").map_err(backend)?,
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            return Err(e);
+        }
+    }
+    // The checkpoint thread moves the WAL into the file, so that the writer never waits for it.
+    conn.execute_batch(&format!(
+        "PRAGMA cache_size = -{WRITER_CACHE_KIB}; PRAGMA wal_autocheckpoint = 0;"
+    ))
+    .map_err(backend)
+}
