@@ -1,6 +1,6 @@
 //! The Redis store of citeflow: [`RedisStore`] implements [`citeflow_store::Store`] in Redis
-//! (or Valkey), standalone, over TLS or in a Cluster, so several citeflow servers share one
-//! numbering per session and one event log per stream.
+//! (Valkey URLs are accepted but untested), standalone, over TLS or in a Cluster, so several
+//! citeflow servers share one numbering per session and one event log per stream.
 //!
 //! [`RedisSettings`] parses the URL (`redis://`, `rediss://`, `redis+cluster://h1:p1,h2:p2`)
 //! and holds the options (idle TTL, key prefix, server name, lease); [`RedisStore`] connects
