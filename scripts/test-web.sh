@@ -68,7 +68,8 @@ node "$tests/upstream.mjs" >"$work/upstream.out" 2>&1 &
 upstream_pid=$!
 upstream="$(wait_for_line "$work/upstream.out" 'http://127\.0\.0\.1:[0-9]+/v1')"
 # A fresh book index with alice.epub ingested at start-up, for the book picker's test.
-CITEFLOW_LOG=warn "$CITEFLOW_BIN" serve --listen 127.0.0.1:0 --upstream "$upstream" --store memory \
+CITEFLOW_LOG=warn "$CITEFLOW_BIN" serve --listen 127.0.0.1:0 --upstream "$upstream" \
+  --anthropic-upstream "$upstream" --store memory \
   --index "$work/index" --book "$CITEFLOW_SHARED_DIR/fixtures/epub/alice.epub" \
   >"$work/serve.out" 2>"$work/serve.err" &
 serve_pid=$!

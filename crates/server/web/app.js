@@ -579,8 +579,10 @@ async function runStream(answer, first) {
       await sleep(RESUME_DELAYS_MS[attempt++]);
       const after = answer.lastEventId;
       answer.resumedAfter = after;
+      // Each API resumes on its own route, with its own event format.
+      const resume = { chat: "/v1/streams", responses: "/v1/responses", messages: "/v1/messages" }[answer.api];
       request = (signal) =>
-        fetch(`/v1/streams/${encodeURIComponent(answer.streamId)}`, {
+        fetch(`${resume}/${encodeURIComponent(answer.streamId)}`, {
           headers: headers({ accept: "text/event-stream", "last-event-id": String(after) }),
           signal,
           cache: "no-store",
@@ -612,6 +614,7 @@ function onSse(answer, ev) {
   } catch {
     return false;
   }
+  if (answer.api !== "chat") return onProviderEvent(answer, chunk);
   if (chunk.error) {
     answer.finish(false, `${chunk.error.message} (${chunk.error.code ?? "error"})`);
     return true;
@@ -624,6 +627,29 @@ function onSse(answer, ev) {
   } else {
     const events = chunk.citeflow?.events ?? [];
     answer.apply(text ? [...events, { type: "text", text }] : events);
+  }
+  return false;
+}
+
+/**
+ * One event of the responses or messages route: its rewritten text (`response.output_text.delta`,
+ * a `text_delta`) and citeflow's events in its `citeflow` field; `response.completed` or
+ * `message_stop` ends the answer. True when the stream is over.
+ */
+function onProviderEvent(answer, e) {
+  if (e.type === "error" || e.type === "response.failed") {
+    const err = e.error ?? e.response?.error ?? e;
+    answer.finish(false, `${err.message ?? "error"} (${err.code ?? err.type ?? "error"})`);
+    return true;
+  }
+  let text = "";
+  if (e.type === "response.output_text.delta") text = e.delta ?? "";
+  else if (e.type === "content_block_delta" && e.delta?.type === "text_delta") text = e.delta.text ?? "";
+  const events = e.citeflow?.events ?? [];
+  answer.apply(text ? [...events, { type: "text", text }] : events);
+  if (["response.completed", "response.incomplete", "message_stop"].includes(e.type)) {
+    answer.finish(true);
+    return true;
   }
   return false;
 }
@@ -689,12 +715,22 @@ async function ask(question) {
   // Empty: the server's default marker (and grammar), e.g. the one chosen for its local model.
   // The browser's own rewriter needs to know the marker, so client rendering names one.
   const marker = $("#marker").value || (render === "client" ? "double_bracket" : "");
+  const apiName = $("#api").value || "chat";
+  if (apiName !== "chat" && render === "client") {
+    throw new Error("rendering in the browser works with the chat completions API only");
+  }
   const body = {
     model: $("#model").value.trim() || "replay",
     stream: true,
     messages: [{ role: "user", content: question }],
     citeflow: marker ? { style, marker } : { style },
   };
+  if (apiName === "responses") {
+    delete body.messages;
+    body.input = question;
+  } else if (apiName === "messages") {
+    body.max_tokens = 1024;
+  }
   let sources = [];
   let rounds = null;
   let roundQueries = new Map();
@@ -728,6 +764,7 @@ async function ask(question) {
     body.sources = sources;
   }
   const answer = new Answer({ question, requestStyle: style, render, grouped: mode === "agent", roundQueries });
+  answer.api = apiName;
   answer.el.scrollIntoView({ block: "nearest" });
   if (render === "client") {
     body.citeflow.render = "client";
@@ -747,8 +784,9 @@ async function ask(question) {
     answer.rewriter = new cf.Rewriter(src, opts);
   }
   status("Streaming…");
+  const route = { chat: "/v1/chat/completions", responses: "/v1/responses", messages: "/v1/messages" }[apiName];
   await runStream(answer, (signal) =>
-    fetch("/v1/chat/completions", {
+    fetch(route, {
       method: "POST",
       headers: headers({ "content-type": "application/json", accept: "text/event-stream" }),
       body: JSON.stringify(body),

@@ -33,7 +33,7 @@ export async function startCiteflow(upstream) {
   const index = mkdtempSync(join(tmpdir(), "citeflow-web-index-"));
   const child = spawn(
     citeflowBin,
-    ["serve", "--listen", "127.0.0.1:0", "--upstream", upstream, "--store", "memory", "--index", index, "--book", BOOK],
+    ["serve", "--listen", "127.0.0.1:0", "--upstream", upstream, "--anthropic-upstream", upstream, "--store", "memory", "--index", index, "--book", BOOK],
     { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, CITEFLOW_LOG: process.env.CITEFLOW_LOG ?? "warn" } },
   );
   const lines = createInterface({ input: child.stdout });

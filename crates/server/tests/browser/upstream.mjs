@@ -10,6 +10,8 @@
 // - `{{cite:N}}` in a piece becomes the marker of the N-th source of the request's context
 //   block (the lines of the system message that start with `[[id]]`), so an answer can cite
 //   passages the server retrieved from a book without knowing them in advance.
+// - `POST /v1/responses` and `POST /v1/messages` answer the same way (for `file:` recordings of
+//   those APIs).
 // - `GET /_requests` lists the request bodies received.
 //
 // Run alone (`node upstream.mjs`), it prints `http://127.0.0.1:PORT/v1` and serves until
@@ -84,7 +86,8 @@ export async function startUpstream({ port = 0 } = {}) {
         res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(requests));
         return;
       }
-      if (req.method === "POST" && url.pathname === "/v1/chat/completions") {
+      // Chat completions; the responses and messages routes replay `file:` recordings.
+      if (req.method === "POST" && ["/v1/chat/completions", "/v1/responses", "/v1/messages"].includes(url.pathname)) {
         const r = JSON.parse(body);
         requests.push(r);
         const script = scripts.get(r.model);

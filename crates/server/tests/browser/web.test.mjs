@@ -300,6 +300,32 @@ test("the style switch shows [1], 【1】 and footnotes, and the server renders 
   await ctx.close();
 });
 
+test("the page switches to the responses and messages routes and lists the provider's own citations", async () => {
+  const { ctx, page, errors, requests } = await openPage();
+  const cases = [
+    // Anthropic Messages with web search: citations_delta on 4 pages, [n] at each cited block's end.
+    ["messages", "anthropic-web-search-tool.1.chunks.txt", 4, "https://www.apple.com/newsroom/"],
+    // OpenAI Responses with web search: 12 url_citation annotations on 7 pages.
+    ["responses", "openai-web-search-tool.1.chunks.txt", 7, "https://techcrunch.com/"],
+  ];
+  for (const [api, file, count, first] of cases) {
+    await script(env.upstream, `file:${file}`, [], { paceMs: 1 });
+    await setField(page, "#api", api);
+    const id = await ask(page, "Tech news today?", { model: `file:${file}`, sources: [] });
+    assert.equal(await finished(page, id), "done", api);
+    const v = await view(page, id);
+    const shown = [...new Set(v.numbers)].sort((a, b) => a - b);
+    assert.deepEqual(shown, Array.from({ length: count }, (_, i) => i + 1), `${api}: ${v.text}`);
+    assert.deepEqual(v.list.map(([n]) => n), shown, api);
+    assert.ok(v.list[0][1].startsWith(first), `${api}: ${JSON.stringify(v.list)}`);
+    for (const [, sourceId] of v.list) assert.match(sourceId, /^https:\/\//);
+    const sent = requests.filter((r) => r.url.endsWith(`/v1/${api}`));
+    assert.equal(sent.length, 1, api);
+  }
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});
+
 test("a dropped connection resumes with Last-Event-ID: same text, same numbers, nothing twice", async () => {
   const pieces = [];
   for (let i = 0; i < 6; i++) {
