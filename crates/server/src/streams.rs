@@ -107,7 +107,17 @@ pub(crate) async fn resume(
         Some(v) if !v.trim().is_empty() => parse_last_id(&v)?,
         _ => 0,
     };
-    let mut resp = sse_response(&state, id, after);
+    // A chat stream read as the AI SDK UI message stream, as it was asked for (the AI SDK's
+    // reconnect, pointed here by `prepareReconnectToStreamRequest`).
+    let ui = headers
+        .get(axum::http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("x-vercel-ai-ui-message-stream"));
+    let mut resp = if ui {
+        crate::ai_sdk::chat_response(&state, &id, after)
+    } else {
+        sse_response(&state, id, after)
+    };
     if let Ok(v) = s.status.as_str().parse() {
         resp.headers_mut().insert("x-citeflow-stream-status", v);
     }

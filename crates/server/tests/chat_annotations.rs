@@ -386,3 +386,46 @@ async fn chat_answers_in_the_ai_sdk_ui_message_stream_when_asked() {
         assert_eq!(done["sources"].as_array().expect("sources").len(), 2);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_ui_message_stream_resumes_after_last_event_id() {
+    let h = Harness::start().await;
+    h.replay.insert(
+        "ui-resume",
+        Script::chat(&[
+            "Paris [[source_7]]",
+            " has rain [[source_3]]",
+            " and a river [[source_7]].",
+        ]),
+    );
+    let mut req = request("ui-resume", false);
+    req["citeflow"]["protocol"] = json!("ai-sdk");
+    let resp = h
+        .post("/v1/chat/completions")
+        .json(&req)
+        .send()
+        .await
+        .expect("send");
+    let id = resp.headers()["x-citeflow-stream-id"]
+        .to_str()
+        .expect("id")
+        .to_owned();
+    let full = read_sse(resp, usize::MAX).await;
+    let ids: Vec<u64> = full.iter().filter_map(|e| e.id).collect();
+    assert!(ids.len() >= 4, "{full:?}");
+    // After every id the client may have seen, the resumed parts are the rest of the run.
+    for after in ids {
+        let at = full.iter().position(|e| e.id == Some(after)).expect("seen");
+        let rest = read_sse(
+            h.get(&format!("/v1/streams/{id}"))
+                .header("accept", "x-vercel-ai-ui-message-stream")
+                .header("last-event-id", after.to_string())
+                .send()
+                .await
+                .expect("resume"),
+            usize::MAX,
+        )
+        .await;
+        assert_eq!(rest, full[at + 1..].to_vec(), "after {after}");
+    }
+}
