@@ -144,6 +144,15 @@ pub enum ApiError {
         /// The limit.
         max: usize,
     },
+    /// The session holds as many rounds as it may.
+    #[error(
+        "the session has {max} rounds of sources, at most {max} are allowed \
+         (max_rounds_per_session); start a new session"
+    )]
+    TooManyRounds {
+        /// The limit.
+        max: usize,
+    },
     /// A source whose id, title, url, key, locator or metadata is too long.
     #[error("{param} has {bytes} bytes, at most {max} are allowed")]
     SourceFieldTooLarge {
@@ -206,7 +215,9 @@ impl ApiError {
                 StatusCode::PAYLOAD_TOO_LARGE
             }
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::TooManyStreams { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::TooManyStreams { .. } | ApiError::TooManyRounds { .. } => {
+                StatusCode::TOO_MANY_REQUESTS
+            }
             ApiError::InvalidRequest { .. }
             | ApiError::TooManySources { .. }
             | ApiError::SourceTooLarge { .. }
@@ -246,6 +257,7 @@ impl ApiError {
             ApiError::InvalidRequest { .. } => "invalid_request",
             ApiError::TooManySources { .. } => "too_many_sources",
             ApiError::TooManyStreams { .. } => "too_many_streams",
+            ApiError::TooManyRounds { .. } => "too_many_rounds",
             ApiError::SourceTooLarge { .. } => "source_too_large",
             ApiError::SourceFieldTooLarge { .. } => "source_field_too_large",
             ApiError::InvalidSources(_) => "invalid_sources",

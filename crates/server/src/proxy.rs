@@ -153,7 +153,7 @@ pub(crate) async fn plan_with(
             } else {
                 // A book's retrieval is a round whose query is the question.
                 let query = opts.round_query.clone().or(question);
-                state.store.append_round(id, query, given, now_ms()).await?
+                crate::sessions::add_round(state, &s, query, given).await?
             };
             (s.sources, Some(id.clone()))
         }

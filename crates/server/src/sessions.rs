@@ -5,7 +5,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::Json;
-use citeflow_core::Sources;
+use citeflow_core::{Source, Sources};
 use citeflow_store::{NumberScope, SessionRecord};
 use serde_json::{json, Value};
 
@@ -28,6 +28,24 @@ pub(crate) async fn owned_session(
         });
     }
     Ok(s)
+}
+
+/// Appends a round of sources to session `s`, refused with 429 `too_many_rounds` when it holds
+/// [`Limits::max_rounds_per_session`](crate::Limits::max_rounds_per_session) already.
+pub(crate) async fn add_round(
+    state: &AppState,
+    s: &SessionRecord,
+    query: Option<String>,
+    sources: Vec<Source>,
+) -> Result<SessionRecord, ApiError> {
+    let max = state.settings.limits.max_rounds_per_session;
+    if s.sources.rounds().len() >= max {
+        return Err(ApiError::TooManyRounds { max });
+    }
+    Ok(state
+        .store
+        .append_round(&s.id, query, sources, now_ms())
+        .await?)
 }
 
 fn query_of(body: &Value) -> Result<Option<String>, ApiError> {
@@ -111,15 +129,12 @@ pub(crate) async fn append_round(
 ) -> Result<impl IntoResponse, ApiError> {
     let owner = owner(&state, &headers)?;
     let mut body = read_json(body, &state.settings.limits).await?;
-    owned_session(&state, &owner, &id).await?;
+    let s = owned_session(&state, &owner, &id).await?;
     let list = sources(
         body.get_mut("sources").map(Value::take),
         &state.settings.limits,
     )?;
-    let s = state
-        .store
-        .append_round(&id, query_of(&body)?, list, now_ms())
-        .await?;
+    let s = add_round(&state, &s, query_of(&body)?, list).await?;
     let round = s.sources.rounds().len();
     Ok((
         StatusCode::CREATED,

@@ -166,6 +166,12 @@ pub struct Limits {
     /// ### Default
     /// 64.
     pub max_streams_per_key: usize,
+    /// Most rounds of sources one session may hold (each round up to `max_sources`
+    /// sources); past it 429 `too_many_rounds` and the session is unchanged.
+    ///
+    /// ### Default
+    /// 1,000.
+    pub max_rounds_per_session: usize,
 }
 
 impl Default for Limits {
@@ -191,6 +197,7 @@ impl Default for Limits {
             body_read_timeout_ms: 60_000,
             max_connections: 1024,
             max_streams_per_key: 64,
+            max_rounds_per_session: 1_000,
         }
     }
 }

@@ -255,3 +255,57 @@ async fn a_key_past_its_running_answers_gets_429_and_others_do_not() {
     }
     assert_eq!(status, 200, "the slot was not given back");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_past_its_rounds_gets_429_and_stays_as_it_was() {
+    let h = Harness::with(
+        |s| s.with_limits(crate::support::limits(|l| l.max_rounds_per_session = 2)),
+        Arc::new(MemoryStore::new()),
+    )
+    .await;
+    let (status, v) = send(
+        h.post("/v1/sessions")
+            .json(&json!({"sources": [{"id": "a", "url": "https://e.org/a"}]})),
+    )
+    .await;
+    assert_eq!(status, 201, "{v}");
+    let id = v["id"].as_str().expect("id").to_owned();
+    let round = |src: &str| {
+        h.post(&format!("/v1/sessions/{id}/rounds"))
+            .json(&json!({"query": "q", "sources": [{"id": src}]}))
+    };
+    let (status, v) = send(round("b")).await;
+    assert_eq!((status, v["round"].as_u64()), (201, Some(2)), "{v}");
+    let (status, v) = send(round("c")).await;
+    assert_eq!(status, 429, "{v}");
+    assert_eq!(v["error"]["code"], "too_many_rounds", "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .expect("message")
+            .contains("at most 2 are allowed (max_rounds_per_session)"),
+        "{v}"
+    );
+    // A chat that would add a round is refused the same way, before the upstream is called.
+    let (status, v) = send(h.post("/v1/chat/completions").json(&json!({
+        "model": "m", "messages": [{"role": "user", "content": "q"}],
+        "sources": [{"id": "d"}], "citeflow": {"session": id}
+    })))
+    .await;
+    assert_eq!(
+        (status, v["error"]["code"].as_str()),
+        (429, Some("too_many_rounds")),
+        "{v}"
+    );
+    // The session is as it was: two rounds, a and b.
+    let (status, v) = send(h.get(&format!("/v1/sessions/{id}"))).await;
+    assert_eq!(status, 200, "{v}");
+    let ids: Vec<&str> = v["rounds"]
+        .as_array()
+        .expect("rounds")
+        .iter()
+        .flat_map(|r| r["sources"].as_array().expect("sources"))
+        .map(|s| s["id"].as_str().expect("id"))
+        .collect();
+    assert_eq!(ids, ["a", "b"]);
+}
