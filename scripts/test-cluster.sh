@@ -5,11 +5,13 @@
 # `redis-cli --cluster create … --cluster-replicas 1`, waits until every replica has synced,
 # and runs `cargo test -p citeflow-store-redis` with CITEFLOW_TEST_REDIS_URL set to the node
 # list: the conformance suite, the lease tests and two `citeflow serve --store
-# redis+cluster://…` processes resuming each other's streams; then, each alone, the
-# allocation stress test (it prints allocations/s) and the master-kill test (failover::,
-# which starts a cluster of its own, since it kills a node, and prints the failover time). The builds are those of scripts/test-redis.sh (same packages, features and
-# profile): nothing is compiled twice. Prints each step's time. Stops every node on exit;
-# safe to run twice, or while another run is going.
+# redis+cluster://…` processes resuming each other's streams; then, each step alone, the
+# allocation stress test (it prints allocations/s) and the failover:: tests, which start
+# clusters of their own since they kill or stop nodes: a master killed mid streams and
+# allocations (it prints the failover time), and an allocation no replica acknowledged.
+# The builds are those of scripts/test-redis.sh (same packages, features and profile):
+# nothing is compiled twice. Prints each step's time. Stops every node on exit; safe to run
+# twice, or while another run is going.
 #
 #   scripts/test-cluster.sh [extra cargo test args]
 set -euo pipefail
@@ -129,12 +131,12 @@ cargo build -p citeflow-cli
 cargo test -p citeflow-store-redis --no-run
 step_done "build (reused when up to date)"
 # fault:: kills a standalone Redis of its own (scripts/test-redis.sh runs it); failover::
-# runs alone below, so its failover time is not stretched by the other tests' load.
+# runs apart below, so its failover time is not stretched by the other tests' load.
 cargo test -p citeflow-store-redis "$@" -- --skip fault:: --skip failover:: --skip stress::
 step_done "tests on the cluster"
 # Alone, so the allocations/s it prints are not shared with the other tests.
 cargo test -p citeflow-store-redis "$@" -- stress:: --nocapture
 step_done "allocation stress test"
 cargo test -p citeflow-store-redis "$@" -- failover:: --nocapture
-step_done "master-kill test (own cluster)"
+step_done "failover tests (own clusters)"
 print_time "total" "$T0"

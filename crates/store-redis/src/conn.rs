@@ -108,7 +108,11 @@ impl Conn {
             acks: (want > 0).then(|| {
                 Arc::new(Acks {
                     want,
-                    timeout_ms: settings.replica_ack_timeout_ms,
+                    // Below the request time-out, so that a missing acknowledgement is told.
+                    timeout_ms: settings
+                        .replica_ack_timeout_ms
+                        .min(settings.timeout_ms / 2)
+                        .max(1),
                     groups: Mutex::new(HashMap::new()),
                 })
             }),

@@ -324,7 +324,8 @@ impl RedisSettings {
     }
 
     /// How long one write waits for its replica acknowledgements
-    /// (see [`RedisSettings::with_replica_acks`]).
+    /// (see [`RedisSettings::with_replica_acks`]); at most half the request time-out
+    /// ([`RedisSettings::with_timeout_ms`]).
     ///
     /// ### Default
     /// 1 000 ms; URL option `replica_ack_timeout_ms`.

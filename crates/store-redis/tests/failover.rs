@@ -560,3 +560,75 @@ async fn a_master_killed_mid_streams_and_allocations_fails_over_without_renumber
         }
     }
 }
+
+/// Why writes wait for a replica (`replica_acks`, 1 on a Cluster): Redis replicates
+/// asynchronously, and a master that dies before its replica got a write is replaced by a
+/// replica without it. With the replica stopped (`SIGSTOP`), an allocation that waits for it
+/// fails with `Unavailable` after `replica_ack_timeout_ms` (never a number that might be lost),
+/// one that does not wait (`replica_acks=0`) returns its number at once; once the replica runs
+/// again, the waiting store works again and a retry finds the number the master gave.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_allocation_no_replica_acknowledged_is_an_error() {
+    let test = "an_allocation_no_replica_acknowledged_is_an_error";
+    let Some(url) = redis_url(test) else {
+        return;
+    };
+    if !is_cluster_url(&url) {
+        eprintln!("notice: {test} skipped: CITEFLOW_TEST_REDIS_URL is not a Cluster (scripts/test-cluster.sh runs it)");
+        return;
+    }
+    let cluster = OwnCluster::start();
+    let prefix = fresh_prefix("acks");
+    let master = cluster.master_of(cluster.ports[0], "{s:acks}");
+    let replica = cluster.replica_of(master);
+    // Default time-outs: requests 5 s, acknowledgements 1 s.
+    let waiting = RedisStore::new(
+        RedisSettings::from_url(&cluster.url())
+            .expect("url")
+            .with_key_prefix(&prefix),
+    )
+    .expect("store");
+    assert_eq!(waiting.settings().replica_acks(), 1, "the Cluster default");
+    let not_waiting = Arc::new(
+        RedisStore::new(
+            RedisSettings::from_url(&format!("{}?replica_acks=0", cluster.url()))
+                .expect("url")
+                .with_key_prefix(&prefix),
+        )
+        .expect("store"),
+    );
+    let scope = NumberScope::Session("acks".into());
+    let a = waiting.allocate(&scope, "a", "a").await.expect("a");
+    assert_eq!((a.number, a.is_new), (1, true));
+    not_waiting.ping().await.expect("ping");
+
+    cluster.signal(replica, "STOP");
+    let b = not_waiting.allocate(&scope, "b", "b").await;
+    let started = Instant::now();
+    let c = waiting.allocate(&scope, "c", "c").await;
+    let waited = started.elapsed();
+    cluster.signal(replica, "CONT");
+    assert_eq!(b.expect("b is not waited for").number, 2);
+    match &c {
+        Err(StoreError::Unavailable(m)) => {
+            assert!(m.contains("not acknowledged by enough replicas"), "{m}")
+        }
+        other => panic!("an allocation no replica acknowledged returned {other:?}"),
+    }
+    assert!(
+        waited >= Duration::from_millis(900),
+        "gave up after {waited:?}, before replica_ack_timeout_ms (1000)"
+    );
+    // The master did write it: once the replica runs, a retry finds the same number.
+    let c = waiting.allocate(&scope, "c", "c").await.expect("c again");
+    assert_eq!((c.number, c.is_new), (3, false));
+    let d = waiting.allocate(&scope, "d", "d").await.expect("d");
+    assert_eq!((d.number, d.is_new), (4, true));
+    let table = not_waiting.numbering(&scope).await.expect("table");
+    let entries: Vec<(u32, &str)> = table
+        .entries()
+        .iter()
+        .map(|e| (e.number, e.key.as_str()))
+        .collect();
+    assert_eq!(entries, [(1, "a"), (2, "b"), (3, "c"), (4, "d")]);
+}

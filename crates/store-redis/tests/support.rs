@@ -211,6 +211,32 @@ impl OwnCluster {
         try_master_of(live, key).unwrap_or_else(|nodes| panic!("no master serves {key}:\n{nodes}"))
     }
 
+    /// The port of a replica of the master on `master` (its `INFO replication`).
+    pub(crate) fn replica_of(&self, master: u16) -> u16 {
+        let info = cli(master, &["info", "replication"]).expect("info replication");
+        info.lines()
+            .filter(|l| l.starts_with("slave0:"))
+            .flat_map(|l| l.split([':', ',']))
+            .find_map(|f| f.strip_prefix("port=")?.parse().ok())
+            .unwrap_or_else(|| panic!("no replica of {master}:\n{info}"))
+    }
+
+    /// Sends a signal (`STOP`, `CONT`) to the node on `port`.
+    pub(crate) fn signal(&self, port: u16, signal: &str) {
+        let i = self
+            .ports
+            .iter()
+            .position(|p| *p == port)
+            .expect("our node");
+        let pid = self.children[i].as_ref().expect("running").id();
+        let ok = std::process::Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(pid.to_string())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "kill -{signal} {pid}");
+    }
+
     /// `kill -9` of the node on `port`.
     pub(crate) fn kill(&mut self, port: u16) {
         let i = self
