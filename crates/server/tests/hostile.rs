@@ -375,3 +375,43 @@ async fn an_upstream_past_its_byte_or_line_budget_ends_with_an_error_event() {
     assert_eq!(text_of(&events), "Hello ");
     assert_eq!(streams_open(&h).await, 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_that_does_not_read_neither_stalls_the_answer_nor_loses_it() {
+    let h = Harness::start().await;
+    let words: Vec<String> = (0..3_000).map(|i| format!("w{i} ")).collect();
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    h.replay.insert("long", Script::chat(&words));
+    let r = h
+        .post("/v1/chat/completions")
+        .json(&chat("long"))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 200);
+    let id = r.headers()["x-citeflow-stream-id"]
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    // The client reads nothing; the generation runs to its end anyway (it writes to the
+    // stream's log, and the reader's feed pulls pages of it only as its socket takes them).
+    let mut finished = false;
+    for _ in 0..500 {
+        let s = h.state.store().stream(&id).await.expect("stream").status;
+        if s == StreamStatus::Completed {
+            finished = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        finished,
+        "the answer did not complete while its reader was idle"
+    );
+    // Then the slow reader gets every word, in order.
+    let events = tokio::time::timeout(Duration::from_secs(20), read_sse(r, usize::MAX))
+        .await
+        .expect("the stream is read");
+    assert_eq!(text_of(&events), words.concat());
+    assert_eq!(events.last().map(|e| e.data.as_str()), Some("[DONE]"));
+}
