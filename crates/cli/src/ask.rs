@@ -16,7 +16,8 @@ use citeflow_index::Index;
 use clap::Args;
 use serde_json::{json, Value};
 
-use crate::ingest::{ensure_indexed, open_book, ChunkArgs, Progress};
+use crate::book::{ensure_indexed, open_book, ChunkArgs};
+use crate::progress::Progress;
 
 /// Arguments of `citeflow ask`.
 #[derive(Debug, Args)]

@@ -8,7 +8,8 @@ use citeflow_epub::cfi::{Offset, Param, Path as CfiPath, Step};
 use citeflow_epub::{Book, Cfi, Location, Point};
 use clap::{Args, Subcommand};
 
-use crate::epub_cmd::open_book;
+use crate::book::open_book;
+use crate::progress::Progress;
 
 /// Arguments of `citeflow cfi`.
 #[derive(Debug, Args)]
@@ -85,7 +86,7 @@ pub(crate) fn run(args: CfiArgs) -> Result<ExitCode> {
             percent_encoded,
         } => {
             let c = parse(&cfi, percent_encoded)?;
-            let b = open_book(&book)?.book;
+            let b = open_book(&book, &Progress::hidden())?.book;
             let r = b
                 .resolve(&c)
                 .with_context(|| format!("cannot resolve {cfi} in {}", book.display()))?;

@@ -1,13 +1,14 @@
-//! `citeflow epub`: inspect a book's text nodes and chapters; opening books for the other
-//! book commands.
+//! `citeflow epub`: inspect a book's text nodes and chapters.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
-use citeflow_epub::{Book, Limits};
+use anyhow::Result;
 use clap::{Args, Subcommand};
+
+use crate::book::open_book;
+use crate::progress::Progress;
 
 /// Arguments of `citeflow epub`.
 #[derive(Debug, Args)]
@@ -34,29 +35,6 @@ enum EpubCommand {
         /// The .epub file.
         book: PathBuf,
     },
-}
-
-/// A book read from a file, with its bytes (for fingerprints).
-pub(crate) struct OpenedBook {
-    pub(crate) bytes: Vec<u8>,
-    pub(crate) book: Book,
-}
-
-/// Reads and opens an EPUB; its warnings are left in [`Book::warnings`].
-pub(crate) fn read_book(path: &Path) -> Result<OpenedBook> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let book = Book::open(&bytes, &Limits::default())
-        .with_context(|| format!("cannot open {} as an EPUB", path.display()))?;
-    Ok(OpenedBook { bytes, book })
-}
-
-/// Reads and opens an EPUB, printing its warnings (one per broken file) on stderr.
-pub(crate) fn open_book(path: &Path) -> Result<OpenedBook> {
-    let opened = read_book(path)?;
-    for w in opened.book.warnings() {
-        eprintln!("citeflow: warning: {}: {w}", path.display());
-    }
-    Ok(opened)
 }
 
 /// The oracle's form of a node's text: whitespace runs collapsed to one space, trimmed, cut
@@ -114,7 +92,7 @@ pub(crate) fn run(args: EpubArgs) -> Result<ExitCode> {
     let mut out = std::io::BufWriter::new(stdout.lock());
     match args.command {
         EpubCommand::Nodes { book, full_text } => {
-            let b = open_book(&book)?.book;
+            let b = open_book(&book, &Progress::hidden())?.book;
             for n in b.text_nodes() {
                 let line = NodeLine {
                     spine_index: n.spine_index,
@@ -131,7 +109,7 @@ pub(crate) fn run(args: EpubArgs) -> Result<ExitCode> {
             }
         }
         EpubCommand::Chapters { book } => {
-            let b = open_book(&book)?.book;
+            let b = open_book(&book, &Progress::hidden())?.book;
             for c in b.chapters() {
                 let line = ChapterLine {
                     index: c.index,

@@ -1,17 +1,18 @@
 //! `citeflow ingest`: books to passages (JSON lines that read as sources) and a local index.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 use citeflow_epub::ChunkSettings;
-use citeflow_index::{book_key, fingerprint, BookPassage, Index};
+use citeflow_index::{BookPassage, Index};
 use clap::{Args, ValueEnum};
-use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::epub_cmd::{read_book, OpenedBook};
+use crate::book::{index_state, keep_file, open_book, ChunkArgs};
+use crate::broken_pipe::is_broken_pipe;
+use crate::progress::Progress;
 
 /// How passages are written.
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -41,158 +42,6 @@ pub(crate) struct IngestArgs {
     index: Option<PathBuf>,
     #[command(flatten)]
     chunking: ChunkArgs,
-}
-
-/// How books are cut into passages.
-#[derive(Debug, Clone, Args)]
-pub(crate) struct ChunkArgs {
-    /// Largest passage, in characters.
-    #[arg(long, default_value_t = 800)]
-    target_chars: usize,
-    /// Characters of a passage's end that the next passage repeats.
-    #[arg(long, default_value_t = 100)]
-    overlap_chars: usize,
-    /// Keep ruby readings (<rt>) in the passage text (CFIs count them either way).
-    #[arg(long)]
-    ruby: bool,
-}
-
-impl ChunkArgs {
-    pub(crate) fn settings(&self) -> ChunkSettings {
-        ChunkSettings::new()
-            .with_target_chars(self.target_chars)
-            .with_overlap_chars(self.overlap_chars)
-            .with_ruby_text(self.ruby)
-    }
-}
-
-/// A progress display on stderr, drawn only when stderr is a terminal.
-pub(crate) struct Progress {
-    bar: ProgressBar,
-}
-
-impl Progress {
-    pub(crate) fn new() -> Progress {
-        let bar = if std::io::stderr().is_terminal() {
-            let bar = ProgressBar::new_spinner();
-            bar.enable_steady_tick(Duration::from_millis(100));
-            bar
-        } else {
-            ProgressBar::hidden()
-        };
-        Progress { bar }
-    }
-
-    /// Shows which of several books is being read (`[2/7]`).
-    pub(crate) fn book(&self, number: usize, of: usize) {
-        if of > 1 {
-            self.bar.set_prefix(format!("[{number}/{of}] "));
-        }
-    }
-
-    /// A spinner with a message.
-    pub(crate) fn phase(&self, message: String) {
-        self.bar.set_style(
-            ProgressStyle::with_template("{spinner} {prefix}{msg} {elapsed}")
-                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-        );
-        self.bar.set_length(0);
-        self.bar.set_message(message);
-    }
-
-    /// A bar of `len` steps with a message.
-    pub(crate) fn count(&self, len: u64, message: String) {
-        self.bar.set_style(
-            ProgressStyle::with_template("{spinner} {prefix}{msg} [{bar:30}] {pos}/{len}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> "),
-        );
-        self.bar.set_position(0);
-        self.bar.set_length(len);
-        self.bar.set_message(message);
-    }
-
-    pub(crate) fn inc(&self) {
-        self.bar.inc(1);
-    }
-
-    /// Prints a line on stderr above the bar.
-    pub(crate) fn println(&self, line: String) {
-        if self.bar.is_hidden() {
-            eprintln!("{line}");
-        } else {
-            self.bar.println(line);
-        }
-    }
-
-    pub(crate) fn finish(&self) {
-        self.bar.finish_and_clear();
-    }
-}
-
-/// Reads and opens a book, printing its warnings (one per broken file) above the progress bar.
-pub(crate) fn open_book(path: &Path, progress: &Progress) -> Result<OpenedBook> {
-    progress.phase(format!("reading {}", path.display()));
-    let opened = read_book(path)?;
-    for w in opened.book.warnings() {
-        progress.println(format!("citeflow: warning: {}: {w}", path.display()));
-    }
-    Ok(opened)
-}
-
-/// A book's key in the index, its fingerprint, and whether the index already holds it with
-/// that fingerprint (same file bytes, same chunk settings).
-pub(crate) struct IndexState {
-    pub(crate) key: String,
-    pub(crate) fingerprint: String,
-    pub(crate) is_current: bool,
-}
-
-pub(crate) fn index_state(
-    index: &Index,
-    opened: &OpenedBook,
-    settings: &ChunkSettings,
-) -> Result<IndexState> {
-    let meta = opened.book.metadata();
-    let key = book_key(
-        meta.identifier.as_deref().unwrap_or(""),
-        meta.title.as_deref().unwrap_or(""),
-    );
-    let fingerprint = fingerprint(&opened.bytes, settings);
-    let is_current = index.fingerprint(&key)?.as_deref() == Some(fingerprint.as_str());
-    Ok(IndexState {
-        key,
-        fingerprint,
-        is_current,
-    })
-}
-
-/// Makes sure `index` holds the book as cut by `settings` (re-using what is there when the
-/// fingerprint matches). Returns its state before.
-pub(crate) fn ensure_indexed(
-    index: &mut Index,
-    opened: &OpenedBook,
-    settings: &ChunkSettings,
-    progress: &Progress,
-) -> Result<IndexState> {
-    let state = index_state(index, opened, settings)?;
-    if !state.is_current {
-        progress.phase("cutting passages".to_owned());
-        let passages = BookPassage::from_book(&opened.book, settings);
-        progress.phase(format!("indexing {} passages", passages.len()));
-        index.add_book(&passages, &state.fingerprint)?;
-    }
-    keep_file(index, &state, &opened.bytes)?;
-    Ok(state)
-}
-
-/// Keeps the book's file with the index (so a server can open the book at a cited place),
-/// unless an unchanged book already has its copy there.
-fn keep_file(index: &Index, state: &IndexState, bytes: &[u8]) -> Result<()> {
-    if !state.is_current || index.epub(&state.key)?.is_none() {
-        index.keep_epub(&state.key, bytes)?;
-    }
-    Ok(())
 }
 
 enum Sink {
@@ -269,7 +118,7 @@ pub(crate) fn run(args: IngestArgs) -> Result<ExitCode> {
                 ));
             }
             Err(e) => {
-                if crate::is_broken_pipe(&e) {
+                if is_broken_pipe(&e) {
                     return Err(e);
                 }
                 failed += 1;

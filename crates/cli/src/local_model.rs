@@ -16,7 +16,7 @@ pub(crate) fn model_path(model: Option<&Path>) -> Result<PathBuf> {
         anyhow::ensure!(p.is_file(), "model file {} does not exist", p.display());
         return Ok(p.to_owned());
     }
-    let dir = crate::serve::data_dir()?.join("models");
+    let dir = crate::data_dir::data_dir()?.join("models");
     let spec = &citeflow_llm::DEFAULT_MODEL;
     let path = citeflow_llm::fetch_model(spec, &dir, &mut |p| match p {
         citeflow_llm::FetchProgress::Checking { path } => {

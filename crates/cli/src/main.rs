@@ -5,12 +5,18 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod ask;
+mod book;
+mod broken_pipe;
 mod cfi_cmd;
+mod data_dir;
 mod epub_cmd;
 mod ingest;
 mod local_model;
+mod progress;
 mod render;
 mod serve;
+
+use broken_pipe::is_broken_pipe;
 
 /// Stable, streamed citation numbers for LLM answers.
 #[derive(Debug, Parser)]
@@ -58,11 +64,4 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
 }

@@ -6,12 +6,13 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::Context;
-use citeflow_epub::{Book, ChunkSettings, Limits as EpubLimits};
+use citeflow_epub::ChunkSettings;
 use citeflow_index::Index;
 use citeflow_server::{launch, Limits, ServerSettings, StoreLocation};
 
-use crate::epub_cmd::OpenedBook;
-use crate::ingest::{ensure_indexed, index_state, open_book, Progress};
+use crate::book::{ensure_indexed, index_state, open_book, open_sample, OpenedBook};
+use crate::data_dir::data_dir;
+use crate::progress::Progress;
 
 /// Arguments of `citeflow serve`.
 #[derive(Debug, clap::Args)]
@@ -151,20 +152,6 @@ pub(crate) struct ServeArgs {
     max_concurrent_ingests: Option<usize>,
 }
 
-/// `$CITEFLOW_DATA_DIR`, else `$XDG_DATA_HOME/citeflow`, else `~/.local/share/citeflow`.
-pub(crate) fn data_dir() -> anyhow::Result<PathBuf> {
-    Ok(match std::env::var_os("CITEFLOW_DATA_DIR") {
-        Some(d) => PathBuf::from(d),
-        None => match std::env::var_os("XDG_DATA_HOME") {
-            Some(d) => PathBuf::from(d).join("citeflow"),
-            None => PathBuf::from(std::env::var_os("HOME").context(
-                "no data directory: set CITEFLOW_DATA_DIR or HOME, or pass --store and --index",
-            )?)
-            .join(".local/share/citeflow"),
-        },
-    })
-}
-
 fn limits(a: &ServeArgs) -> Limits {
     let mut l = Limits::default();
     let set = |slot: &mut u64, v: Option<u64>| {
@@ -282,11 +269,7 @@ impl BookInput {
     fn open(&self, progress: &Progress) -> anyhow::Result<OpenedBook> {
         match self {
             BookInput::File(p) => open_book(p, progress),
-            BookInput::Sample(name, bytes) => Ok(OpenedBook {
-                bytes: bytes.to_vec(),
-                book: Book::open(bytes, &EpubLimits::default())
-                    .with_context(|| format!("cannot open the sample book {name}"))?,
-            }),
+            BookInput::Sample(name, bytes) => open_sample(name, bytes),
         }
     }
 }
