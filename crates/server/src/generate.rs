@@ -6,7 +6,9 @@ use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
-use citeflow_core::{Event, NumberSource, Numbering, Rewriter};
+use citeflow_core::{
+    CitationDetail, Event, NumberSource, Numbering, Position, Rewriter, Source, Span,
+};
 use citeflow_store::{NumberScope, StoredEvent, StreamStatus};
 use futures_util::FutureExt;
 use serde_json::{json, Value};
@@ -23,6 +25,13 @@ struct Choice {
     rewriter: Rewriter,
     /// Its `finish_reason` came (or the upstream ended): later content is dropped.
     ended: bool,
+    /// The upstream's content so far (the upstream's annotation offsets count its characters).
+    input: String,
+    /// The rewritten content sent so far.
+    out: String,
+    /// Numbers of citations bound after their text was shown: (byte of `out`, rendering), for
+    /// the `done` event's final `text`.
+    late: Vec<(usize, String)>,
 }
 
 /// One running stream.
@@ -59,18 +68,68 @@ pub(crate) fn url_annotation(
     source_id: &str,
     at: u64,
 ) -> Option<Value> {
+    annotation_of(rw, number, source_id, at, None)
+}
+
+/// [`url_annotation`] of a citation with the provider's detail: one bound late spans the
+/// cited text.
+fn annotation_of(
+    rw: &Rewriter,
+    number: u32,
+    source_id: &str,
+    at: u64,
+    provider: Option<&CitationDetail>,
+) -> Option<Value> {
     let source = rw.sources().get(source_id)?;
     let url = source.url.as_deref()?;
-    let mut shown = String::new();
-    rw.settings()
-        .style()
-        .render_number(number, source, &mut shown);
-    let mut a = json!({"start_index": at, "end_index": at + shown.chars().count() as u64,
-        "url": url});
+    // A citation bound after its text was shown spans the cited text (no number was drawn).
+    let (start, end) = match provider.and_then(|p| p.span.filter(|_| p.late)) {
+        Some(span) => (span.start.chars, span.end.chars),
+        None => {
+            let mut shown = String::new();
+            rw.settings()
+                .style()
+                .render_number(number, source, &mut shown);
+            (at, at + shown.chars().count() as u64)
+        }
+    };
+    let mut a = json!({"start_index": start, "end_index": end, "url": url});
     if let Some(t) = &source.title {
         a["title"] = json!(t);
     }
     Some(json!({"type": "url_citation", "url_citation": a}))
+}
+
+impl Drained {
+    /// Adds what a later drain gave.
+    fn append(&mut self, later: Drained) {
+        self.text.push_str(&later.text);
+        self.events.extend(later.events);
+        self.annotations.extend(later.annotations);
+        if later.done.is_some() {
+            self.done = later.done;
+        }
+    }
+}
+
+/// Byte offset of character `chars` of `s` (its length past the end).
+fn byte_of_char(s: &str, chars: u64) -> u64 {
+    let n = usize::try_from(chars).unwrap_or(usize::MAX);
+    s.char_indices().nth(n).map_or(s.len(), |(b, _)| b) as u64
+}
+
+/// Byte `at` of `s` (floored to a character boundary) in the three units.
+fn position(s: &str, at: u64) -> Position {
+    let mut b = usize::try_from(at).unwrap_or(usize::MAX).min(s.len());
+    while !s.is_char_boundary(b) {
+        b -= 1;
+    }
+    let head = &s[..b];
+    Position {
+        bytes: b as u64,
+        chars: head.chars().count() as u64,
+        utf16: head.encode_utf16().count() as u64,
+    }
 }
 
 /// The text of a choice: `delta.content` (chat) or `text` (completions).
@@ -159,6 +218,9 @@ impl Generation {
                 index: 0,
                 rewriter,
                 ended: false,
+                input: String::new(),
+                out: String::new(),
+                late: Vec::new(),
             }],
             next_id: 1,
             logged: 0,
@@ -231,8 +293,75 @@ impl Generation {
             index,
             rewriter,
             ended: false,
+            input: String::new(),
+            out: String::new(),
+            late: Vec::new(),
         });
         Ok(self.choices.len() - 1)
+    }
+
+    /// An annotation the upstream sent for choice `at` (`url_citation` with `start_index` and
+    /// `end_index` in characters of the upstream's content): its url becomes a source, and
+    /// the cited span, mapped into the rewritten text, is cited late (the shown text does not
+    /// change; the `done` event's text has the number at the span's end). Without offsets, the
+    /// number goes right here. Anything else is left out.
+    async fn cite_upstream(
+        &mut self,
+        at: usize,
+        a: &Value,
+        d: &mut Drained,
+    ) -> Result<(), Failure> {
+        let u = a.get("url_citation").unwrap_or(a);
+        let Some(url) = u
+            .get("url")
+            .and_then(Value::as_str)
+            .filter(|u| !u.is_empty())
+        else {
+            return Ok(());
+        };
+        let mut source = Source::new(url).with_url(url);
+        if let Some(t) = u
+            .get("title")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+        {
+            source = source.with_title(t);
+        }
+        let rw = &mut self.choices[at].rewriter;
+        if rw.append_source(source).is_err() {
+            return Ok(());
+        }
+        let (start, end) = (
+            u.get("start_index").and_then(Value::as_u64),
+            u.get("end_index").and_then(Value::as_u64),
+        );
+        let (Some(start), Some(end)) = (start, end) else {
+            rw.write_citation(url, None).map_err(|e| internal(&e))?;
+            d.append(self.drain(at).await?);
+            return Ok(());
+        };
+        let input = &self.choices[at].input;
+        let (bs, be) = (
+            byte_of_char(input, start),
+            byte_of_char(input, end.max(start)),
+        );
+        self.choices[at].rewriter.write_boundary();
+        d.append(self.drain(at).await?);
+        let c = &self.choices[at];
+        let (Some(os), Some(oe)) = (c.rewriter.output_offset(bs), c.rewriter.output_offset(be))
+        else {
+            return Ok(());
+        };
+        let span = Span {
+            start: position(&c.out, os),
+            end: position(&c.out, oe.max(os)),
+        };
+        self.choices[at]
+            .rewriter
+            .cite_late(url, span, CitationDetail::default())
+            .map_err(|e| internal(&e))?;
+        d.append(self.drain(at).await?);
+        Ok(())
     }
 
     /// Drains choice `at`'s rewriter: answers number requests from the store, returns the
@@ -253,9 +382,30 @@ impl Generation {
                         .provide_number(&key, a.number)
                         .map_err(|e| internal(&e))?;
                 }
-                Event::Text { text: t } => d.text.push_str(&t),
+                Event::Text { text: t } => {
+                    self.choices[at].out.push_str(&t);
+                    d.text.push_str(&t);
+                }
                 e @ Event::Done { .. } => {
-                    d.done = Some(serde_json::to_value(&e).map_err(|e| internal(&e))?);
+                    let mut done = serde_json::to_value(&e).map_err(|e| internal(&e))?;
+                    let c = &mut self.choices[at];
+                    if !c.late.is_empty() {
+                        // The final text: the shown text with the late numbers placed.
+                        c.late.sort_by_key(|(at, _)| *at);
+                        let mut text = String::with_capacity(c.out.len() + 8 * c.late.len());
+                        let mut from = 0;
+                        for (at, shown) in &c.late {
+                            let at = (*at).clamp(from, c.out.len());
+                            if c.out.is_char_boundary(at) {
+                                text.push_str(&c.out[from..at]);
+                                text.push_str(shown);
+                                from = at;
+                            }
+                        }
+                        text.push_str(&c.out[from..]);
+                        done["text"] = Value::String(text);
+                    }
+                    d.done = Some(done);
                 }
                 e => {
                     count(&self.state, &e);
@@ -263,12 +413,31 @@ impl Generation {
                         number,
                         source_id,
                         char_offset,
+                        provider,
                         ..
                     } = &e
                     {
+                        let c = &mut self.choices[at];
+                        if let (Some(span), Some(source)) = (
+                            provider.as_ref().and_then(|p| p.span.filter(|_| p.late)),
+                            c.rewriter.sources().get(source_id),
+                        ) {
+                            let mut shown = String::new();
+                            c.rewriter
+                                .settings()
+                                .style()
+                                .render_number(*number, source, &mut shown);
+                            let end = usize::try_from(span.end.bytes).unwrap_or(usize::MAX);
+                            c.late.push((end, shown));
+                        }
                         let rw = &self.choices[at].rewriter;
-                        d.annotations
-                            .extend(url_annotation(rw, *number, source_id, *char_offset));
+                        d.annotations.extend(annotation_of(
+                            rw,
+                            *number,
+                            source_id,
+                            *char_offset,
+                            provider.as_deref(),
+                        ));
                     }
                     d.events
                         .push(serde_json::to_value(&e).map_err(|e| internal(&e))?);
@@ -381,15 +550,29 @@ impl Generation {
             let finished = choice.get("finish_reason").is_some_and(|f| !f.is_null());
             let c = &mut self.choices[at];
             if let Some(t) = input.as_deref() {
+                c.input.push_str(t);
                 c.rewriter.write(t).map_err(|e| internal(&e))?;
             }
+            let mut d = Drained::default();
+            // The upstream's own annotations: numbered and mapped into the rewritten text.
+            let upstream: Vec<Value> = choice
+                .get("delta")
+                .unwrap_or(&choice)
+                .get("annotations")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            for a in &upstream {
+                self.cite_upstream(at, a, &mut d).await?;
+            }
+            let c = &mut self.choices[at];
             if finished {
                 c.ended = true;
                 if let Err(e) = c.rewriter.end() {
                     tracing::warn!(error = %e, "rewrite check failed");
                 }
             }
-            let d = self.drain(at).await?;
+            d.append(self.drain(at).await?);
             let (slot, field) = if choice.get("delta").is_some() {
                 (&mut choice["delta"], "content")
             } else {

@@ -97,8 +97,8 @@ fn check_annotations(text: &str, annotations: &[Value], expected: &[(&str, &str)
 async fn citations_are_standard_annotations_whose_offsets_slice_the_number() {
     let h = Harness::start().await;
     // Markers split across chunks, a non-ASCII text before them (offsets count characters),
-    // a source without url (no annotation), and the upstream's own annotation whose offsets
-    // point into the text before rewriting: removed, never passed on stale.
+    // a source without url (no annotation). Not streamed, the upstream's own annotations
+    // (offsets into the text before rewriting) are removed, never passed on stale.
     let stale = json!([{"type": "url_citation", "url_citation":
         {"start_index": 0, "end_index": 4, "url": "https://stale.example/", "title": "stale"}}]);
     h.replay.insert(
@@ -107,10 +107,7 @@ async fn citations_are_standard_annotations_whose_offsets_slice_the_number() {
             chunk(json!([{"index": 0, "delta": {"role": "assistant", "content": ""}}])),
             chunk(json!([delta(0, "Café de Paris [[sou")])),
             chunk(json!([delta(0, "rce_7]] and rain [[source_3]]")])),
-            chunk(
-                json!([{"index": 0, "delta": {"content": " 草枕 [[source_9]] again [[source_7]].",
-                "annotations": stale}, "finish_reason": null}]),
-            ),
+            chunk(json!([delta(0, " 草枕 [[source_9]] again [[source_7]].")])),
             chunk(json!([finish(0)])),
             Step::Bytes(b"data: [DONE]\n\n".to_vec()),
         ]),
@@ -136,7 +133,6 @@ async fn citations_are_standard_annotations_whose_offsets_slice_the_number() {
             ("[1]", "https://example.org/paris"),
         ],
     );
-    assert!(!events.iter().any(|e| e.data.contains("stale.example")));
     // The citeflow events agree: four citations, the done event last before [DONE].
     let cites: Vec<&Value> = citeflow
         .iter()
@@ -428,4 +424,88 @@ async fn a_chat_ui_message_stream_resumes_after_last_event_id() {
         .await;
         assert_eq!(rest, full[at + 1..].to_vec(), "after {after}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_annotations_are_numbered_and_mapped_into_the_rewritten_text() {
+    let h = Harness::start().await;
+    // A gateway's url_citation on "the Seine", in characters of its own content (which holds
+    // a marker citeflow rewrites, and Japanese before it), sent after the text.
+    let upstream = "草枕 Paris [[source_7]] is on the Seine. It rains.";
+    let start = upstream[..upstream.find("the Seine").expect("span")]
+        .chars()
+        .count();
+    let annotation = json!([{"type": "url_citation", "url_citation": {"start_index": start,
+        "end_index": start + "the Seine".chars().count(), "url": "https://seine.example/",
+        "title": "Seine"}}]);
+    h.replay.insert(
+        "gateway",
+        Script::new(vec![
+            chunk(json!([delta(
+                0,
+                "草枕 Paris [[source_7]] is on the Seine."
+            )])),
+            chunk(json!([{"index": 0, "delta": {"content": " It rains.",
+                "annotations": annotation}, "finish_reason": null}])),
+            chunk(json!([finish(0)])),
+            Step::Bytes(b"data: [DONE]\n\n".to_vec()),
+        ]),
+    );
+    let resp = h
+        .post("/v1/chat/completions")
+        .json(&request("gateway", true))
+        .send()
+        .await
+        .expect("send");
+    let events = read_sse(resp, usize::MAX).await;
+    let (choices, citeflow) = collect(&events);
+    let (text, annotations) = &choices[0];
+    // Shown text never changes for a citation bound after its text: the number is placed in
+    // done.text, and the annotation spans the cited text of the rewritten content.
+    assert_eq!(text, "草枕 Paris [1] is on the Seine. It rains.");
+    let spans: Vec<(String, String)> = annotations
+        .iter()
+        .map(|a| {
+            let u = &a["url_citation"];
+            (chars(text, u), u["url"].as_str().expect("url").to_owned())
+        })
+        .collect();
+    assert_eq!(
+        spans,
+        vec![
+            ("[1]".to_owned(), "https://example.org/paris".to_owned()),
+            ("the Seine".to_owned(), "https://seine.example/".to_owned()),
+        ],
+        "{annotations:?}"
+    );
+    assert_eq!(annotations[1]["url_citation"]["title"], "Seine");
+    let done = citeflow
+        .iter()
+        .flat_map(|c| c["events"].as_array().into_iter().flatten())
+        .find(|e| e["type"] == "done")
+        .expect("done")
+        .clone();
+    let listed: Vec<(u64, String)> = done["sources"]
+        .as_array()
+        .expect("sources")
+        .iter()
+        .map(|s| {
+            (
+                s["number"].as_u64().expect("n"),
+                s["source"]["url"].as_str().expect("url").to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        vec![
+            (1, "https://example.org/paris".to_owned()),
+            (2, "https://seine.example/".to_owned())
+        ]
+    );
+    assert_eq!(
+        done["text"].as_str(),
+        Some("草枕 Paris [1] is on the Seine[2]. It rains."),
+        "{done}"
+    );
 }
