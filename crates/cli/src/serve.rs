@@ -115,6 +115,10 @@ pub(crate) struct ServeArgs {
     /// too_many_streams [default: 64].
     #[arg(long)]
     max_streams_per_key: Option<usize>,
+    /// Most rounds of sources one session may hold; then 429 too_many_rounds
+    /// [default: 1000].
+    #[arg(long)]
+    max_rounds_per_session: Option<usize>,
     /// How long an unused session is kept, in ms [default: 7 days].
     #[arg(long)]
     session_ttl_ms: Option<u64>,
@@ -205,6 +209,9 @@ fn limits(a: &ServeArgs) -> Limits {
     }
     if let Some(v) = a.max_streams_per_key {
         l.max_streams_per_key = v;
+    }
+    if let Some(v) = a.max_rounds_per_session {
+        l.max_rounds_per_session = v;
     }
     l
 }
