@@ -377,6 +377,71 @@ pub(crate) async fn completions(
     Ok(response)
 }
 
+/// What a non-streaming choice's rewriter gave.
+#[derive(Default)]
+struct Acc {
+    text: String,
+    events: Vec<Value>,
+    annotations: Vec<Value>,
+    /// Numbers of citations bound late: (byte of `text`, rendering), for `done.text`.
+    late: Vec<(usize, String)>,
+}
+
+/// Moves `rw`'s events into `acc`, answering number requests from the store (`scope`);
+/// events of a later choice name it in `choice`.
+async fn pump(
+    state: &AppState,
+    scope: Option<&NumberScope>,
+    rw: &mut Rewriter,
+    acc: &mut Acc,
+    choice: usize,
+) -> Result<(), ApiError> {
+    while let Some(ev) = rw.poll_event() {
+        match ev {
+            Event::NumberNeeded { key, source_id } => {
+                let scope = scope.ok_or_else(|| {
+                    ApiError::Internal("number needed without a shared scope".into())
+                })?;
+                let n = state.store.allocate(scope, &key, &source_id).await?.number;
+                rw.provide_number(&key, n)?;
+            }
+            Event::Text { text: t } => acc.text.push_str(&t),
+            other => {
+                generate::count(state, &other);
+                if let Event::Citation {
+                    number,
+                    source_id,
+                    char_offset,
+                    provider,
+                    ..
+                } = &other
+                {
+                    let p = provider.as_deref();
+                    acc.annotations.extend(generate::annotation_of(
+                        rw,
+                        *number,
+                        source_id,
+                        *char_offset,
+                        p,
+                    ));
+                    acc.late
+                        .extend(generate::late_number(rw, *number, source_id, p));
+                }
+                let mut v =
+                    serde_json::to_value(&other).map_err(|e| ApiError::Internal(e.to_string()))?;
+                if matches!(other, Event::Done { .. }) && !acc.late.is_empty() {
+                    v["text"] = Value::String(generate::final_text(&acc.text, &mut acc.late));
+                }
+                if choice != 0 {
+                    v["choice"] = json!(choice);
+                }
+                acc.events.push(v);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A non-streaming request: the whole answer is rewritten at once.
 async fn complete(state: AppState, plan: Plan, key: Option<&str>) -> Result<Response, ApiError> {
     let resp = call_upstream(&state, &plan.body, key).await?;
@@ -390,8 +455,8 @@ async fn complete(state: AppState, plan: Plan, key: Option<&str>) -> Result<Resp
         _ => None,
     };
     // Each choice (`n > 1`) is rewritten on its own: numbered in the session's table when
-    // the scope is the session's, else from 1. Its citations become `message.annotations`
-    // (the upstream's own point into text that was rewritten: they are removed).
+    // the scope is the session's, else from 1. Its citations become `message.annotations`;
+    // the upstream's own are numbered and mapped into the rewritten text (bound late).
     let count_choices = answer
         .get("choices")
         .and_then(Value::as_array)
@@ -413,47 +478,59 @@ async fn complete(state: AppState, plan: Plan, key: Option<&str>) -> Result<Resp
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
+        let upstream: Vec<Value> = answer
+            .pointer(&format!("/choices/{i}/message/annotations"))
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         rw.write(&content)?;
+        let mut acc = Acc::default();
+        for a in &upstream {
+            let u = a.get("url_citation").unwrap_or(a);
+            let Some(url) = u
+                .get("url")
+                .and_then(Value::as_str)
+                .filter(|u| !u.is_empty())
+            else {
+                continue;
+            };
+            let mut source = citeflow_core::Source::new(url).with_url(url);
+            if let Some(t) = u
+                .get("title")
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty())
+            {
+                source = source.with_title(t);
+            }
+            if rw.append_source(source).is_err() {
+                continue;
+            }
+            let at = |k: &str| u.get(k).and_then(Value::as_u64);
+            match (at("start_index"), at("end_index")) {
+                (Some(start), Some(end)) => {
+                    let bs = generate::byte_of_char(&content, start);
+                    let be = generate::byte_of_char(&content, end.max(start));
+                    rw.write_boundary();
+                    pump(&state, scope.as_ref(), &mut rw, &mut acc, i).await?;
+                    let (Some(os), Some(oe)) = (rw.output_offset(bs), rw.output_offset(be)) else {
+                        continue;
+                    };
+                    let span = citeflow_core::Span {
+                        start: generate::position(&acc.text, os),
+                        end: generate::position(&acc.text, oe.max(os)),
+                    };
+                    rw.cite_late(url, span, citeflow_core::CitationDetail::default())?;
+                }
+                _ => rw.write_citation(url, None)?,
+            }
+            pump(&state, scope.as_ref(), &mut rw, &mut acc, i).await?;
+        }
         if let Err(e) = rw.end() {
             tracing::warn!(error = %e, "rewrite check failed");
         }
-        let mut text = String::new();
-        let mut annotations = Vec::new();
-        while let Some(ev) = rw.poll_event() {
-            match ev {
-                Event::NumberNeeded { key, source_id } => {
-                    let scope = scope.as_ref().ok_or_else(|| {
-                        ApiError::Internal("number needed without a shared scope".into())
-                    })?;
-                    let n = state.store.allocate(scope, &key, &source_id).await?.number;
-                    rw.provide_number(&key, n)?;
-                }
-                Event::Text { text: t } => text.push_str(&t),
-                other => {
-                    generate::count(&state, &other);
-                    if let Event::Citation {
-                        number,
-                        source_id,
-                        char_offset,
-                        ..
-                    } = &other
-                    {
-                        annotations.extend(generate::url_annotation(
-                            &rw,
-                            *number,
-                            source_id,
-                            *char_offset,
-                        ));
-                    }
-                    let mut v = serde_json::to_value(&other)
-                        .map_err(|e| ApiError::Internal(e.to_string()))?;
-                    if i != 0 {
-                        v["choice"] = json!(i);
-                    }
-                    events.push(v);
-                }
-            }
-        }
+        pump(&state, scope.as_ref(), &mut rw, &mut acc, i).await?;
+        events.append(&mut acc.events);
+        let (text, annotations) = (acc.text, acc.annotations);
         if let Some(Value::Object(m)) = answer.pointer_mut(&format!("/choices/{i}/message")) {
             if m.contains_key("content") {
                 m.insert("content".into(), Value::String(text));

@@ -61,19 +61,9 @@ struct Drained {
 }
 
 /// A citation as a standard Chat Completions annotation (`None` for a source without url):
-/// `start_index`..`end_index` are characters of the rewritten content that show the number.
-pub(crate) fn url_annotation(
-    rw: &Rewriter,
-    number: u32,
-    source_id: &str,
-    at: u64,
-) -> Option<Value> {
-    annotation_of(rw, number, source_id, at, None)
-}
-
-/// [`url_annotation`] of a citation with the provider's detail: one bound late spans the
-/// cited text.
-fn annotation_of(
+/// `start_index`..`end_index` are characters of the rewritten content that show the number,
+/// or, for a citation bound after its text was shown, the cited text.
+pub(crate) fn annotation_of(
     rw: &Rewriter,
     number: u32,
     source_id: &str,
@@ -113,13 +103,13 @@ impl Drained {
 }
 
 /// Byte offset of character `chars` of `s` (its length past the end).
-fn byte_of_char(s: &str, chars: u64) -> u64 {
+pub(crate) fn byte_of_char(s: &str, chars: u64) -> u64 {
     let n = usize::try_from(chars).unwrap_or(usize::MAX);
     s.char_indices().nth(n).map_or(s.len(), |(b, _)| b) as u64
 }
 
 /// Byte `at` of `s` (floored to a character boundary) in the three units.
-fn position(s: &str, at: u64) -> Position {
+pub(crate) fn position(s: &str, at: u64) -> Position {
     let mut b = usize::try_from(at).unwrap_or(usize::MAX).min(s.len());
     while !s.is_char_boundary(b) {
         b -= 1;
@@ -130,6 +120,40 @@ fn position(s: &str, at: u64) -> Position {
         chars: head.chars().count() as u64,
         utf16: head.encode_utf16().count() as u64,
     }
+}
+
+/// A citation bound after its text was shown: where its number goes in the output (the
+/// span's end, in bytes) and its rendering, for the final text.
+pub(crate) fn late_number(
+    rw: &Rewriter,
+    number: u32,
+    source_id: &str,
+    provider: Option<&CitationDetail>,
+) -> Option<(usize, String)> {
+    let span = provider.and_then(|p| p.span.filter(|_| p.late))?;
+    let source = rw.sources().get(source_id)?;
+    let mut shown = String::new();
+    rw.settings()
+        .style()
+        .render_number(number, source, &mut shown);
+    Some((usize::try_from(span.end.bytes).unwrap_or(usize::MAX), shown))
+}
+
+/// The shown text `out` with the late numbers placed (sorted by position first).
+pub(crate) fn final_text(out: &str, late: &mut [(usize, String)]) -> String {
+    late.sort_by_key(|(at, _)| *at);
+    let mut text = String::with_capacity(out.len() + 8 * late.len());
+    let mut from = 0;
+    for (at, shown) in late.iter() {
+        let at = (*at).clamp(from, out.len());
+        if out.is_char_boundary(at) {
+            text.push_str(&out[from..at]);
+            text.push_str(shown);
+            from = at;
+        }
+    }
+    text.push_str(&out[from..]);
+    text
 }
 
 /// The text of a choice: `delta.content` (chat) or `text` (completions).
@@ -390,20 +414,7 @@ impl Generation {
                     let mut done = serde_json::to_value(&e).map_err(|e| internal(&e))?;
                     let c = &mut self.choices[at];
                     if !c.late.is_empty() {
-                        // The final text: the shown text with the late numbers placed.
-                        c.late.sort_by_key(|(at, _)| *at);
-                        let mut text = String::with_capacity(c.out.len() + 8 * c.late.len());
-                        let mut from = 0;
-                        for (at, shown) in &c.late {
-                            let at = (*at).clamp(from, c.out.len());
-                            if c.out.is_char_boundary(at) {
-                                text.push_str(&c.out[from..at]);
-                                text.push_str(shown);
-                                from = at;
-                            }
-                        }
-                        text.push_str(&c.out[from..]);
-                        done["text"] = Value::String(text);
+                        done["text"] = Value::String(final_text(&c.out, &mut c.late));
                     }
                     d.done = Some(done);
                 }
@@ -418,18 +429,12 @@ impl Generation {
                     } = &e
                     {
                         let c = &mut self.choices[at];
-                        if let (Some(span), Some(source)) = (
-                            provider.as_ref().and_then(|p| p.span.filter(|_| p.late)),
-                            c.rewriter.sources().get(source_id),
-                        ) {
-                            let mut shown = String::new();
-                            c.rewriter
-                                .settings()
-                                .style()
-                                .render_number(*number, source, &mut shown);
-                            let end = usize::try_from(span.end.bytes).unwrap_or(usize::MAX);
-                            c.late.push((end, shown));
-                        }
+                        c.late.extend(late_number(
+                            &c.rewriter,
+                            *number,
+                            source_id,
+                            provider.as_deref(),
+                        ));
                         let rw = &self.choices[at].rewriter;
                         d.annotations.extend(annotation_of(
                             rw,

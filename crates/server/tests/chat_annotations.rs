@@ -97,10 +97,7 @@ fn check_annotations(text: &str, annotations: &[Value], expected: &[(&str, &str)
 async fn citations_are_standard_annotations_whose_offsets_slice_the_number() {
     let h = Harness::start().await;
     // Markers split across chunks, a non-ASCII text before them (offsets count characters),
-    // a source without url (no annotation). Not streamed, the upstream's own annotations
-    // (offsets into the text before rewriting) are removed, never passed on stale.
-    let stale = json!([{"type": "url_citation", "url_citation":
-        {"start_index": 0, "end_index": 4, "url": "https://stale.example/", "title": "stale"}}]);
+    // a source without url (no annotation).
     h.replay.insert(
         "annotated",
         Script::new(vec![
@@ -144,11 +141,10 @@ async fn citations_are_standard_annotations_whose_offsets_slice_the_number() {
     let done: Value = serde_json::from_str(&events[events.len() - 2].data).expect("done");
     assert_eq!(done["citeflow"]["events"][0]["type"], "done");
 
-    // Not streaming: the same text, the same annotations in message.annotations, and the
-    // upstream's own annotations removed.
+    // Not streaming: the same text, the same annotations in message.annotations.
     let answer = json!({"id": "chatcmpl-y", "object": "chat.completion", "created": 1,
         "model": "m", "choices": [{"index": 0, "finish_reason": "stop", "message": {
-            "role": "assistant", "annotations": stale,
+            "role": "assistant",
             "content": "Café de Paris [[source_7]] and rain [[source_3]] 草枕 [[source_9]] again [[source_7]]."}}]});
     h.replay.insert(
         "annotated-json",
@@ -508,4 +504,36 @@ async fn upstream_annotations_are_numbered_and_mapped_into_the_rewritten_text() 
         Some("草枕 Paris [1] is on the Seine[2]. It rains."),
         "{done}"
     );
+
+    // Not streaming: the same text, annotations and final text.
+    let answer = json!({"id": "chatcmpl-g", "object": "chat.completion", "created": 1,
+        "model": "m", "choices": [{"index": 0, "finish_reason": "stop", "message": {
+            "role": "assistant", "content": upstream, "annotations": annotation}}]});
+    h.replay.insert(
+        "gateway-json",
+        Script::new(vec![Step::Bytes(answer.to_string().into_bytes())]),
+    );
+    let body: Value = h
+        .post("/v1/chat/completions")
+        .json(&request("gateway-json", false))
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    let msg = &body["choices"][0]["message"];
+    assert_eq!(msg["content"].as_str(), Some(text.as_str()));
+    assert_eq!(
+        msg["annotations"].as_array().expect("annotations"),
+        annotations
+    );
+    let plain_done = body["citeflow"]["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .find(|e| e["type"] == "done")
+        .expect("done");
+    assert_eq!(plain_done["text"], done["text"]);
+    assert_eq!(plain_done["sources"], done["sources"]);
 }
