@@ -4,6 +4,7 @@
 //! allowed to write is exactly what the scanner recognises.
 
 use crate::error::SettingsError;
+use crate::names;
 use crate::prompt::PromptMarker;
 
 /// The grammar a small local model answers under, with
@@ -113,6 +114,8 @@ pub fn citation_grammar(marker: PromptMarker, ids: &[&str], mode: GrammarMode) -
     };
     format!("{root}\ntext ::= {text}\nmarker ::= {markers}\n")
 }
+
+names::by_name!(GrammarMode);
 
 #[cfg(test)]
 mod tests {

@@ -48,7 +48,9 @@
 mod error;
 mod event;
 mod grammar;
+mod names;
 mod numbering;
+mod patch;
 mod prompt;
 #[cfg(feature = "serde")]
 pub mod provider;
@@ -66,6 +68,7 @@ pub use error::{NumberingError, RestoreError, RewriteError, SettingsError, Sourc
 pub use event::{CitationDetail, Event, ListedSource, Position, Report, Span, UnresolvedReason};
 pub use grammar::{citation_grammar, GrammarMode, SMALL_MODEL_GRAMMAR};
 pub use numbering::{NumberEntry, Numbering};
+pub use patch::SettingsPatch;
 pub use prompt::{
     citation_instruction, context_block, few_shot_messages, zero_shot_messages, PromptMarker,
     PromptMessage, SMALL_MODEL_MARKER,

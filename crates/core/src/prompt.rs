@@ -4,6 +4,7 @@
 //! the scanner recognises.
 
 use crate::error::SettingsError;
+use crate::names;
 use crate::settings::{RankMode, Settings, Syntax};
 use crate::source::{Source, Sources};
 
@@ -344,6 +345,8 @@ pub fn few_shot_messages(
     ));
     messages
 }
+
+names::by_name!(PromptMarker);
 
 #[cfg(test)]
 mod tests {

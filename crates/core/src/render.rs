@@ -2,6 +2,7 @@
 
 use crate::error::SettingsError;
 use crate::event::ListedSource;
+use crate::names;
 use crate::source::{Round, Source};
 use crate::style::{escape_html, link_url};
 
@@ -23,6 +24,18 @@ pub enum ListFormat {
 }
 
 impl ListFormat {
+    /// The stable name: `text`, `markdown`, `footnotes`, `html` or `json`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ListFormat::Text => "text",
+            ListFormat::Markdown => "markdown",
+            ListFormat::Footnotes => "footnotes",
+            ListFormat::Html => "html",
+            #[cfg(feature = "serde")]
+            ListFormat::Json => "json",
+        }
+    }
+
     /// Parses `text`, `markdown`, `footnotes`, `html` or `json`.
     ///
     /// # Errors
@@ -191,6 +204,8 @@ fn render_item(l: &ListedSource, format: ListFormat, out: &mut String) {
         (ListFormat::Json, _) => {}
     }
 }
+
+names::by_name!(ListFormat);
 
 #[cfg(test)]
 mod tests {

@@ -1,6 +1,7 @@
 //! Settings of a [`Rewriter`](crate::Rewriter): which markers to recognise and how to render them.
 
 use crate::error::SettingsError;
+use crate::names;
 use crate::style::Style;
 
 /// A marker syntax the scanner recognises.
@@ -184,6 +185,23 @@ impl IdShape {
         IdShape::new(prefix, body)
     }
 
+    /// The pattern [`IdShape::parse`] reads: `prefix<digits>` or `prefix<word>`.
+    pub fn name(&self) -> String {
+        let body = match self.body {
+            IdBody::Digits => "<digits>",
+            IdBody::Word => "<word>",
+        };
+        format!("{}{body}", self.prefix)
+    }
+
+    /// As [`IdShape::parse`] (for [`FromStr`](core::str::FromStr)).
+    ///
+    /// # Errors
+    /// [`SettingsError::InvalidIdPattern`] as [`IdShape::parse`].
+    pub fn from_name(pattern: &str) -> Result<Self, SettingsError> {
+        IdShape::parse(pattern)
+    }
+
     pub(crate) fn body_byte(&self, b: u8) -> bool {
         match self.body {
             IdBody::Digits => b.is_ascii_digit(),
@@ -234,6 +252,15 @@ pub enum UnknownPolicy {
 }
 
 impl UnknownPolicy {
+    /// The stable name: `mark`, `drop` or `keep`.
+    pub fn name(self) -> &'static str {
+        match self {
+            UnknownPolicy::Mark => "mark",
+            UnknownPolicy::Drop => "drop",
+            UnknownPolicy::Keep => "keep",
+        }
+    }
+
     /// Parses `mark`, `drop` or `keep`.
     ///
     /// # Errors
@@ -271,6 +298,15 @@ pub enum RankMode {
 }
 
 impl RankMode {
+    /// The stable name: `off`, `renumber` or `keep`.
+    pub fn name(self) -> &'static str {
+        match self {
+            RankMode::Off => "off",
+            RankMode::Renumber => "renumber",
+            RankMode::Keep => "keep",
+        }
+    }
+
     /// Parses `off`, `renumber` or `keep`.
     ///
     /// # Errors
@@ -304,6 +340,31 @@ pub enum InvalidUtf8 {
     Error,
 }
 
+impl InvalidUtf8 {
+    /// The stable name: `replace` or `error`.
+    pub fn name(self) -> &'static str {
+        match self {
+            InvalidUtf8::Replace => "replace",
+            InvalidUtf8::Error => "error",
+        }
+    }
+
+    /// Parses `replace` or `error`.
+    ///
+    /// # Errors
+    /// [`SettingsError::UnknownName`] for any other name.
+    pub fn from_name(name: &str) -> Result<Self, SettingsError> {
+        match name {
+            "replace" => Ok(InvalidUtf8::Replace),
+            "error" => Ok(InvalidUtf8::Error),
+            _ => Err(SettingsError::UnknownName {
+                what: "invalid utf-8 policy",
+                value: name.to_owned(),
+            }),
+        }
+    }
+}
+
 /// Where numbers come from.
 ///
 /// ### Default
@@ -321,6 +382,40 @@ pub enum NumberSource {
     /// [`Rewriter::provide_number`](crate::Rewriter::provide_number).
     External,
 }
+
+impl NumberSource {
+    /// The stable name: `local` or `external`.
+    pub fn name(self) -> &'static str {
+        match self {
+            NumberSource::Local => "local",
+            NumberSource::External => "external",
+        }
+    }
+
+    /// Parses `local` or `external`.
+    ///
+    /// # Errors
+    /// [`SettingsError::UnknownName`] for any other name.
+    pub fn from_name(name: &str) -> Result<Self, SettingsError> {
+        match name {
+            "local" => Ok(NumberSource::Local),
+            "external" => Ok(NumberSource::External),
+            _ => Err(SettingsError::UnknownName {
+                what: "number source",
+                value: name.to_owned(),
+            }),
+        }
+    }
+}
+
+names::by_name!(
+    Syntax,
+    IdShape,
+    UnknownPolicy,
+    RankMode,
+    InvalidUtf8,
+    NumberSource
+);
 
 /// The smallest hold-back cap [`Settings::with_max_pending_bytes`] accepts.
 pub const MIN_PENDING_BYTES: usize = 16;

@@ -1,6 +1,9 @@
 //! How a citation number is written into the text.
 
+use std::borrow::Cow;
+
 use crate::error::SettingsError;
+use crate::names;
 use crate::source::Source;
 
 /// The longest template ([`Style::Template`], [`Style::HtmlTemplate`]) a [`Settings`](crate::Settings) takes,
@@ -58,6 +61,23 @@ pub enum Style {
 }
 
 impl Style {
+    /// The name [`Style::from_name`] reads back: `brackets`, `markdown_link`, `full_width`,
+    /// `html`, `footnote`, `remove`, `as_written` (the serde names), `template:<text>` or
+    /// `html_template:<text>`.
+    pub fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed(match self {
+            Style::Brackets => "brackets",
+            Style::MarkdownLink => "markdown_link",
+            Style::FullWidth => "full_width",
+            Style::Html => "html",
+            Style::Footnote => "footnote",
+            Style::Remove => "remove",
+            Style::AsWritten => "as_written",
+            Style::Template(t) => return Cow::Owned(format!("template:{t}")),
+            Style::HtmlTemplate(t) => return Cow::Owned(format!("html_template:{t}")),
+        })
+    }
+
     /// Parses `brackets`, `markdown`, `fullwidth`, `html`, `footnote`, `remove`,
     /// `as_written` (or `as-written`), `template:<text>` or `html_template:<text>`.
     ///
@@ -275,6 +295,8 @@ pub fn escape_html(s: &str) -> String {
     }
     out
 }
+
+names::by_name!(Style);
 
 #[cfg(test)]
 mod tests {
