@@ -7,8 +7,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use citeflow_core::provider::{Dialect, Framing, ProviderStream};
 use citeflow_core::{
-    render_list, Event, IdShape, InvalidUtf8, ListFormat, Numbering, RankMode, Rewriter, Settings,
-    Source, Sources, Style, Syntax, UnknownPolicy,
+    render_list, Event, ListFormat, Numbering, Rewriter, Settings, SettingsPatch, Source, Sources,
 };
 use clap::{Args, ValueEnum};
 
@@ -123,30 +122,20 @@ pub(crate) struct RenderArgs {
 }
 
 impl RenderArgs {
+    /// The flags as a [`SettingsPatch`]: the core reads the names.
     fn settings(&self) -> Result<Settings> {
-        let mut s = Settings::default()
-            .with_style(Style::from_name(&self.style)?)
-            .with_unknown(UnknownPolicy::from_name(&self.unknown)?)
-            .with_id_shape(IdShape::parse(&self.id_pattern)?)
-            .with_max_pending_bytes(self.max_pending_bytes)?
-            .with_dedupe(!self.no_dedupe)
-            .with_invalid_utf8(match self.invalid_utf8.as_str() {
-                "replace" => InvalidUtf8::Replace,
-                "error" => InvalidUtf8::Error,
-                other => bail!("unknown --invalid-utf8 {other:?}: expected replace or error"),
-            });
-        if let Some(rank) = &self.rank {
-            s = s.with_rank(RankMode::from_name(rank)?);
-        }
+        let mut patch = SettingsPatch::default();
+        patch.style = Some(self.style.clone());
+        patch.unknown = Some(self.unknown.clone());
+        patch.id_pattern = Some(self.id_pattern.clone());
+        patch.max_pending_bytes = Some(self.max_pending_bytes);
+        patch.dedupe = Some(!self.no_dedupe);
+        patch.invalid_utf8 = Some(self.invalid_utf8.clone());
+        patch.rank = self.rank.clone();
         if !self.syntax.is_empty() {
-            let list = self
-                .syntax
-                .iter()
-                .map(|n| Syntax::from_name(n.trim()))
-                .collect::<Result<Vec<_>, _>>()?;
-            s = s.with_syntaxes(&list);
+            patch.syntaxes = Some(self.syntax.iter().map(|n| n.trim().to_owned()).collect());
         }
-        Ok(s)
+        Ok(patch.apply(Settings::default())?)
     }
 }
 
