@@ -146,11 +146,15 @@ pub(crate) async fn open_stream(
     dialect: Dialect,
 ) -> Result<(String, Engine), ApiError> {
     let stream_id = random_id("strm_");
+    // A session's shared table, else numbers of this answer alone, kept by its engine (the
+    // stream's log has them for any reader). The local table also lets a provider part end
+    // with several url-only citations at once, which store numbering (asked one at a time)
+    // cannot answer in core's ProviderStream today.
     let scope = match (&plan.session_id, plan.session_scope) {
-        (Some(s), true) => NumberScope::Session(s.clone()),
-        _ => NumberScope::Stream(stream_id.clone()),
+        (Some(s), true) => Some(NumberScope::Session(s.clone())),
+        _ => None,
     };
-    let engine = Engine::new(state, plan, Some(scope), dialect).await?;
+    let engine = Engine::new(state, plan, scope, dialect).await?;
     state
         .store
         .create_stream(StreamRecord {

@@ -163,6 +163,35 @@ async fn responses_stream_numbers_provider_annotations_in_standard_events() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn url_only_annotations_are_numbered_at_the_end_of_their_part() {
+    // xAI's Responses streams: url_citation annotations with a url only (no offsets), several
+    // for one part, all placed when the part ends; a session-less stream numbers them itself.
+    let (h, _) = harness(None).await;
+    for (model, pages) in [
+        ("xai-web-search-tool.1.chunks.txt", 5),
+        ("xai-13218-web-search-provider-tool-result.1.chunks.txt", 9),
+    ] {
+        let resp = h
+            .post("/v1/responses")
+            .json(&json!({"model": model, "input": "x", "stream": true}))
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(resp.status(), 200);
+        let events = json_of(&read_sse(resp, usize::MAX).await);
+        assert!(
+            !events.iter().any(|e| e["type"] == "error"),
+            "{model}: {:?}",
+            events.iter().find(|e| e["type"] == "error")
+        );
+        let (text, annotations) = check_responses(&events);
+        assert_eq!(annotations.len(), pages, "{model}: {text}");
+        let tail: String = (1..=pages).map(|n| format!("[{n}]")).collect();
+        assert!(text.trim_end().ends_with(&tail), "{model}: {text}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn responses_resume_after_a_drop_equals_an_uninterrupted_run() {
     let (h, _) = harness(None).await;
     let resp = h
