@@ -447,3 +447,52 @@ fn openai_chat_completion_of_a_local_model_is_plain_text() {
     let (text, _) = final_answer(&lines);
     assert_eq!(text, "a [x](y) b");
 }
+
+/// Every event of `bytes` (cut at `cuts`) with numbers handed out by the caller, as a shared
+/// store would: each [`Event::NumberNeeded`] answered at once with the key's number.
+fn run_with_store(bytes: &[u8], cuts: &[usize]) -> Vec<Value> {
+    let settings = Settings::default().with_number_source(citeflow_core::NumberSource::External);
+    let mut s = ProviderStream::new(settings, Sources::new(), Numbering::new());
+    let mut store: Vec<String> = Vec::new();
+    let mut events = Vec::new();
+    let mut pump = |s: &mut ProviderStream, events: &mut Vec<Event>| {
+        while let Some(e) = s.poll_event() {
+            if let Event::NumberNeeded { key, .. } = &e {
+                let n = match store.iter().position(|k| k == key) {
+                    Some(i) => i + 1,
+                    None => {
+                        store.push(key.clone());
+                        store.len()
+                    }
+                };
+                s.provide_number(key, u32::try_from(n).unwrap()).unwrap();
+                continue;
+            }
+            events.push(e);
+        }
+    };
+    let mut at = 0;
+    let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
+    cuts.sort_unstable();
+    for c in cuts.into_iter().chain([bytes.len()]) {
+        s.write(&bytes[at..c]).unwrap();
+        at = c;
+        pump(&mut s, &mut events);
+    }
+    s.end().unwrap();
+    pump(&mut s, &mut events);
+    merge_text(events)
+}
+
+#[test]
+fn numbers_from_a_store_give_the_same_events_as_local_numbers() {
+    // Several citations of one block (Anthropic, Bedrock), url-only ones at a part's end (xAI)
+    // and late ones each wait for their number; the work after them waits too, in order.
+    for (name, bytes) in recordings() {
+        let local = run(&bytes, &[]);
+        for cuts in [vec![], vec![1, 100, 1_000, 5_000, 20_000]] {
+            let stored = run_with_store(&bytes, &cuts);
+            assert_eq!(stored, local, "{name} cut at {cuts:?}");
+        }
+    }
+}

@@ -56,6 +56,24 @@ struct Pending {
     quote: Option<String>,
 }
 
+/// Work held while the rewriter awaits a number from the caller's store
+/// ([`Event::NumberNeeded`]): done in order once [`ProviderStream::provide_number`] answers.
+#[derive(Debug, Clone)]
+enum Deferred {
+    /// A provider event read while the rewriter was awaiting.
+    Event(ProviderEvent),
+    /// A number to place after the text given so far (one of a block's citations).
+    Cite(Pending),
+    /// A chunk of answer text given as a JSON string payload.
+    Text(String, u64),
+    /// [`ProviderStream::write_boundary`].
+    Boundary,
+    /// The stream's end: the last part finished, then the rewriter's end.
+    End,
+    /// The rewriter's end alone (the last part was finished already).
+    RwEnd,
+}
+
 /// A change to the streamed text that a late citation makes in the final text.
 #[derive(Debug, Clone)]
 struct Edit {
@@ -98,6 +116,8 @@ pub struct ProviderStream {
     text_seen: bool,
     /// The first error: every later call refuses.
     failed: Option<String>,
+    /// Work held while a number is awaited, in order.
+    deferred: VecDeque<Deferred>,
     line: u64,
 }
 
@@ -123,6 +143,7 @@ impl ProviderStream {
             edits: Vec::new(),
             text_seen: false,
             failed: None,
+            deferred: VecDeque::new(),
             line: 0,
         }
     }
@@ -228,6 +249,10 @@ impl ProviderStream {
     fn write_payload_inner(&mut self, payload: &Value, line: u64) -> Result<(), ProviderError> {
         self.line = line;
         if let Value::String(text) = payload {
+            if self.blocked() {
+                self.deferred.push_back(Deferred::Text(text.clone(), line));
+                return Ok(());
+            }
             self.text_seen |= !text.is_empty();
             self.part.text.push_str(text);
             self.feed_all()?;
@@ -280,6 +305,15 @@ impl ProviderStream {
             self.frames.end()?;
             self.take_payloads()?;
         }
+        if self.blocked() {
+            self.deferred.push_back(Deferred::End);
+            return Ok(());
+        }
+        self.end_now()
+    }
+
+    /// Finishes the last part and ends the rewriter (once nothing is held).
+    fn end_now(&mut self) -> Result<(), ProviderError> {
         self.finish_part()?;
         if !self.text_seen {
             if let Some(r) = &self.reader {
@@ -291,9 +325,54 @@ impl ProviderStream {
                 }
             }
         }
+        if self.blocked() {
+            self.deferred.push_back(Deferred::RwEnd);
+            return Ok(());
+        }
         let r = self.rw_mut().end();
         self.drain();
         r?;
+        Ok(())
+    }
+
+    /// The rewriter awaits a number from the caller.
+    fn awaiting(&self) -> bool {
+        self.rw.as_ref().is_some_and(Rewriter::is_awaiting_number)
+    }
+
+    /// New work must wait: a number is awaited, or earlier work is held.
+    fn blocked(&self) -> bool {
+        self.awaiting() || !self.deferred.is_empty()
+    }
+
+    /// Does the held work in order until a number is awaited again.
+    fn resume(&mut self) -> Result<(), ProviderError> {
+        while !self.awaiting() {
+            let Some(d) = self.deferred.pop_front() else {
+                break;
+            };
+            match d {
+                Deferred::Event(ev) => self.apply_now(ev)?,
+                Deferred::Cite(p) => self.cite_here(&p, None)?,
+                Deferred::Text(text, line) => {
+                    self.line = line;
+                    self.text_seen |= !text.is_empty();
+                    self.part.text.push_str(&text);
+                    self.feed_all()?;
+                }
+                Deferred::Boundary => {
+                    self.feed_all()?;
+                    self.rw_mut().write_boundary();
+                }
+                Deferred::End => self.end_now()?,
+                Deferred::RwEnd => {
+                    let r = self.rw_mut().end();
+                    self.drain();
+                    r?;
+                }
+            }
+            self.drain();
+        }
         Ok(())
     }
 
@@ -304,6 +383,10 @@ impl ProviderStream {
     /// # Errors
     /// As [`ProviderStream::write`].
     pub fn write_boundary(&mut self) -> Result<(), ProviderError> {
+        if self.blocked() {
+            self.deferred.push_back(Deferred::Boundary);
+            return Ok(());
+        }
         self.feed_all()?;
         self.rw_mut().write_boundary();
         self.drain();
@@ -331,9 +414,11 @@ impl ProviderStream {
     /// # Errors
     /// As [`Rewriter::provide_number`].
     pub fn provide_number(&mut self, key: &str, number: u32) -> Result<(), ProviderError> {
+        self.check()?;
         let r = self.rw_mut().provide_number(key, number);
         self.drain();
-        Ok(r?)
+        let r = r.map_err(ProviderError::from).and_then(|()| self.resume());
+        self.record(r)
     }
 
     /// The next event.
@@ -387,6 +472,14 @@ impl ProviderStream {
     }
 
     fn apply(&mut self, ev: ProviderEvent) -> Result<(), ProviderError> {
+        if self.blocked() {
+            self.deferred.push_back(Deferred::Event(ev));
+            return Ok(());
+        }
+        self.apply_now(ev)
+    }
+
+    fn apply_now(&mut self, ev: ProviderEvent) -> Result<(), ProviderError> {
         match ev {
             ProviderEvent::PartStart => {
                 self.finish_part()?;
@@ -408,9 +501,8 @@ impl ProviderStream {
             }
             ProviderEvent::BlockEnd => {
                 self.feed_all()?;
-                for p in std::mem::take(&mut self.block) {
-                    self.cite_here(&p, None)?;
-                }
+                let block = std::mem::take(&mut self.block);
+                self.cite_all(block)?;
             }
             ProviderEvent::PartEnd => self.finish_part()?,
             ProviderEvent::Sources { query, sources } => {
@@ -488,10 +580,23 @@ impl ProviderStream {
     /// Releases held text and places the part's url-only citations at its end.
     fn finish_part(&mut self) -> Result<(), ProviderError> {
         self.feed_all()?;
-        for p in std::mem::take(&mut self.block) {
-            self.cite_here(&p, None)?;
-        }
-        for p in std::mem::take(&mut self.unplaced) {
+        let mut all = std::mem::take(&mut self.block);
+        all.append(&mut self.unplaced);
+        self.cite_all(all)
+    }
+
+    /// Places each number after the text given so far; when one awaits its number from the
+    /// caller, the rest are held, ahead of anything held already.
+    fn cite_all(&mut self, list: Vec<Pending>) -> Result<(), ProviderError> {
+        let mut list = list.into_iter();
+        while let Some(p) = list.next() {
+            if self.awaiting() {
+                let rest: Vec<Pending> = std::iter::once(p).chain(list).collect();
+                for p in rest.into_iter().rev() {
+                    self.deferred.push_front(Deferred::Cite(p));
+                }
+                return Ok(());
+            }
             self.cite_here(&p, None)?;
         }
         Ok(())
@@ -609,6 +714,11 @@ impl ProviderStream {
 
     /// Places a number right after the text given so far.
     fn cite_here(&mut self, p: &Pending, span: Option<Span>) -> Result<(), ProviderError> {
+        if self.awaiting() {
+            // A marker in text given in the same event awaits its number: this one follows it.
+            self.deferred.push_front(Deferred::Cite(p.clone()));
+            return Ok(());
+        }
         let rw = self.rw_mut();
         rw.write_boundary();
         let at = (p.key.clone(), rw.output_bytes());
