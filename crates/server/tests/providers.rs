@@ -447,3 +447,77 @@ async fn ai_sdk_stream_sends_each_source_before_its_number() {
         assert!(sources.len() >= 4, "{path}: {sources:?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_numbers_provider_citations_from_the_store_like_a_lone_stream() {
+    // In a session the numbers come from the store: a block's several citations (Anthropic)
+    // and a part's url-only ones (xAI) each wait for theirs, and the answer is the same.
+    let (h, _) = harness(None).await;
+    for (route, model, body) in [
+        (
+            "/v1/messages",
+            MESSAGES,
+            json!({"max_tokens": 100, "messages": [{"role": "user", "content": "tech news?"}]}),
+        ),
+        (
+            "/v1/responses",
+            "xai-13218-web-search-provider-tool-result.1.chunks.txt",
+            json!({"input": "x"}),
+        ),
+    ] {
+        let mut body = body;
+        body["model"] = json!(model);
+        body["stream"] = json!(true);
+        let alone = json_of(
+            &read_sse(
+                h.post(route).json(&body).send().await.expect("send"),
+                usize::MAX,
+            )
+            .await,
+        );
+        let session: Value = h
+            .post("/v1/sessions")
+            .json(&json!({}))
+            .send()
+            .await
+            .expect("send")
+            .json()
+            .await
+            .expect("json");
+        body["citeflow"] = json!({"session": session["id"], "scope": "session"});
+        let resp = h.post(route).json(&body).send().await.expect("send");
+        assert_eq!(resp.status(), 200, "{route}");
+        let in_session = json_of(&read_sse(resp, usize::MAX).await);
+        assert!(
+            !in_session.iter().any(|e| e["type"] == "error"),
+            "{route}: {:?}",
+            in_session.iter().find(|e| e["type"] == "error")
+        );
+        let (text, n) = if route == "/v1/messages" {
+            let (a, an) = check_messages(&alone);
+            let (t, tn) = check_messages(&in_session);
+            assert_eq!((t.as_str(), tn), (a.as_str(), an), "{route}");
+            (t, tn)
+        } else {
+            let (a, aa) = check_responses(&alone);
+            let (t, ta) = check_responses(&in_session);
+            assert_eq!((t.as_str(), ta.len()), (a.as_str(), aa.len()), "{route}");
+            (t, ta.len())
+        };
+        assert!(n >= 4, "{route}: {n} in {text}");
+        // The session's table holds the numbers the answer shows.
+        let s: Value = h
+            .get(&format!(
+                "/v1/sessions/{}",
+                session["id"].as_str().expect("id")
+            ))
+            .send()
+            .await
+            .expect("send")
+            .json()
+            .await
+            .expect("json");
+        let table = s["numbering"].as_array().expect("numbering");
+        assert!(table.len() >= 4, "{route}: {s}");
+    }
+}
