@@ -9,18 +9,17 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use citeflow_core::{
     citation_grammar, citation_instruction, context_block, few_shot_messages, Event, GrammarMode,
-    NumberSource, Numbering, PromptMarker, RankMode, Rewriter, Settings, Sources, Style,
-    UnknownPolicy,
+    NumberSource, Numbering, PromptMarker, RankMode, Rewriter, Settings, Sources,
 };
 use citeflow_store::{NumberScope, StreamRecord, StreamStatus};
 use serde_json::{json, Map, Value};
 
 use crate::auth::{owner, Owner};
 use crate::body::{read_json, sources};
-use crate::books::{self, last_user_text};
+use crate::books::last_user_text;
 use crate::error::ApiError;
 use crate::generate::{self, Generation};
-use crate::sessions::owned_session;
+use crate::plan::{answer_sources, book_passages, rewriter_settings, session_scope, wants_ai_sdk};
 use crate::state::{now_ms, random_id, AppState};
 use crate::streams::sse_response;
 
@@ -91,70 +90,32 @@ async fn plan(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Plan,
     }
     // A book: its passages for the question join the given sources (before any streaming,
     // so an unknown key is a plain error response).
-    let mut question = None;
-    match (&opts.book, opts.top_k) {
-        (None, None) => {}
-        (None, Some(_)) => {
-            return Err(ApiError::invalid(
-                "citeflow.top_k needs citeflow.book",
-                Some("citeflow.top_k"),
-            ))
-        }
-        (Some(key), top_k) => {
-            let k = books::top_k(top_k, limits, "citeflow.top_k")?;
-            let q = last_user_text(&body["messages"]).ok_or_else(|| {
-                ApiError::invalid(
-                    "citeflow.book needs a user message with text to search the book for",
-                    Some("messages"),
-                )
-            })?;
-            let passages =
-                books::retrieve(state, &owner, key, &q, k, Some("citeflow.book")).await?;
-            for p in passages {
-                if !given.iter().any(|s| s.id == p.id) {
-                    given.push(p);
-                }
-            }
-            if given.len() > limits.max_sources {
-                return Err(ApiError::TooManySources {
-                    count: given.len(),
-                    max: limits.max_sources,
-                });
-            }
-            question = Some(q);
-        }
-    }
-    let session_scope = match opts.scope.as_deref() {
-        None | Some("answer") => false,
-        Some("session") => true,
-        Some(other) => {
-            return Err(ApiError::invalid(
-                format!("citeflow.scope {other:?} is not answer or session"),
-                Some("citeflow.scope"),
-            ))
-        }
-    };
-    let (sources, session_id) = match &opts.session {
-        Some(id) => {
-            let s = owned_session(state, &owner, id).await?;
-            let s = if given.is_empty() {
-                state.store.touch_session(id, now_ms()).await?;
-                s
-            } else {
-                // A book's retrieval is a round whose query is the question.
-                let query = opts.round_query.clone().or(question);
-                crate::sessions::add_round(state, &s, query, given).await?
-            };
-            (s.sources, Some(id.clone()))
-        }
-        None if session_scope => {
-            return Err(ApiError::invalid(
-                "citeflow.scope session needs citeflow.session",
-                Some("citeflow.scope"),
-            ))
-        }
-        None => (Sources::from_vec(given)?, None),
-    };
+    let question = last_user_text(&body["messages"]);
+    book_passages(
+        state,
+        &owner,
+        opts.book.as_deref(),
+        opts.top_k,
+        question.clone(),
+        "messages",
+        &mut given,
+    )
+    .await?;
+    let session_scope = session_scope(opts.scope.as_deref())?;
+    // A book's retrieval is a round whose query is the question.
+    let round_query = opts
+        .round_query
+        .clone()
+        .or(question.filter(|_| opts.book.is_some()));
+    let (sources, session_id) = answer_sources(
+        state,
+        &owner,
+        opts.session.as_deref(),
+        session_scope,
+        round_query,
+        given,
+    )
+    .await?;
     let defaults = state.settings.prompt;
     let marker = match opts.marker.as_deref() {
         Some(m) => PromptMarker::from_name(m)?,
@@ -176,19 +137,12 @@ async fn plan(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Plan,
         Some("off") => None,
         Some(g) => Some(GrammarMode::from_name(g)?),
     };
-    let mut base = Settings::default();
-    if let Some(s) = &opts.style {
-        base = base.with_style(Style::from_name(s)?);
-    }
-    if let Some(u) = &opts.unknown {
-        base = base.with_unknown(UnknownPolicy::from_name(u)?);
-    }
-    if let Some(r) = &opts.rank {
-        base = base.with_rank(RankMode::from_name(r)?);
-    }
-    let settings = marker
-        .settings(base)
-        .with_number_source(NumberSource::External);
+    let settings = rewriter_settings(
+        marker,
+        opts.style.as_deref(),
+        opts.unknown.as_deref(),
+        opts.rank.as_deref(),
+    )?;
     let settings = match opts.render.as_deref() {
         None | Some("server") => settings,
         // No syntax and no ranks: the text passes through byte for byte.
@@ -238,20 +192,7 @@ async fn plan(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Plan,
             Value::String(citation_grammar(marker, &ids, mode)),
         );
     }
-    let ai_sdk = match opts.protocol.as_deref() {
-        None => headers
-            .get(axum::http::header::ACCEPT)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|a| a.contains("x-vercel-ai-ui-message-stream")),
-        Some("ai-sdk") => true,
-        Some("native") => false,
-        Some(other) => {
-            return Err(ApiError::invalid(
-                format!("citeflow.protocol {other:?} is not native or ai-sdk"),
-                Some("citeflow.protocol"),
-            ))
-        }
-    };
+    let ai_sdk = wants_ai_sdk(opts.protocol.as_deref(), headers)?;
     if ai_sdk {
         // The UI message stream is streamed; the upstream is asked to stream too.
         body.insert("stream".to_owned(), Value::Bool(true));

@@ -37,6 +37,7 @@ mod guard;
 mod messages;
 mod metrics;
 mod passthrough;
+mod plan;
 mod proxy;
 mod quota;
 mod relay;

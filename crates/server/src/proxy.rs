@@ -6,19 +6,16 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use axum::http::HeaderMap;
-use citeflow_core::{
-    citation_instruction, context_block, NumberSource, PromptMarker, RankMode, Settings, Source,
-    Sources, Style, UnknownPolicy,
-};
+use citeflow_core::{citation_instruction, context_block, PromptMarker, Settings, Source, Sources};
 use citeflow_store::NumberScope;
 use serde_json::{Map, Value};
 
 use crate::auth::{owner, Owner};
 use crate::body::sources;
-use crate::books::{self, last_user_text};
+use crate::books::last_user_text;
 use crate::error::ApiError;
-use crate::sessions::owned_session;
-use crate::state::{now_ms, AppState};
+use crate::plan::{answer_sources, book_passages, rewriter_settings, session_scope, wants_ai_sdk};
+use crate::state::AppState;
 
 /// The `citeflow` field of a responses or messages request.
 #[derive(Debug, Default, serde::Deserialize)]
@@ -101,87 +98,42 @@ pub(crate) async fn plan_with(
     let mut given = sources(body.remove("sources"), limits)?;
     // A book: its passages for the question join the given sources (before any streaming,
     // so an unknown key is a plain error response).
-    let mut passages = Vec::new();
-    let mut question = None;
-    match (&opts.book, opts.top_k) {
-        (None, None) => {}
-        (None, Some(_)) => {
-            return Err(ApiError::invalid(
-                "citeflow.top_k needs citeflow.book",
-                Some("citeflow.top_k"),
-            ))
-        }
-        (Some(key), top_k) => {
-            let k = books::top_k(top_k, limits, "citeflow.top_k")?;
-            let q = question_of(&body).ok_or_else(|| {
-                ApiError::invalid(
-                    "citeflow.book needs a user message with text to search the book for",
-                    Some("citeflow.book"),
-                )
-            })?;
-            for p in books::retrieve(state, &owner, key, &q, k, Some("citeflow.book")).await? {
-                if !given.iter().any(|s| s.id == p.id) {
-                    passages.push(p.clone());
-                    given.push(p);
-                }
-            }
-            if given.len() > limits.max_sources {
-                return Err(ApiError::TooManySources {
-                    count: given.len(),
-                    max: limits.max_sources,
-                });
-            }
-            question = Some(q);
-        }
-    }
-    let session_scope = match opts.scope.as_deref() {
-        None | Some("answer") => false,
-        Some("session") => true,
-        Some(other) => {
-            return Err(ApiError::invalid(
-                format!("citeflow.scope {other:?} is not answer or session"),
-                Some("citeflow.scope"),
-            ))
-        }
-    };
-    let (sources, session_id) = match &opts.session {
-        Some(id) => {
-            let s = owned_session(state, &owner, id).await?;
-            let s = if given.is_empty() {
-                state.store.touch_session(id, now_ms()).await?;
-                s
-            } else {
-                // A book's retrieval is a round whose query is the question.
-                let query = opts.round_query.clone().or(question);
-                crate::sessions::add_round(state, &s, query, given).await?
-            };
-            (s.sources, Some(id.clone()))
-        }
-        None if session_scope => {
-            return Err(ApiError::invalid(
-                "citeflow.scope session needs citeflow.session",
-                Some("citeflow.scope"),
-            ))
-        }
-        None => (Sources::from_vec(given)?, None),
-    };
+    let question = question_of(&body);
+    let passages = book_passages(
+        state,
+        &owner,
+        opts.book.as_deref(),
+        opts.top_k,
+        question.clone(),
+        "citeflow.book",
+        &mut given,
+    )
+    .await?;
+    let session_scope = session_scope(opts.scope.as_deref())?;
+    // A book's retrieval is a round whose query is the question.
+    let round_query = opts
+        .round_query
+        .clone()
+        .or(question.filter(|_| opts.book.is_some()));
+    let (sources, session_id) = answer_sources(
+        state,
+        &owner,
+        opts.session.as_deref(),
+        session_scope,
+        round_query,
+        given,
+    )
+    .await?;
     let marker = match opts.marker.as_deref() {
         Some(m) => PromptMarker::from_name(m)?,
         None => state.settings.prompt.marker,
     };
-    let mut base = Settings::default();
-    if let Some(s) = &opts.style {
-        base = base.with_style(Style::from_name(s)?);
-    }
-    if let Some(u) = &opts.unknown {
-        base = base.with_unknown(UnknownPolicy::from_name(u)?);
-    }
-    if let Some(r) = &opts.rank {
-        base = base.with_rank(RankMode::from_name(r)?);
-    }
-    let settings = marker
-        .settings(base)
-        .with_number_source(NumberSource::External);
+    let settings = rewriter_settings(
+        marker,
+        opts.style.as_deref(),
+        opts.unknown.as_deref(),
+        opts.rank.as_deref(),
+    )?;
     // The sources the system text shows: all, or with native passages the others.
     let shown = if native_passages && !passages.is_empty() {
         Sources::from_vec(
@@ -202,20 +154,7 @@ pub(crate) async fn plan_with(
             context_block(&shown, marker, max_chars)
         )
     });
-    let ai_sdk = match opts.protocol.as_deref() {
-        None => headers
-            .get(axum::http::header::ACCEPT)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|a| a.contains("x-vercel-ai-ui-message-stream")),
-        Some("ai-sdk") => true,
-        Some("native") => false,
-        Some(other) => {
-            return Err(ApiError::invalid(
-                format!("citeflow.protocol {other:?} is not native or ai-sdk"),
-                Some("citeflow.protocol"),
-            ))
-        }
-    };
+    let ai_sdk = wants_ai_sdk(opts.protocol.as_deref(), headers)?;
     let stream = ai_sdk || body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     Ok(Plan {
         owner,
