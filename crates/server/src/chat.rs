@@ -34,6 +34,8 @@ struct Options {
     style: Option<String>,
     unknown: Option<String>,
     rank: Option<String>,
+    /// Any other rewriter setting by the core's names (`citeflow_core::SettingsPatch`).
+    settings: Option<citeflow_core::SettingsPatch>,
     inject_prompt: Option<bool>,
     max_chars_per_source: Option<usize>,
     /// `"off"`, or a grammar mode (`well_formed`, `require_citation`, `cite_per_sentence`):
@@ -142,6 +144,7 @@ async fn plan(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Plan,
         opts.style.as_deref(),
         opts.unknown.as_deref(),
         opts.rank.as_deref(),
+        opts.settings.as_ref(),
     )?;
     let settings = match opts.render.as_deref() {
         None | Some("server") => settings,

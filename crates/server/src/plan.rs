@@ -5,7 +5,8 @@
 
 use axum::http::HeaderMap;
 use citeflow_core::{
-    NumberSource, PromptMarker, RankMode, Settings, Source, Sources, Style, UnknownPolicy,
+    NumberSource, PromptMarker, RankMode, Settings, SettingsPatch, Source, Sources, Style,
+    UnknownPolicy,
 };
 
 use crate::auth::Owner;
@@ -113,15 +114,19 @@ pub(crate) async fn answer_sources(
 }
 
 /// The rewriter's settings for `marker` with the `citeflow` fields `style`, `unknown` and
-/// `rank`; numbers come from the store.
+/// `rank`, then `citeflow.settings` (any other setting, by the core's names: `syntaxes`,
+/// `id_pattern`, `max_pending_bytes`, `invalid_utf8`, `dedupe`, `skip_code`, …); numbers come
+/// from the store.
 ///
 /// # Errors
-/// A name that is not a style, unknown policy or rank mode.
+/// A name that is not a style, unknown policy or rank mode, an invalid setting, or
+/// `settings.number_source` (the server decides where numbers come from).
 pub(crate) fn rewriter_settings(
     marker: PromptMarker,
     style: Option<&str>,
     unknown: Option<&str>,
     rank: Option<&str>,
+    patch: Option<&SettingsPatch>,
 ) -> Result<Settings, ApiError> {
     let mut base = Settings::default();
     if let Some(s) = style {
@@ -133,9 +138,17 @@ pub(crate) fn rewriter_settings(
     if let Some(r) = rank {
         base = base.with_rank(RankMode::from_name(r)?);
     }
-    Ok(marker
-        .settings(base)
-        .with_number_source(NumberSource::External))
+    let mut settings = marker.settings(base);
+    if let Some(patch) = patch {
+        if patch.number_source.is_some() {
+            return Err(ApiError::invalid(
+                "citeflow.settings.number_source is the server's: numbers come from its store",
+                Some("citeflow.settings.number_source"),
+            ));
+        }
+        settings = patch.apply(settings)?;
+    }
+    Ok(settings.with_number_source(NumberSource::External))
 }
 
 /// Whether the answer goes out as the AI SDK UI message stream: `citeflow.protocol`

@@ -28,6 +28,8 @@ struct Options {
     style: Option<String>,
     unknown: Option<String>,
     rank: Option<String>,
+    /// Any other rewriter setting by the core's names (`citeflow_core::SettingsPatch`).
+    settings: Option<citeflow_core::SettingsPatch>,
     inject_prompt: Option<bool>,
     max_chars_per_source: Option<usize>,
     /// `"ai-sdk"`: answer in the Vercel AI SDK UI message stream.
@@ -133,6 +135,7 @@ pub(crate) async fn plan_with(
         opts.style.as_deref(),
         opts.unknown.as_deref(),
         opts.rank.as_deref(),
+        opts.settings.as_ref(),
     )?;
     // The sources the system text shows: all, or with native passages the others.
     let shown = if native_passages && !passages.is_empty() {

@@ -13,6 +13,7 @@ mod prop_upstream;
 mod provider_books;
 mod recorded;
 mod resume;
+mod settings_patch;
 mod store_failure;
 mod support;
 mod tenancy;
