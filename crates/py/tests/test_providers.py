@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any, Callable
@@ -245,3 +246,74 @@ def test_text_framing_and_iteration_poll_like_the_rewriter() -> None:
     cite = events[2]
     assert isinstance(cite, citeflow.CitationEvent) and cite.provider is None
     assert len(ps.numbering) == 1 and len(ps.sources) == 1 and ps.dialect is None
+
+
+def langchain_chunks_of_anthropic(path: Path) -> list[Any]:
+    """The recorded Anthropic stream as the message chunks a LangChain Anthropic chat model
+    streams: each text delta and each citation in a text block of its index, the provider named
+    in ``response_metadata`` so that LangChain's own translator makes the standard blocks."""
+    from langchain_core.messages import AIMessageChunk
+
+    meta = {"model_provider": "anthropic"}
+    chunks: list[Any] = []
+    for p in payloads(path):
+        if p["type"] != "content_block_delta":
+            continue
+        i, d = p["index"], p["delta"]
+        if d["type"] == "text_delta":
+            block = {"type": "text", "text": d["text"], "index": i}
+        elif d["type"] == "citations_delta":
+            block = {"type": "text", "text": "", "index": i, "citations": [d["citation"]]}
+        else:
+            continue
+        chunks.append(AIMessageChunk(content=[block], response_metadata=meta))
+    return chunks
+
+
+@pytest.mark.parametrize("name", ANTHROPIC_RECORDINGS)
+def test_langchain_citations_are_numbered_not_dropped(name: str) -> None:
+    path = streams_dir() / f"{name}.chunks.txt"
+    chunks = langchain_chunks_of_anthropic(path)
+    assert any(c.content_blocks[0].get("annotations") for c in chunks), "LangChain gave no citation"
+    got = list(adapters.langchain_citations_stream(chunks))
+    text, sources = numbered(got)
+    # The same answer as the anthropic SDK's events give: each number at its block's end.
+    want_text, want_sources = cli_numbered(path)
+    assert text == want_text
+    assert sources == want_sources
+    assert "[1]" in text and sources
+    # The plain adapter drops them: the same words, no numbers.
+    plain = list(adapters.langchain_stream(chunks, citeflow.Rewriter()))
+    assert text_of(plain) == re.sub(r"\[\d+\]", "", text)
+
+
+def test_langchain_citations_with_spans_and_documents() -> None:
+    from langchain_core.messages import AIMessageChunk
+
+    chunks = [
+        AIMessageChunk(content=[{"type": "text", "text": "Paris is the capital", "index": "a"}]),
+        AIMessageChunk(content=[{"type": "text", "text": " of France. 東京は首都。", "index": "a"}]),
+        AIMessageChunk(
+            content=[
+                {
+                    "type": "text",
+                    "text": "",
+                    "index": "a",
+                    "annotations": [
+                        # A span in characters of the block's text: "the capital of France".
+                        {"type": "citation", "url": "https://e.org/paris", "title": "Paris",
+                         "start_index": 9, "end_index": 30},
+                        # A document without url, named by its title.
+                        {"type": "citation", "title": "Atlas", "cited_text": "東京"},
+                    ],
+                }
+            ]
+        ),
+    ]
+    got = list(adapters.langchain_citations_stream(chunks))
+    text, sources = numbered(got)
+    assert text == "Paris is the capital of France[1]. 東京は首都。[2]"
+    assert [(s["number"], s["source"].get("url"), s["source"].get("title")) for s in sources] == [
+        (1, "https://e.org/paris", "Paris"),
+        (2, None, "Atlas"),
+    ]

@@ -27,6 +27,12 @@ bound after its text was shown):
 - ``openai_responses_stream`` / ``openai_responses_astream``: the ``openai`` SDK's Responses
   stream events (``ResponseStreamEvent`` from ``client.responses.create(..., stream=True)``;
   also Azure OpenAI and xAI).
+- ``langchain_citations_stream`` / ``langchain_citations_astream``: a LangChain chat model
+  stream whose chunks carry citations (``chunk.content_blocks``, LangChain's standard blocks:
+  text blocks with ``citation`` annotations, which LangChain translates from Anthropic's
+  ``citations`` and OpenAI's ``annotations``): the citations are numbered instead of dropped.
+  A citation with ``start_index``/``end_index`` (characters of its text block) is placed at
+  its span's end; one without (Anthropic's) at the end of its text block.
 
 Plain dicts of the APIs' JSON work too. No SDK is imported at run time: SDK events are read with
 ``model_dump(mode="json")``, so citeflow has no dependency on any of these packages (their types
@@ -78,6 +84,8 @@ __all__ = [
     "openai_chunk_text",
     "openai_stream",
     "langchain_astream",
+    "langchain_citations_astream",
+    "langchain_citations_stream",
     "langchain_chunk_text",
     "langchain_stream",
 ]
@@ -247,5 +255,94 @@ async def openai_responses_astream(
     async for event in stream:
         for e in ps.feed_event(event):
             yield e
+    for e in ps.finish():
+        yield e
+
+
+def _langchain_blocks(chunk: Union[BaseMessageChunk, Any]) -> list[Any]:
+    """The chunk's content as LangChain's standard content blocks (``content_blocks``, which
+    translates the provider's own blocks), else its ``content`` as it is."""
+    blocks = getattr(chunk, "content_blocks", None)
+    if isinstance(blocks, list):
+        return blocks
+    content = _get(chunk, "content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return list(content) if isinstance(content, list) else []
+
+
+def _langchain_annotation(a: Mapping[str, Any]) -> Optional[dict[str, Any]]:
+    """A standard ``citation`` annotation as an OpenAI Responses annotation: ``url_citation``
+    for a url, else ``file_citation`` named by its id or title."""
+    if a.get("type") != "citation":
+        return None
+    out: dict[str, Any]
+    url = a.get("url")
+    if isinstance(url, str) and url:
+        out = {"type": "url_citation", "url": url}
+        if isinstance(a.get("title"), str):
+            out["title"] = a["title"]
+    else:
+        name = a.get("title") or a.get("id") or a.get("cited_text")
+        if not isinstance(name, str) or not name:
+            return None
+        out = {"type": "file_citation", "file_id": str(a.get("id") or name), "filename": name}
+    start, end = a.get("start_index"), a.get("end_index")
+    if isinstance(start, int) and isinstance(end, int):
+        out["start_index"], out["end_index"] = start, end
+    return out
+
+
+def _langchain_events(chunk: Union[BaseMessageChunk, Any]) -> Iterator[dict[str, Any]]:
+    """A chunk's text blocks as OpenAI Responses stream events, one part per block index."""
+    for block in _langchain_blocks(chunk):
+        if isinstance(block, str):
+            block = {"type": "text", "text": block}
+        if not isinstance(block, Mapping) or block.get("type") != "text":
+            continue
+        item = f"lc-{block.get('index', 0)}"
+        text = block.get("text")
+        if isinstance(text, str) and text:
+            yield {
+                "type": "response.output_text.delta",
+                "item_id": item,
+                "content_index": 0,
+                "delta": text,
+            }
+        for a in block.get("annotations") or []:
+            ann = _langchain_annotation(a) if isinstance(a, Mapping) else None
+            if ann is not None:
+                yield {
+                    "type": "response.output_text.annotation.added",
+                    "item_id": item,
+                    "content_index": 0,
+                    "annotation": ann,
+                }
+
+
+def langchain_citations_stream(
+    stream: Iterable[Union[BaseMessageChunk, Any]],
+    provider: Optional[ProviderStream] = None,
+) -> Iterator[Event]:
+    """Reads ``chat_model.stream(...)`` with its citations through ``provider`` (default: a new
+    ``ProviderStream(dialect="openai-responses")``, the shape LangChain's standard blocks are
+    fed in): yields its events, ending with ``DoneEvent``."""
+    ps = provider if provider is not None else ProviderStream(dialect="openai-responses")
+    for chunk in stream:
+        for event in _langchain_events(chunk):
+            yield from ps.feed_event(event)
+    yield from ps.finish()
+
+
+async def langchain_citations_astream(
+    stream: AsyncIterable[Union[BaseMessageChunk, Any]],
+    provider: Optional[ProviderStream] = None,
+) -> AsyncIterator[Event]:
+    """``langchain_citations_stream`` for ``chat_model.astream(...)``."""
+    ps = provider if provider is not None else ProviderStream(dialect="openai-responses")
+    async for chunk in stream:
+        for event in _langchain_events(chunk):
+            for e in ps.feed_event(event):
+                yield e
     for e in ps.finish():
         yield e
