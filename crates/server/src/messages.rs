@@ -18,7 +18,8 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use citeflow_core::provider::Dialect;
-use serde_json::{json, Value};
+use citeflow_core::Source;
+use serde_json::{json, Map, Value};
 
 use crate::ai_sdk::AiSdkWire;
 use crate::body::read_json;
@@ -323,6 +324,108 @@ fn search_result(p: &citeflow_core::Source) -> Value {
         "citations": {"enabled": true}})
 }
 
+/// The sources a request gives Claude in its own form, in order: each `search_result` block
+/// (in a message or a tool result; its `source` names it in `search_result_location`
+/// citations) and each `document` block (cited by its index among the request's documents),
+/// with their title and text (up to `max_text` bytes), under the ids the stream reader gives
+/// their citations.
+fn native_sources(body: &Map<String, Value>, max_text: usize) -> Vec<Source> {
+    fn text_of(blocks: Option<&Value>) -> Option<String> {
+        let Some(Value::Array(blocks)) = blocks else {
+            return None;
+        };
+        let parts: Vec<&str> = blocks
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect();
+        (!parts.is_empty()).then(|| parts.join("\n"))
+    }
+    fn walk(v: &Value, max_text: usize, docs: &mut u64, out: &mut Vec<Source>) {
+        let Value::Array(blocks) = v else { return };
+        for b in blocks {
+            let title = b.get("title").and_then(Value::as_str);
+            let (mut s, text) = match b.get("type").and_then(Value::as_str) {
+                Some("search_result") => {
+                    let Some(src) = b.get("source").and_then(Value::as_str) else {
+                        continue;
+                    };
+                    let mut s = Source::new(src);
+                    s = if src.starts_with("http://") || src.starts_with("https://") {
+                        s.with_url(src)
+                    } else {
+                        s.with_key(format!("search_result:{src}"))
+                    };
+                    (s, text_of(b.get("content")))
+                }
+                Some("document") => {
+                    let id = format!("document:{docs}");
+                    *docs += 1;
+                    let mut s = Source::new(&id).with_key(id.clone());
+                    let source = b.get("source");
+                    let kind = source.and_then(|x| x.get("type")).and_then(Value::as_str);
+                    let text = match kind {
+                        Some("text") => source
+                            .and_then(|x| x.get("data"))
+                            .and_then(Value::as_str)
+                            .map(str::to_owned),
+                        Some("content") => text_of(source.and_then(|x| x.get("content"))),
+                        Some("url") => {
+                            if let Some(u) =
+                                source.and_then(|x| x.get("url")).and_then(Value::as_str)
+                            {
+                                s = s.with_url(u);
+                            }
+                            None
+                        }
+                        _ => None,
+                    };
+                    (s, text)
+                }
+                Some("tool_result") => {
+                    walk(
+                        b.get("content").unwrap_or(&Value::Null),
+                        max_text,
+                        docs,
+                        out,
+                    );
+                    continue;
+                }
+                _ => continue,
+            };
+            if let Some(t) = title.filter(|t| !t.trim().is_empty()) {
+                s = s.with_title(t);
+            }
+            if let Some(mut t) = text {
+                if t.len() > max_text {
+                    let mut at = max_text;
+                    while !t.is_char_boundary(at) {
+                        at -= 1;
+                    }
+                    t.truncate(at);
+                }
+                s = s.with_text(t);
+            }
+            if !out.iter().any(|o| o.id == s.id) {
+                out.push(s);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut docs = 0;
+    if let Some(Value::Array(messages)) = body.get("messages") {
+        for m in messages {
+            walk(
+                m.get("content").unwrap_or(&Value::Null),
+                max_text,
+                &mut docs,
+                &mut out,
+            );
+        }
+    }
+    out
+}
+
 /// The passages of `citeflow.book` go before the last user message's content as
 /// `search_result` blocks (the system text names only the other sources).
 fn add_search_results(plan: &mut proxy::Plan) {
@@ -367,7 +470,8 @@ pub(crate) async fn create(
             None,
         ));
     };
-    let mut plan = proxy::plan_with(&state, &headers, body, true).await?;
+    let native = native_sources(&body, state.settings.limits.max_source_text_bytes);
+    let mut plan = proxy::plan_with(&state, &headers, body, true, native).await?;
     add_search_results(&mut plan);
     if let Some(system) = &plan.system {
         let block = json!({"type": "text", "text": system});

@@ -79,16 +79,20 @@ pub(crate) async fn plan(
     headers: &HeaderMap,
     body: Map<String, Value>,
 ) -> Result<Plan, ApiError> {
-    plan_with(state, headers, body, false).await
+    plan_with(state, headers, body, false, Vec::new()).await
 }
 
 /// [`plan`]; with `native_passages` a book's passages are left out of `system` (the route
-/// sends them in the provider's own form).
+/// sends them in the provider's own form). `native` are sources the request itself gives the
+/// model in the provider's form (Anthropic `search_result` and `document` blocks): registered
+/// with the given ones, so that the provider's citations of them are numbered with their
+/// title and text, and never repeated in `system`.
 pub(crate) async fn plan_with(
     state: &AppState,
     headers: &HeaderMap,
     mut body: Map<String, Value>,
     native_passages: bool,
+    native: Vec<Source>,
 ) -> Result<Plan, ApiError> {
     let owner = owner(state, headers)?;
     let limits = &state.settings.limits;
@@ -98,6 +102,18 @@ pub(crate) async fn plan_with(
             .map_err(|e| ApiError::invalid(format!("citeflow: {e}"), Some("citeflow")))?,
     };
     let mut given = sources(body.remove("sources"), limits)?;
+    let native_ids: Vec<String> = native.iter().map(|s| s.id.clone()).collect();
+    for s in native {
+        if !given.iter().any(|g| g.id == s.id) {
+            given.push(s);
+        }
+    }
+    if given.len() > limits.max_sources {
+        return Err(ApiError::TooManySources {
+            count: given.len(),
+            max: limits.max_sources,
+        });
+    }
     // A book: its passages for the question join the given sources (before any streaming,
     // so an unknown key is a plain error response).
     let question = question_of(&body);
@@ -137,12 +153,15 @@ pub(crate) async fn plan_with(
         opts.rank.as_deref(),
         opts.settings.as_ref(),
     )?;
-    // The sources the system text shows: all, or with native passages the others.
-    let shown = if native_passages && !passages.is_empty() {
+    // The sources the system text shows: all but those the model gets in its own form.
+    let native_form = |s: &Source| {
+        native_ids.contains(&s.id) || (native_passages && passages.iter().any(|p| p.id == s.id))
+    };
+    let shown = if sources.iter().any(native_form) {
         Sources::from_vec(
             sources
                 .iter()
-                .filter(|s| !passages.iter().any(|p| p.id == s.id))
+                .filter(|s| !native_form(s))
                 .cloned()
                 .collect(),
         )?

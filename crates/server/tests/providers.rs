@@ -12,7 +12,7 @@ mod support;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use citeflow_server::replay::Replay;
+use citeflow_server::replay::{Replay, Script};
 use citeflow_store::MemoryStore;
 use serde_json::{json, Value};
 use support::{read_sse, shared_dir, Harness, Received};
@@ -520,4 +520,95 @@ async fn a_session_numbers_provider_citations_from_the_store_like_a_lone_stream(
         let table = s["numbering"].as_array().expect("numbering");
         assert!(table.len() >= 4, "{route}: {s}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_results_and_documents_in_the_request_are_the_sources_claude_cites() {
+    let (h, _) = harness(None).await;
+    let ev = |v: Value| {
+        format!(
+            "event: {}\ndata: {v}\n\n",
+            v["type"].as_str().expect("type")
+        )
+    };
+    let mut sse = String::new();
+    for v in [
+        json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+            "model": "claude", "content": [], "stop_reason": null, "usage": {"input_tokens": 1, "output_tokens": 0}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "citations_delta", "citation":
+            {"type": "search_result_location", "source": "kb://doc-7", "title": "Doc 7", "search_result_index": 0,
+             "start_block_index": 0, "end_block_index": 1, "cited_text": "The sky is blue."}}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "The sky is blue."}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "content_block_delta", "index": 1, "delta": {"type": "citations_delta", "citation":
+            {"type": "char_location", "document_index": 0, "document_title": "Facts",
+             "start_char_index": 0, "end_char_index": 13, "cited_text": "Water is wet."}}}),
+        json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": " Water is wet."}}),
+        json!({"type": "content_block_stop", "index": 1}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 9}}),
+        json!({"type": "message_stop"}),
+    ] {
+        sse.push_str(&ev(v));
+    }
+    h.replay
+        .insert("native-sources", Script::from_sse(sse.as_bytes()));
+    let body = json!({"model": "native-sources", "max_tokens": 100, "stream": true,
+        "messages": [{"role": "user", "content": [
+            {"type": "search_result", "source": "kb://doc-7", "title": "Doc 7",
+             "content": [{"type": "text", "text": "The sky is blue."}], "citations": {"enabled": true}},
+            {"type": "document", "title": "Facts", "source": {"type": "text", "media_type": "text/plain",
+             "data": "Water is wet."}, "citations": {"enabled": true}},
+            {"type": "text", "text": "What do we know?"}]}]});
+    let resp = h
+        .post("/v1/messages")
+        .json(&body)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status(), 200);
+    let events = json_of(&read_sse(resp, usize::MAX).await);
+    let (text, _) = check_messages(&events);
+    assert_eq!(text, "The sky is blue.[1] Water is wet.[2]");
+    let done = events
+        .iter()
+        .flat_map(|e| {
+            e["citeflow"]["events"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .find(|e| e["type"] == "done")
+        .expect("done");
+    let listed: Vec<(u64, &str, &str, &str)> = done["sources"]
+        .as_array()
+        .expect("sources")
+        .iter()
+        .map(|s| {
+            (
+                s["number"].as_u64().expect("number"),
+                s["source"]["id"].as_str().expect("id"),
+                s["source"]["title"].as_str().expect("title"),
+                s["source"]["text"]
+                    .as_str()
+                    .expect("the text given in the request"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            (1, "kb://doc-7", "Doc 7", "The sky is blue."),
+            (2, "document:0", "Facts", "Water is wet.")
+        ]
+    );
+    // Claude has them in its own form: the system text does not repeat them.
+    let sent = h
+        .replay
+        .requests()
+        .into_iter()
+        .rfind(|r| r["model"] == "native-sources")
+        .expect("request");
+    assert!(sent.get("system").is_none(), "{sent}");
 }
