@@ -129,7 +129,7 @@ pub(crate) struct Source {
 #[pymethods]
 impl Source {
     #[new]
-    #[pyo3(signature = (id, *, title=None, url=None, text=None, snippet=None, locator=None, key=None, metadata=None))]
+    #[pyo3(signature = (id, *, title=None, url=None, text=None, snippet=None, locator=None, key=None, metadata=None, label=None))]
     #[expect(clippy::too_many_arguments, reason = "one keyword per field")]
     fn new(
         id: String,
@@ -140,6 +140,7 @@ impl Source {
         locator: Option<Bound<'_, Locator>>,
         key: Option<String>,
         metadata: Option<BTreeMap<String, String>>,
+        label: Option<u32>,
     ) -> Self {
         let mut s = core::Source::new(id);
         s.title = title;
@@ -151,6 +152,7 @@ impl Source {
         }
         s.key = key;
         s.metadata = metadata.unwrap_or_default();
+        s.label = label;
         Source { inner: s }
     }
 
@@ -207,6 +209,13 @@ impl Source {
     }
 
     /// Free metadata, passed through untouched.
+    /// The number the model was shown for this source, when it is not its position (see the
+    /// core's `Source::label`).
+    #[getter]
+    fn label(&self) -> Option<u32> {
+        self.inner.label
+    }
+
     #[getter]
     fn metadata(&self) -> BTreeMap<String, String> {
         self.inner.metadata.clone()

@@ -307,3 +307,17 @@ def test_many_rewriters_and_garbage_do_not_crash_the_interpreter() -> None:
     gc.collect()
     with pytest.raises(OverflowError):
         citeflow.Rewriter().feed_seq(-1, "x")
+
+
+def test_source_label_is_the_number_the_model_was_shown() -> None:
+    a = citeflow.Source("a", url="https://e.org/a", label=101)
+    b = citeflow.Source("b", url="https://e.org/b", label=7)
+    assert (a.label, citeflow.Source("c").label) == (101, None)
+    assert a.to_dict()["label"] == 101
+    out = citeflow.rewrite_str(
+        "See 【7】 and [101].", [a, b], settings=citeflow.Settings(rank="renumber")
+    )
+    assert out.text == "See [1] and [2]."
+    done = out.events[-1]
+    assert isinstance(done, citeflow.DoneEvent)
+    assert [s.to_dict()["source"]["id"] for s in done.sources] == ["b", "a"]
