@@ -68,59 +68,59 @@ pub(crate) struct ServeArgs {
     #[arg(long, env = "CITEFLOW_FORWARD_CLIENT_KEY")]
     forward_client_key: bool,
     /// Largest request body in bytes [default: 4194304].
-    #[arg(long)]
+    #[arg(long, env = "CITEFLOW_MAX_BODY_BYTES")]
     max_body_bytes: Option<usize>,
     /// Most sources in one request or round [default: 256].
-    #[arg(long)]
+    #[arg(long, env = "CITEFLOW_MAX_SOURCES")]
     max_sources: Option<usize>,
     /// Largest text of one source in bytes [default: 65536].
-    #[arg(long)]
+    #[arg(long, env = "CITEFLOW_MAX_SOURCE_TEXT_BYTES")]
     max_source_text_bytes: Option<usize>,
     /// Largest id, title, url, key or locator field of one source, and most bytes of its
     /// metadata, in bytes [default: 4096].
-    #[arg(long)]
+    #[arg(long, env = "CITEFLOW_MAX_SOURCE_FIELD_BYTES")]
     max_source_field_bytes: Option<usize>,
     /// Longest a stream may run, in ms [default: 600000].
-    #[arg(long)]
+    #[arg(long, env = "CITEFLOW_MAX_STREAM_DURATION_MS")]
     max_stream_duration_ms: Option<u64>,
     /// Upstream connect time-out in ms [default: 10000].
-    #[arg(long)]
+    #[arg(long, env = "CITEFLOW_UPSTREAM_CONNECT_TIMEOUT_MS")]
     upstream_connect_timeout_ms: Option<u64>,
     /// Upstream response (headers) time-out in ms [default: 120000].
-    #[arg(long)]
+    #[arg(long, env = "CITEFLOW_UPSTREAM_TIMEOUT_MS")]
     upstream_timeout_ms: Option<u64>,
     /// Longest upstream silence between chunks in ms [default: 60000].
-    #[arg(long)]
+    #[arg(long, env = "CITEFLOW_UPSTREAM_IDLE_TIMEOUT_MS")]
     upstream_idle_timeout_ms: Option<u64>,
     /// Most bytes of one upstream answer's body; then the stream ends with an
     /// upstream_too_large error event [default: 67108864].
-    #[arg(long)]
+    #[arg(long, env = "CITEFLOW_MAX_UPSTREAM_BYTES")]
     max_upstream_bytes: Option<u64>,
     /// Longest line of an upstream's SSE body in bytes [default: 1048576].
-    #[arg(long)]
+    #[arg(long, env = "CITEFLOW_MAX_UPSTREAM_LINE_BYTES")]
     max_upstream_line_bytes: Option<usize>,
     /// Longest a client may take to send a request's headers, in ms; then the connection is
     /// closed [default: 10000].
-    #[arg(long)]
+    #[arg(long, env = "CITEFLOW_HEADER_READ_TIMEOUT_MS")]
     header_read_timeout_ms: Option<u64>,
     /// Longest a client may take to send a request's body, in ms (408 request_timeout)
     /// [default: 60000].
-    #[arg(long)]
+    #[arg(long, env = "CITEFLOW_BODY_READ_TIMEOUT_MS")]
     body_read_timeout_ms: Option<u64>,
     /// Most connections served at once (each open stream holds one); further ones wait
     /// [default: 1024].
-    #[arg(long)]
+    #[arg(long, env = "CITEFLOW_MAX_CONNECTIONS")]
     max_connections: Option<usize>,
     /// Answers one API key may have running at once on this server; then 429
     /// too_many_streams [default: 64].
-    #[arg(long)]
+    #[arg(long, env = "CITEFLOW_MAX_STREAMS_PER_KEY")]
     max_streams_per_key: Option<usize>,
     /// Most rounds of sources one session may hold; then 429 too_many_rounds
     /// [default: 1000].
-    #[arg(long)]
+    #[arg(long, env = "CITEFLOW_MAX_ROUNDS_PER_SESSION")]
     max_rounds_per_session: Option<usize>,
     /// How long an unused session is kept, in ms [default: 7 days].
-    #[arg(long)]
+    #[arg(long, env = "CITEFLOW_SESSION_TTL_MS")]
     session_ttl_ms: Option<u64>,
     /// Book index directory (as written by `citeflow ingest --index`): GET /v1/books lists its
     /// books, POST /v1/books adds one, citeflow.book asks against one [default:
@@ -137,22 +137,22 @@ pub(crate) struct ServeArgs {
     #[arg(long, env = "CITEFLOW_NO_SAMPLE_BOOKS")]
     no_sample_books: bool,
     /// Most passages citeflow.top_k may ask for [default: 32].
-    #[arg(long)]
+    #[arg(long, env = "CITEFLOW_MAX_TOP_K")]
     max_top_k: Option<usize>,
     /// Largest EPUB accepted by POST /v1/books, in bytes; 0 refuses uploads [default:
     /// 67108864].
-    #[arg(long)]
+    #[arg(long, env = "CITEFLOW_MAX_BOOK_BYTES")]
     max_book_bytes: Option<usize>,
     /// Most characters of a chapter GET /v1/books/{key}/read returns; a longer chapter is cut
     /// to the paragraphs around the cited place [default: 200000].
-    #[arg(long)]
+    #[arg(long, env = "CITEFLOW_MAX_READING_CHARS")]
     max_reading_chars: Option<usize>,
     /// Longest the server may spend reading and cutting one uploaded EPUB, in ms; then the
     /// upload is 413 invalid_epub [default: 60000].
-    #[arg(long)]
+    #[arg(long, env = "CITEFLOW_INGEST_TIMEOUT_MS")]
     ingest_timeout_ms: Option<u64>,
     /// Uploaded EPUBs read and cut at once; further uploads wait [default: 2].
-    #[arg(long)]
+    #[arg(long, env = "CITEFLOW_MAX_CONCURRENT_INGESTS")]
     max_concurrent_ingests: Option<usize>,
 }
 

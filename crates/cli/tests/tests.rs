@@ -4,6 +4,7 @@ mod fixtures;
 mod render_cli;
 mod serve_books;
 mod serve_crash;
+mod serve_env;
 
 mod ask_cli;
 mod books_support;
