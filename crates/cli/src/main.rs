@@ -1,8 +1,10 @@
 //! The `citeflow` command.
 
+use std::ffi::OsString;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 mod ask;
 mod book;
@@ -15,7 +17,9 @@ mod local_model;
 mod progress;
 mod render;
 mod serve;
+mod serve_config;
 
+use anyhow::Context;
 use broken_pipe::is_broken_pipe;
 
 /// Stable, streamed citation numbers for LLM answers.
@@ -44,8 +48,44 @@ enum Command {
     Cfi(cfi_cmd::CfiArgs),
 }
 
+/// Parses the command line; for `serve --config FILE`, again with the file's values for the
+/// flags the command line and environment left unset. `Ok(None)`: `--print-config` printed.
+fn parse(argv: Vec<OsString>) -> anyhow::Result<Option<Cli>> {
+    let cmd = Cli::command();
+    let matches = cmd.clone().get_matches_from(&argv);
+    let Some(("serve", serve)) = matches.subcommand() else {
+        return Ok(Some(Cli::from_arg_matches(&matches)?));
+    };
+    let serve_cmd = cmd
+        .find_subcommand("serve")
+        .context("the serve subcommand")?;
+    let (matches, from_file) = match serve.get_one::<PathBuf>("config") {
+        Some(file) => {
+            let extra = serve_config::file_args(file, serve_cmd, serve)?;
+            let keys = serve_config::keys_of(&extra);
+            let all: Vec<OsString> = argv.into_iter().chain(extra).collect();
+            (cmd.clone().get_matches_from(all), keys)
+        }
+        None => (matches, Vec::new()),
+    };
+    if let Some(("serve", serve)) = matches.subcommand() {
+        if serve.get_flag("print_config") {
+            print!("{}", serve_config::print(serve_cmd, serve, &from_file));
+            return Ok(None);
+        }
+    }
+    Ok(Some(Cli::from_arg_matches(&matches)?))
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match parse(std::env::args_os().collect()) {
+        Ok(Some(cli)) => cli,
+        Ok(None) => return ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("citeflow: error: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    };
     let result = match cli.command {
         Command::Render(args) => render::run(args),
         Command::Serve(args) => serve::run(*args),

@@ -25,6 +25,15 @@ pub(crate) struct ServeArgs {
     /// with pip into $CITEFLOW_DATA_DIR/models].
     #[arg(long, env = "CITEFLOW_MODEL_PATH")]
     model: Option<PathBuf>,
+    /// A TOML file of these flags by their long names (`max-sources = 64`,
+    /// `api-key = ["a", "b"]`); a flag or its environment variable wins over the file, and a
+    /// key that is not a flag is an error.
+    #[arg(long, env = "CITEFLOW_CONFIG", value_name = "FILE.toml")]
+    pub(crate) config: Option<PathBuf>,
+    /// Print the effective settings (flag > environment > file > default) as TOML, each with
+    /// where it came from, and exit.
+    #[arg(long)]
+    pub(crate) print_config: bool,
     /// Address to listen on (port 0 picks a free port; the address is printed).
     #[arg(long, env = "CITEFLOW_LISTEN", default_value = "127.0.0.1:8080")]
     listen: String,

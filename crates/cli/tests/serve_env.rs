@@ -86,3 +86,99 @@ fn limits_come_from_the_environment_and_flags_win() {
         );
     }
 }
+
+fn print_config(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_citeflow"));
+    cmd.arg("serve").args(args).arg("--print-config");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run");
+    (
+        out.status.success(),
+        String::from_utf8(out.stdout).expect("utf-8"),
+        String::from_utf8(out.stderr).expect("utf-8"),
+    )
+}
+
+#[test]
+fn a_config_file_gives_what_flags_and_environment_do_not() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("citeflow.toml");
+    std::fs::write(
+        &file,
+        "max-sources = 5\nmax-source-field-bytes = 100\nmax-connections = 7\n\
+         api-key = [\"k1\", \"k2\"]\nallow-no-auth = true\n",
+    )
+    .expect("write");
+    let f = file.to_str().expect("utf-8 path");
+    // flag > environment > file > default, each line saying where its value came from.
+    let (ok, out, err) = print_config(
+        &["--config", f, "--max-sources", "9"],
+        &[("CITEFLOW_MAX_SOURCE_FIELD_BYTES", "77")],
+    );
+    assert!(ok, "{err}");
+    for line in [
+        "max-sources = 9  # flag",
+        "max-source-field-bytes = 77  # environment",
+        "max-connections = 7  # file",
+        "api-key = [\"***\", \"***\"]  # file",
+        "allow-no-auth = true  # file",
+        "max-body-bytes = 4194304  # default",
+        "listen = \"127.0.0.1:8080\"  # default",
+    ] {
+        assert!(
+            out.lines().any(|l| l == line),
+            "no line {line:?} in:\n{out}"
+        );
+    }
+    // What it prints is itself a config file that gives the same settings.
+    let again = dir.path().join("again.toml");
+    std::fs::write(&again, out.replace("\"***\"", "\"k\"")).expect("write");
+    let (ok, out2, err) = print_config(&["--config", again.to_str().expect("path")], &[]);
+    assert!(ok, "{err}");
+    assert!(out2.contains("max-sources = 9  # file"), "{out2}");
+    assert!(
+        out2.contains("max-source-field-bytes = 77  # file"),
+        "{out2}"
+    );
+    // A key that is not a flag, or a value of the wrong type, is an error naming it.
+    std::fs::write(&file, "max-source = 5\n").expect("write");
+    let (ok, _, err) = print_config(&["--config", f], &[]);
+    assert!(!ok);
+    assert!(err.contains("unknown key `max-source`"), "{err}");
+    std::fs::write(&file, "allow-no-auth = \"yes\"\n").expect("write");
+    let (ok, _, err) = print_config(&["--config", f], &[]);
+    assert!(!ok);
+    assert!(
+        err.contains("`allow-no-auth` must be true or false, not string"),
+        "{err}"
+    );
+    // The server runs with the file's limits.
+    std::fs::write(
+        &file,
+        "max-sources = 1\nstore = \"memory\"\nno-sample-books = true\n",
+    )
+    .expect("write");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_citeflow"));
+    cmd.args([
+        "serve",
+        "--upstream",
+        "http://127.0.0.1:9/v1",
+        "--listen",
+        "127.0.0.1:0",
+    ])
+    .args(["--config", f, "--index"])
+    .arg(dir.path().join("index"));
+    let server = start_serve(cmd, None);
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (status, v) = rt.block_on(post(
+        &server.base,
+        json!({"sources": [{"id": "a"}, {"id": "b"}]}),
+    ));
+    assert_eq!(
+        (status, v["error"]["code"].as_str()),
+        (400, Some("too_many_sources")),
+        "{v}"
+    );
+}
