@@ -76,6 +76,10 @@ pub(crate) struct ServeArgs {
     /// --upstream-api-key: for deployments where every user brings their key.
     #[arg(long, env = "CITEFLOW_FORWARD_CLIENT_KEY")]
     forward_client_key: bool,
+    /// GET /readyz also asks the upstream (GET {upstream}/models answering below 500 within
+    /// 2 s), besides the store.
+    #[arg(long, env = "CITEFLOW_READYZ_UPSTREAM")]
+    readyz_upstream: bool,
     /// Largest request body in bytes [default: 4194304].
     #[arg(long, env = "CITEFLOW_MAX_BODY_BYTES")]
     max_body_bytes: Option<usize>,
@@ -411,6 +415,7 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .with_allow_no_auth(args.allow_no_auth)
         .with_anthropic_upstream(args.anthropic_upstream.clone())
         .with_forward_client_key(args.forward_client_key)
+        .with_readyz_upstream(args.readyz_upstream)
         .with_limits(limits(&args));
     let settings = match &local {
         Some(_) => settings.with_prompt_defaults(crate::local_model::LOCAL_MODEL_PROMPT),

@@ -60,7 +60,7 @@ use std::time::Duration;
 
 use axum::extract::{Request, State};
 use axum::http::header::CONTENT_TYPE;
-use axum::response::IntoResponse;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use citeflow_store::{MemoryStore, Store, StoreError};
@@ -78,6 +78,7 @@ pub const OPENAPI_JSON: &str = include_str!("openapi.json");
 pub const ROUTES: &[(&str, &str)] = &[
     ("get", "/"),
     ("get", "/healthz"),
+    ("get", "/readyz"),
     ("get", "/metrics"),
     ("get", "/openapi.json"),
     ("get", "/v1/books"),
@@ -104,6 +105,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(web::router())
         .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .route("/openapi.json", get(openapi))
         .route("/v1/books", get(books::list).post(books::upload))
@@ -138,6 +140,55 @@ pub fn router(state: AppState) -> Router {
 
 async fn healthz() -> impl IntoResponse {
     axum::Json(serde_json::json!({"status": "ok"}))
+}
+
+/// How long `/readyz` waits for the store (and the upstream) before calling it down.
+const READYZ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// `GET /readyz`: 200 when the store answers (and, with `readyz_upstream`, the upstream's
+/// `GET /models` answers below 500) within 2 s, else 503; the body names each check.
+async fn readyz(State(state): State<AppState>) -> Response {
+    let store = match tokio::time::timeout(READYZ_TIMEOUT, state.store.stream("readyz-probe")).await
+    {
+        Ok(Ok(_) | Err(StoreError::NotFound { .. })) => Ok(()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!(
+            "no answer within {} ms",
+            READYZ_TIMEOUT.as_millis()
+        )),
+    };
+    let upstream = if state.settings.readyz_upstream {
+        let url = format!("{}/models", state.settings.upstream);
+        let mut req = state.http.get(&url).timeout(READYZ_TIMEOUT);
+        if let Some(k) = &state.settings.upstream_api_key {
+            req = req.bearer_auth(k);
+        }
+        Some(match req.send().await {
+            Ok(r) if r.status().as_u16() < 500 => Ok(()),
+            Ok(r) => Err(format!("GET {url}: {}", r.status())),
+            Err(e) => Err(format!("GET {url}: {e}")),
+        })
+    } else {
+        None
+    };
+    let ready = store.is_ok() && upstream.as_ref().is_none_or(Result::is_ok);
+    let show = |r: &Result<(), String>| match r {
+        Ok(()) => serde_json::json!("ok"),
+        Err(e) => serde_json::json!({"error": e}),
+    };
+    let mut body = serde_json::json!({
+        "status": if ready { "ready" } else { "not_ready" },
+        "store": show(&store),
+    });
+    if let Some(u) = &upstream {
+        body["upstream"] = show(u);
+    }
+    let status = if ready {
+        axum::http::StatusCode::OK
+    } else {
+        axum::http::StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, axum::Json(body)).into_response()
 }
 
 async fn metrics(State(state): State<AppState>) -> impl IntoResponse {

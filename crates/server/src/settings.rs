@@ -216,6 +216,7 @@ pub struct ServerSettings {
     pub(crate) allow_no_auth: bool,
     pub(crate) anthropic_upstream: Option<String>,
     pub(crate) forward_client_key: bool,
+    pub(crate) readyz_upstream: bool,
 }
 
 /// What the server asks the model for when a request does not say (`citeflow.marker`,
@@ -259,6 +260,7 @@ impl ServerSettings {
             allow_no_auth: false,
             anthropic_upstream: None,
             forward_client_key: false,
+            readyz_upstream: false,
         }
     }
 
@@ -322,6 +324,15 @@ impl ServerSettings {
         self.anthropic_upstream = url
             .filter(|u| !u.is_empty())
             .map(|u| u.trim_end_matches('/').to_owned());
+        self
+    }
+
+    /// `GET /readyz` also asks the upstream (`GET {upstream}/models`, below 500 within 2 s).
+    ///
+    /// ### Default
+    /// `false`: the store only.
+    pub fn with_readyz_upstream(mut self, check: bool) -> Self {
+        self.readyz_upstream = check;
         self
     }
 

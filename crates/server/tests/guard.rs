@@ -131,3 +131,44 @@ async fn browser_requests_need_an_allowed_origin_and_their_content_type() {
         .expect("m")
         .contains("application/epub+zip"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_checks_the_store_and_optionally_the_upstream() {
+    let h = crate::support::Harness::with(
+        |s| s.with_readyz_upstream(true),
+        std::sync::Arc::new(citeflow_store::MemoryStore::new()),
+    )
+    .await;
+    let r = h.get("/readyz").send().await.expect("send");
+    assert_eq!(r.status(), 200);
+    let v: serde_json::Value = r.json().await.expect("json");
+    assert_eq!(
+        v,
+        serde_json::json!({"status": "ready", "store": "ok", "upstream": "ok"})
+    );
+    // An upstream that is not there: 503 naming it; the store alone still answers.
+    let down = crate::support::Harness::with(
+        |s| {
+            citeflow_server::ServerSettings::new("http://127.0.0.1:9/v1")
+                .with_readyz_upstream(true)
+                .with_limits(s.limits().clone())
+        },
+        std::sync::Arc::new(citeflow_store::MemoryStore::new()),
+    )
+    .await;
+    let r = down.get("/readyz").send().await.expect("send");
+    assert_eq!(r.status(), 503);
+    let v: serde_json::Value = r.json().await.expect("json");
+    assert_eq!(
+        (v["status"].as_str(), v["store"].as_str()),
+        (Some("not_ready"), Some("ok")),
+        "{v}"
+    );
+    assert!(
+        v["upstream"]["error"]
+            .as_str()
+            .expect("error")
+            .starts_with("GET http://127.0.0.1:9/v1/models"),
+        "{v}"
+    );
+}

@@ -187,3 +187,54 @@ async fn a_stream_started_on_one_server_resumes_on_another() {
         );
     }
 }
+
+/// `GET /readyz` of a server, polled until it answers `want` (at most `secs` seconds).
+async fn readyz_until(base: &str, want: u16, secs: u64) -> (u16, Value) {
+    let client = reqwest::Client::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        let r = client
+            .get(format!("{base}/readyz"))
+            .send()
+            .await
+            .expect("readyz answers");
+        let got = (r.status().as_u16(), r.json::<Value>().await.expect("json"));
+        if got.0 == want || std::time::Instant::now() > deadline {
+            return got;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_is_503_while_redis_is_down_and_200_when_it_is_back() {
+    let Some(url) = redis_url("readyz") else {
+        return;
+    };
+    if crate::support::is_cluster_url(&url) {
+        return; // a standalone Redis of its own, once
+    }
+    let mut redis = crate::support::OwnRedis::start();
+    let server = Server::start("http://127.0.0.1:9/v1", &redis.url());
+    let (status, v) = readyz_until(&server.base, 200, 10).await;
+    assert_eq!(
+        (status, v),
+        (200, json!({"status": "ready", "store": "ok"}))
+    );
+    redis.kill();
+    let (status, v) = readyz_until(&server.base, 503, 10).await;
+    assert_eq!(status, 503, "{v}");
+    assert_eq!(v["status"], "not_ready", "{v}");
+    assert!(v["store"]["error"].is_string(), "{v}");
+    // The server itself keeps answering.
+    let health = reqwest::get(format!("{}/healthz", server.base))
+        .await
+        .expect("healthz");
+    assert_eq!(health.status(), 200);
+    redis.restart();
+    let (status, v) = readyz_until(&server.base, 200, 20).await;
+    assert_eq!(
+        (status, v),
+        (200, json!({"status": "ready", "store": "ok"}))
+    );
+}
