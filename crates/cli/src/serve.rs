@@ -14,6 +14,15 @@ use crate::book::{ensure_indexed, index_state, open_book, open_sample, OpenedBoo
 use crate::data_dir::data_dir;
 use crate::progress::Progress;
 
+/// How `citeflow serve` writes its log lines.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
 /// Arguments of `citeflow serve`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ServeArgs {
@@ -76,6 +85,11 @@ pub(crate) struct ServeArgs {
     /// --upstream-api-key: for deployments where every user brings their key.
     #[arg(long, env = "CITEFLOW_FORWARD_CLIENT_KEY")]
     forward_client_key: bool,
+    /// Log lines as text, or one JSON object per line (with the request's `request_id`,
+    /// method and path in its `span`). The level comes from CITEFLOW_LOG, else RUST_LOG
+    /// (e.g. `info,citeflow_server=debug`), else info.
+    #[arg(long, env = "CITEFLOW_LOG_FORMAT", value_enum, default_value = "text")]
+    log_format: LogFormat,
     /// GET /readyz also asks the upstream (GET {upstream}/models answering below 500 within
     /// 2 s), besides the store.
     #[arg(long, env = "CITEFLOW_READYZ_UPSTREAM")]
@@ -362,13 +376,21 @@ fn ingest_books(dir: &Path, books: &[BookInput]) -> anyhow::Result<()> {
 }
 
 pub(crate) fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("CITEFLOW_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,tantivy=warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    // CITEFLOW_LOG, else RUST_LOG, else info.
+    let filter = tracing_subscriber::EnvFilter::try_from_env("CITEFLOW_LOG")
+        .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,tantivy=warn"));
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match args.log_format {
+        LogFormat::Text => logs.init(),
+        LogFormat::Json => logs
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .init(),
+    }
     let store = match &args.store {
         Some(s) => StoreLocation::parse(s).map_err(anyhow::Error::msg)?,
         None => StoreLocation::Sqlite(data_dir()?.join("citeflow.db")),

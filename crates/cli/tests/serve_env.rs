@@ -182,3 +182,72 @@ fn a_config_file_gives_what_flags_and_environment_do_not() {
         "{v}"
     );
 }
+
+#[test]
+fn json_logs_and_error_bodies_carry_the_request_id() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("stderr.txt");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_citeflow"));
+    cmd.args([
+        "serve",
+        "--upstream",
+        "http://127.0.0.1:9/v1",
+        "--listen",
+        "127.0.0.1:0",
+    ])
+    .args([
+        "--store",
+        "memory",
+        "--no-sample-books",
+        "--log-format",
+        "json",
+        "--index",
+    ])
+    .arg(dir.path().join("index"));
+    let server = start_serve(cmd, Some(&log));
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (given, made) = rt.block_on(async {
+        let client = reqwest::Client::new();
+        // The caller's id: in the error body and the response header.
+        let r = client
+            .get(format!("{}/v1/models", server.base))
+            .header("x-request-id", "trace-42")
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(r.status(), 502);
+        assert_eq!(r.headers()["x-request-id"], "trace-42");
+        let body: Value = r.json().await.expect("json");
+        let given = body["error"]["request_id"].as_str().expect("id").to_owned();
+        // None given: one is made.
+        let r = client
+            .get(format!("{}/v1/models", server.base))
+            .send()
+            .await
+            .expect("send");
+        let body: Value = r.json().await.expect("json");
+        (
+            given,
+            body["error"]["request_id"].as_str().expect("id").to_owned(),
+        )
+    });
+    assert_eq!(given, "trace-42");
+    assert!(made.starts_with("req_") && made.len() == 36, "{made}");
+    drop(server);
+    let stderr = std::fs::read_to_string(&log).expect("stderr");
+    let lines: Vec<Value> = stderr
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    for id in [&given, &made] {
+        let line = lines
+            .iter()
+            .find(|l| l["span"]["request_id"] == id.as_str())
+            .unwrap_or_else(|| panic!("no log line with request_id {id}:\n{stderr}"));
+        assert_eq!(line["span"]["path"], "/v1/models", "{line}");
+        assert!(
+            line["level"].is_string() && line["timestamp"].is_string(),
+            "{line}"
+        );
+    }
+}

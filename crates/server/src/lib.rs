@@ -44,6 +44,7 @@ mod relay;
 #[cfg(feature = "_replay")]
 #[doc(hidden)]
 pub mod replay;
+mod request_id;
 mod responses;
 mod sessions;
 mod settings;
@@ -135,6 +136,7 @@ pub fn router(state: AppState) -> Router {
             guard::browser_guard,
         ))
         .layer(tower_http::trace::TraceLayer::new_for_http())
+        .layer(axum::middleware::from_fn(request_id::request_id))
         .with_state(state)
 }
 

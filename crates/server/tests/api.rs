@@ -47,7 +47,7 @@ fn post(path: &str, body: &str) -> Request<Body> {
 async fn every_limit_has_its_own_error() {
     let (s, body) = oneshot(state(), post("/v1/sessions", &"x".repeat(3_000))).await;
     assert_eq!(s, 413);
-    insta::assert_json_snapshot!("body_too_large", body);
+    insta::assert_json_snapshot!("body_too_large", crate::support::without_request_id(body));
     let four: Vec<Value> = (0..4).map(|i| json!({"id": format!("s{i}")})).collect();
     let (s, body) = oneshot(
         state(),
@@ -55,11 +55,11 @@ async fn every_limit_has_its_own_error() {
     )
     .await;
     assert_eq!(s, 400);
-    insta::assert_json_snapshot!("too_many_sources", body);
+    insta::assert_json_snapshot!("too_many_sources", crate::support::without_request_id(body));
     let big = json!({"sources": [{"id": "s1", "text": "y".repeat(60)}]});
     let (s, body) = oneshot(state(), post("/v1/sessions", &big.to_string())).await;
     assert_eq!(s, 400);
-    insta::assert_json_snapshot!("source_too_large", body);
+    insta::assert_json_snapshot!("source_too_large", crate::support::without_request_id(body));
     // Every field besides the text has its own bound, named with the source's place.
     for (source, param) in [
         (json!({"id": "i".repeat(41)}), "sources[1].id"),
@@ -125,7 +125,7 @@ async fn every_limit_has_its_own_error() {
     )
     .await;
     assert_eq!(s, 404);
-    insta::assert_json_snapshot!("unknown_route", body);
+    insta::assert_json_snapshot!("unknown_route", crate::support::without_request_id(body));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -165,7 +165,7 @@ async fn other_tenants_get_404_and_strangers_401() {
         .expect("send");
     assert_eq!(none.status(), 401);
     let body: Value = none.json().await.expect("json");
-    insta::assert_json_snapshot!("unauthorized", body);
+    insta::assert_json_snapshot!("unauthorized", crate::support::without_request_id(body));
     let wrong = h
         .post("/v1/sessions")
         .bearer_auth("key-c")

@@ -131,3 +131,12 @@ pub(crate) fn seed() -> u64 {
     eprintln!("CITEFLOW_CHUNK_SEED={s}");
     s
 }
+
+/// An error body without its `error.request_id`, which must be there (a new `req_…` id, or the
+/// caller's `x-request-id`): for snapshots that stay the same from run to run.
+pub(crate) fn without_request_id(mut body: serde_json::Value) -> serde_json::Value {
+    let error = body["error"].as_object_mut().expect("an error envelope");
+    let id = error.remove("request_id").expect("error.request_id");
+    assert!(id.as_str().is_some_and(|s| !s.is_empty()), "request_id {id}");
+    body
+}
