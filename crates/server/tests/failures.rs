@@ -87,7 +87,10 @@ async fn a_refused_connection_is_a_502() {
     .await;
     let (s, body) = status_and_code(&h, "m").await;
     assert_eq!(s, 502);
-    insta::assert_json_snapshot!("upstream_unreachable", crate::support::without_request_id(body));
+    insta::assert_json_snapshot!(
+        "upstream_unreachable",
+        crate::support::without_request_id(body)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

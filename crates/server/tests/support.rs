@@ -137,6 +137,9 @@ pub(crate) fn seed() -> u64 {
 pub(crate) fn without_request_id(mut body: serde_json::Value) -> serde_json::Value {
     let error = body["error"].as_object_mut().expect("an error envelope");
     let id = error.remove("request_id").expect("error.request_id");
-    assert!(id.as_str().is_some_and(|s| !s.is_empty()), "request_id {id}");
+    assert!(
+        id.as_str().is_some_and(|s| !s.is_empty()),
+        "request_id {id}"
+    );
     body
 }
