@@ -146,6 +146,10 @@ pub(crate) struct ServeArgs {
     /// [default: 1000].
     #[arg(long, env = "CITEFLOW_MAX_ROUNDS_PER_SESSION")]
     max_rounds_per_session: Option<usize>,
+    /// Most sessions one API key may have (counted in the store); then 429
+    /// too_many_sessions [default: 10000].
+    #[arg(long, env = "CITEFLOW_MAX_SESSIONS_PER_KEY")]
+    max_sessions_per_key: Option<usize>,
     /// How long an unused session is kept, in ms [default: 7 days].
     #[arg(long, env = "CITEFLOW_SESSION_TTL_MS")]
     session_ttl_ms: Option<u64>,
@@ -239,6 +243,9 @@ fn limits(a: &ServeArgs) -> Limits {
     }
     if let Some(v) = a.max_rounds_per_session {
         l.max_rounds_per_session = v;
+    }
+    if let Some(v) = a.max_sessions_per_key {
+        l.max_sessions_per_key = v;
     }
     l
 }

@@ -144,6 +144,15 @@ pub enum ApiError {
         /// The limit.
         max: usize,
     },
+    /// The key has as many sessions as it may.
+    #[error(
+        "this API key has {max} sessions, at most {max} are allowed (max_sessions_per_key); \
+         delete one (DELETE /v1/sessions/{{id}}) or wait until idle ones expire"
+    )]
+    TooManySessions {
+        /// The limit.
+        max: usize,
+    },
     /// The session holds as many rounds as it may.
     #[error(
         "the session has {max} rounds of sources, at most {max} are allowed \
@@ -215,9 +224,9 @@ impl ApiError {
                 StatusCode::PAYLOAD_TOO_LARGE
             }
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::TooManyStreams { .. } | ApiError::TooManyRounds { .. } => {
-                StatusCode::TOO_MANY_REQUESTS
-            }
+            ApiError::TooManyStreams { .. }
+            | ApiError::TooManyRounds { .. }
+            | ApiError::TooManySessions { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::InvalidRequest { .. }
             | ApiError::TooManySources { .. }
             | ApiError::SourceTooLarge { .. }
@@ -258,6 +267,7 @@ impl ApiError {
             ApiError::TooManySources { .. } => "too_many_sources",
             ApiError::TooManyStreams { .. } => "too_many_streams",
             ApiError::TooManyRounds { .. } => "too_many_rounds",
+            ApiError::TooManySessions { .. } => "too_many_sessions",
             ApiError::SourceTooLarge { .. } => "source_too_large",
             ApiError::SourceFieldTooLarge { .. } => "source_field_too_large",
             ApiError::InvalidSources(_) => "invalid_sources",

@@ -99,6 +99,10 @@ pub(crate) async fn create(
     if !list.is_empty() {
         src.append_round(query_of(&body)?, list)?;
     }
+    let max = state.settings.limits.max_sessions_per_key;
+    if state.store.count_sessions(&owner.0).await? >= max as u64 {
+        return Err(ApiError::TooManySessions { max });
+    }
     let now = now_ms();
     let record = SessionRecord {
         id: random_id("sess_"),

@@ -172,6 +172,13 @@ pub struct Limits {
     /// ### Default
     /// 1,000.
     pub max_rounds_per_session: usize,
+    /// Most sessions one API key may have (counted in the store, so across servers; deleted
+    /// and purged ones do not count); past it `POST /v1/sessions` is 429 `too_many_sessions`.
+    /// Without API keys every caller shares one count.
+    ///
+    /// ### Default
+    /// 10,000.
+    pub max_sessions_per_key: usize,
 }
 
 impl Default for Limits {
@@ -198,6 +205,7 @@ impl Default for Limits {
             max_connections: 1024,
             max_streams_per_key: 64,
             max_rounds_per_session: 1_000,
+            max_sessions_per_key: 10_000,
         }
     }
 }

@@ -41,6 +41,9 @@ impl Store for FlakyStore {
     async fn session(&self, id: &str) -> Result<SessionRecord, StoreError> {
         self.inner.session(id).await
     }
+    async fn count_sessions(&self, owner: &str) -> Result<u64, StoreError> {
+        self.inner.count_sessions(owner).await
+    }
     async fn append_round(
         &self,
         id: &str,

@@ -309,3 +309,52 @@ async fn a_session_past_its_rounds_gets_429_and_stays_as_it_was() {
         .collect();
     assert_eq!(ids, ["a", "b"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_past_its_sessions_gets_429_until_it_deletes_one() {
+    let h = Harness::with(
+        |s| {
+            s.with_api_keys(vec!["key-a".into(), "key-b".into()])
+                .with_limits(crate::support::limits(|l| l.max_sessions_per_key = 2))
+        },
+        Arc::new(MemoryStore::new()),
+    )
+    .await;
+    let create = |key: &str| {
+        h.post("/v1/sessions")
+            .bearer_auth(key)
+            .json(&json!({"sources": [{"id": "s"}]}))
+    };
+    let (status, first) = send(create("key-a")).await;
+    assert_eq!(status, 201, "{first}");
+    let (status, v) = send(create("key-a")).await;
+    assert_eq!(status, 201, "{v}");
+    let (status, v) = send(create("key-a")).await;
+    assert_eq!(
+        (status, v["error"]["code"].as_str()),
+        (429, Some("too_many_sessions")),
+        "{v}"
+    );
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .expect("message")
+            .contains("at most 2 are allowed (max_sessions_per_key)"),
+        "{v}"
+    );
+    // Another key has its own count.
+    let (status, v) = send(create("key-b")).await;
+    assert_eq!(status, 201, "{v}");
+    // A deleted session no longer counts.
+    let id = first["id"].as_str().expect("id");
+    let r = h
+        .client
+        .delete(format!("{}/v1/sessions/{id}", h.base))
+        .bearer_auth("key-a")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 204);
+    let (status, v) = send(create("key-a")).await;
+    assert_eq!(status, 201, "{v}");
+}

@@ -96,6 +96,11 @@ impl Keys {
         }
     }
 
+    /// The sessions of an owner: a sorted set of session ids by the Redis time (ms) they expire.
+    pub(crate) fn owner_sessions(&self, owner: &str) -> String {
+        self.tagged('o', owner, "sessions")
+    }
+
     pub(crate) fn running(&self) -> String {
         format!("{}:running", self.prefix)
     }

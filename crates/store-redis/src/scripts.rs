@@ -33,6 +33,20 @@ redis.call('PEXPIRE', KEYS[1], ARGV[5])
 return 1
 ";
 
+/// `KEYS`: an owner's session set. `ARGV`: session id (empty: none to add), ttl ms.
+/// Drops the sessions that expired by the server's clock, adds the id (expiring in ttl ms), and
+/// returns how many are left.
+const OWNER_SESSIONS: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if ARGV[1] ~= '' then
+  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return redis.call('ZCARD', KEYS[1])
+";
+
 /// `KEYS`: session, num, byn, ctr. `ARGV`: expected ver, sources, now_ms, ttl ms.
 /// Returns 1 (written), 0 (another writer came first: read again), -1 (no session).
 const UPDATE_SOURCES: &str = r"
@@ -150,6 +164,7 @@ return tonumber(st[2])
 pub(crate) struct Scripts {
     pub(crate) allocate: Script,
     pub(crate) create_session: Script,
+    pub(crate) owner_sessions: Script,
     pub(crate) update_sources: Script,
     pub(crate) touch: Script,
     pub(crate) delete_session: Script,
@@ -165,6 +180,7 @@ impl Scripts {
         Scripts {
             allocate: Script::new(ALLOCATE),
             create_session: Script::new(CREATE_SESSION),
+            owner_sessions: Script::new(OWNER_SESSIONS),
             update_sources: Script::new(UPDATE_SOURCES),
             touch: Script::new(TOUCH),
             delete_session: Script::new(DELETE_SESSION),

@@ -279,6 +279,16 @@ impl RedisStore {
         ))
     }
 
+    /// The owner of session `id`, if it exists.
+    async fn owner_of_session(&self, id: &str) -> Result<Option<String>, StoreError> {
+        self.query(
+            redis::cmd("HGET")
+                .arg(self.inner.keys.session(id))
+                .arg("owner"),
+        )
+        .await
+    }
+
     fn session_keys(&self, id: &str) -> [String; 4] {
         let t = self.inner.keys.table(&NumberScope::Session(id.to_owned()));
         [self.inner.keys.session(id), t.num, t.byn, t.ctr]
@@ -376,7 +386,35 @@ impl Store for RedisStore {
             .arg(session.last_used_ms)
             .arg(&session.id);
         self.hint(zadd).await;
+        // Counted for its owner (a set of its own, beside the session: one slot per owner).
+        let counted: Result<i64, _> = self
+            .inner
+            .scripts
+            .owner_sessions
+            .key(self.inner.keys.owner_sessions(&session.owner))
+            .arg(&session.id)
+            .arg(self.ttl())
+            .invoke_async(&mut c)
+            .await;
+        if let Err(e) = counted {
+            tracing::warn!(error = %e, "redis: the session is not counted for its owner");
+        }
         Ok(())
+    }
+
+    async fn count_sessions(&self, owner: &str) -> Result<u64, StoreError> {
+        let mut c = self.conn().await?;
+        let n: i64 = self
+            .inner
+            .scripts
+            .owner_sessions
+            .key(self.inner.keys.owner_sessions(owner))
+            .arg("")
+            .arg(self.ttl())
+            .invoke_async(&mut c)
+            .await
+            .map_err(|e| self.err(&e))?;
+        Ok(u64::try_from(n).unwrap_or(0))
     }
 
     async fn session(&self, id: &str) -> Result<SessionRecord, StoreError> {
@@ -453,6 +491,7 @@ impl Store for RedisStore {
     }
 
     async fn delete_session(&self, id: &str) -> Result<(), StoreError> {
+        let owner = self.owner_of_session(id).await?;
         let mut c = self.conn().await?;
         let mut inv = self.inner.scripts.delete_session.prepare_invoke();
         for k in &self.session_keys(id) {
@@ -465,6 +504,11 @@ impl Store for RedisStore {
         let mut zrem = redis::cmd("ZREM");
         zrem.arg(self.inner.keys.idle_sessions()).arg(id);
         self.hint(zrem).await;
+        if let Some(owner) = owner {
+            let mut zrem = redis::cmd("ZREM");
+            zrem.arg(self.inner.keys.owner_sessions(&owner)).arg(id);
+            self.hint(zrem).await;
+        }
         Ok(())
     }
 
@@ -755,6 +799,11 @@ impl Store for RedisStore {
                 )
                 .await?;
             for id in ids {
+                let owner = if is_session {
+                    self.owner_of_session(&id).await?
+                } else {
+                    None
+                };
                 let mut c = self.conn().await?;
                 let r: i64 = if is_session {
                     let mut inv = self.inner.scripts.purge_session.prepare_invoke();
@@ -776,6 +825,11 @@ impl Store for RedisStore {
                 } else {
                     if r == -2 {
                         deleted += 1;
+                        if let Some(owner) = &owner {
+                            let mut zrem = redis::cmd("ZREM");
+                            zrem.arg(self.inner.keys.owner_sessions(owner)).arg(&id);
+                            self.hint(zrem).await;
+                        }
                     }
                     redis::cmd("ZREM").arg(&index).arg(&id).clone()
                 };

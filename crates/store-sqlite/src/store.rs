@@ -177,6 +177,19 @@ impl Store for SqliteStore {
         self.read(|c| read_session(c, id))
     }
 
+    async fn count_sessions(&self, owner: &str) -> Result<u64, StoreError> {
+        self.read(|c| {
+            let n: i64 = c
+                .query_row(
+                    "SELECT COUNT(*) FROM sessions WHERE owner = ?1",
+                    params![owner],
+                    |r| r.get(0),
+                )
+                .map_err(backend)?;
+            Ok(u64::try_from(n).unwrap_or(0))
+        })
+    }
+
     async fn append_round(
         &self,
         id: &str,

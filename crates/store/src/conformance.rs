@@ -28,7 +28,8 @@ pub async fn run_all(store: Arc<dyn Store>) {
     follow_replays_then_tails_live(store.clone()).await;
     finished_streams_refuse_events(store.clone()).await;
     running_streams_are_listed(store.clone()).await;
-    idle_records_are_purged(store).await;
+    idle_records_are_purged(store.clone()).await;
+    sessions_are_counted_per_owner(store).await;
 }
 
 fn session(id: &str, owner: &str, now_ms: u64) -> SessionRecord {
@@ -331,6 +332,49 @@ pub async fn running_streams_are_listed(store: Arc<dyn Store>) {
         .finish_stream("conf-run-a", StreamStatus::Completed)
         .await
         .expect("finish");
+}
+
+/// Sessions are counted per owner; a deleted or purged one no longer counts.
+pub async fn sessions_are_counted_per_owner(store: Arc<dyn Store>) {
+    let count = |owner: &'static str| {
+        let store = store.clone();
+        async move { store.count_sessions(owner).await.expect("count") }
+    };
+    assert_eq!(count("conf-count-a").await, 0);
+    for (id, owner) in [
+        ("conf-count-1", "conf-count-a"),
+        ("conf-count-2", "conf-count-a"),
+        ("conf-count-3", "conf-count-a"),
+        ("conf-count-4", "conf-count-b"),
+    ] {
+        store
+            .create_session(session(id, owner, 2_000))
+            .await
+            .expect("create");
+    }
+    assert_eq!(
+        (count("conf-count-a").await, count("conf-count-b").await),
+        (3, 1)
+    );
+    store.delete_session("conf-count-2").await.expect("delete");
+    assert_eq!(count("conf-count-a").await, 2);
+    // Idle ones purged: no longer counted.
+    store
+        .create_session(session("conf-count-old", "conf-count-c", 10))
+        .await
+        .expect("create");
+    store
+        .create_session(session("conf-count-new", "conf-count-c", 10))
+        .await
+        .expect("create");
+    store
+        .touch_session("conf-count-new", 5_000)
+        .await
+        .expect("touch");
+    assert_eq!(count("conf-count-c").await, 2);
+    store.purge_idle(1_000).await.expect("purge");
+    assert_eq!(count("conf-count-c").await, 1);
+    assert_eq!(count("conf-count-a").await, 2);
 }
 
 /// Idle sessions and finished streams go; recent ones and running streams stay.

@@ -75,6 +75,11 @@ impl Store for MemoryStore {
             .ok_or_else(|| no_session(id))
     }
 
+    async fn count_sessions(&self, owner: &str) -> Result<u64, StoreError> {
+        let inner = self.lock();
+        Ok(inner.sessions.values().filter(|s| s.owner == owner).count() as u64)
+    }
+
     async fn append_round(
         &self,
         id: &str,

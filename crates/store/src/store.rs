@@ -41,6 +41,13 @@ pub trait Store: Send + Sync + 'static {
     /// [`StoreError::NotFound`]; backend errors.
     async fn session(&self, id: &str) -> Result<SessionRecord, StoreError>;
 
+    /// How many sessions `owner` has (a per-key quota reads it before creating one); deleted
+    /// and purged sessions no longer count.
+    ///
+    /// # Errors
+    /// Backend errors.
+    async fn count_sessions(&self, owner: &str) -> Result<u64, StoreError>;
+
     /// Registers a round of sources in the session atomically and returns the updated session.
     ///
     /// # Errors

@@ -16,6 +16,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     created_ms INTEGER NOT NULL,
     last_used_ms INTEGER NOT NULL
 );
+CREATE INDEX IF NOT EXISTS sessions_by_owner ON sessions (owner);
 CREATE TABLE IF NOT EXISTS numbers (
     namespace TEXT NOT NULL,
     key TEXT NOT NULL,
