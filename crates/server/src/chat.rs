@@ -220,50 +220,12 @@ pub(crate) async fn call_upstream(
     body: &Map<String, Value>,
     key: Option<&str>,
 ) -> Result<reqwest::Response, ApiError> {
-    let limits = &state.settings.limits;
     let url = format!("{}/chat/completions", state.settings.upstream);
     let mut req = state.http.post(&url).json(body);
     if let Some(k) = key {
         req = req.bearer_auth(k);
     }
-    let started = Instant::now();
-    let timeout_ms = limits.upstream_response_timeout_ms;
-    let resp = tokio::time::timeout(Duration::from_millis(timeout_ms), req.send()).await;
-    state.metrics.observe_upstream_latency(started.elapsed());
-    let fail = |e: ApiError| {
-        state
-            .metrics
-            .upstream_errors
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        e
-    };
-    let resp = match resp {
-        Err(_) => return Err(fail(ApiError::UpstreamTimeout { timeout_ms })),
-        Ok(Err(e)) if e.is_timeout() => return Err(fail(ApiError::UpstreamTimeout { timeout_ms })),
-        Ok(Err(e)) => {
-            tracing::warn!(error = %e, "upstream request failed");
-            return Err(fail(ApiError::UpstreamUnreachable));
-        }
-        Ok(Ok(r)) => r,
-    };
-    if !resp.status().is_success() {
-        let status = resp.status().as_u16();
-        let text = tokio::time::timeout(Duration::from_millis(timeout_ms), resp.text())
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .unwrap_or_default();
-        let message = serde_json::from_str::<Value>(&text)
-            .ok()
-            .and_then(|v| {
-                v.pointer("/error/message")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            })
-            .unwrap_or_else(|| text.chars().take(200).collect());
-        return Err(fail(ApiError::UpstreamStatus { status, message }));
-    }
-    Ok(resp)
+    crate::proxy::send(state, req).await
 }
 
 pub(crate) async fn completions(

@@ -218,6 +218,22 @@ pub(crate) fn spawn_stream<W: Wire>(
     });
 }
 
+/// The `citeflow` field of a non-streaming answer: every citeflow event the streamed events
+/// carried, in order, and the session.
+pub(crate) fn citeflow_of(events: &[Value], session_id: Option<&str>) -> Value {
+    let all: Vec<Value> = events
+        .iter()
+        .filter_map(|e| e.pointer("/citeflow/events").and_then(Value::as_array))
+        .flatten()
+        .cloned()
+        .collect();
+    let mut cf = json!({"events": all});
+    if let Some(s) = session_id {
+        cf["session_id"] = json!(s);
+    }
+    cf
+}
+
 /// An SSE response of the stream's log after `after`: each event named by its payload's
 /// `type` (as the Responses and Messages APIs send them), ids kept for `Last-Event-ID`.
 pub(crate) fn named_sse(state: &AppState, stream_id: &str, after: u64) -> Response {

@@ -20,8 +20,8 @@ use crate::ai_sdk::AiSdkWire;
 use crate::body::read_json;
 use crate::error::ApiError;
 use crate::proxy::{
-    self, answer_scope, failure, named_sse, open_stream, pump, spawn_stream, stream_headers,
-    upstream_key, Cite, Drained, Engine, Failure, Wire,
+    self, answer_scope, citeflow_of, failure, named_sse, open_stream, pump, spawn_stream,
+    stream_headers, upstream_key, Cite, Drained, Engine, Failure, Wire,
 };
 use crate::state::AppState;
 
@@ -355,22 +355,12 @@ pub(crate) async fn create(
     pump(&state, &mut engine, &mut wire, resp, &mut events)
         .await
         .map_err(failure_response)?;
-    let mut all = Vec::new();
-    for e in &events {
-        if let Some(Value::Array(list)) = e.pointer("/citeflow/events") {
-            all.extend(list.iter().cloned());
-        }
-    }
     let mut answer = events
         .last()
         .and_then(|e| e.get("response"))
         .cloned()
         .ok_or_else(|| ApiError::UpstreamMalformed("no response.completed".into()))?;
-    let mut cf = json!({"events": all});
-    if let Some(s) = &plan.session_id {
-        cf["session_id"] = json!(s);
-    }
-    answer["citeflow"] = cf;
+    answer["citeflow"] = citeflow_of(&events, plan.session_id.as_deref());
     state
         .metrics
         .completions
