@@ -1,9 +1,10 @@
 //! Criterion benchmarks of the core.
 //!
 //! Groups: `scan` (marker-free text), `rewrite` (a citation every ~200 bytes, fed in 4 B, 64 B
-//! and whole chunks), `numbering` (1,000 sources), `linear` (1× and 100× the text), and
-//! `baseline` (a naive processor that re-scans the accumulated text with a regex per chunk),
-//! measured beside citeflow on the same input in the same run.
+//! and whole chunks; `_into` polls with `poll_event_into`, the others with `poll_event`),
+//! `numbering` (1,000 sources), `linear` (1× and 100× the text), and `baseline` (a naive
+//! processor that re-scans the accumulated text with a regex per chunk), measured beside
+//! citeflow on the same input in the same run.
 //!
 //! Run: `cargo bench -p citeflow-core --bench rewrite`
 #![expect(
@@ -105,6 +106,31 @@ fn run(text: &[u8], chunk: usize, sources: &Sources) -> usize {
     citations
 }
 
+/// As [`run`], polling with `poll_event_into`: the text goes into one buffer that is cleared
+/// after each chunk, as a caller writing it out would, so text costs no allocation.
+fn run_into(text: &[u8], chunk: usize, sources: &Sources) -> usize {
+    let mut rw = Rewriter::new(Settings::default(), sources.clone(), Numbering::new());
+    let mut citations = 0;
+    let mut out = String::new();
+    let mut count = |rw: &mut Rewriter| {
+        while let Some(e) = rw.poll_event_into(&mut out) {
+            if let Event::Citation { .. } = e {
+                citations += 1;
+            }
+            black_box(e);
+        }
+        black_box(&out);
+        out.clear();
+    };
+    for c in text.chunks(chunk) {
+        rw.write(c).expect("write");
+        count(&mut rw);
+    }
+    rw.end().expect("end");
+    count(&mut rw);
+    citations
+}
+
 /// The naive baseline: accumulate, re-run a regex over everything, re-render, emit the new
 /// suffix (what a quick hand-written proxy does).
 fn naive(text: &[u8], chunk: usize, ids: &std::collections::HashMap<String, usize>) -> usize {
@@ -161,6 +187,11 @@ fn bench_scan(c: &mut Criterion) {
             &chunk,
             |b, &chunk| b.iter(|| run(text.as_bytes(), chunk, &src)),
         );
+        g.bench_with_input(
+            BenchmarkId::new("plain_ascii_into", chunk),
+            &chunk,
+            |b, &chunk| b.iter(|| run_into(text.as_bytes(), chunk, &src)),
+        );
     }
     g.finish();
 }
@@ -169,6 +200,7 @@ fn bench_rewrite(c: &mut Criterion) {
     let (text, citations) = answer(1 << 20, 20, 7);
     let src = sources(20);
     assert_eq!(run(text.as_bytes(), 4, &src), citations);
+    assert_eq!(run_into(text.as_bytes(), 4, &src), citations);
     let mut g = c.benchmark_group("rewrite");
     g.throughput(Throughput::Bytes(text.len() as u64));
     for chunk in [4, 64, text.len()] {
@@ -176,6 +208,11 @@ fn bench_rewrite(c: &mut Criterion) {
             BenchmarkId::new("cite_every_200b", chunk),
             &chunk,
             |b, &chunk| b.iter(|| run(text.as_bytes(), chunk, &src)),
+        );
+        g.bench_with_input(
+            BenchmarkId::new("cite_every_200b_into", chunk),
+            &chunk,
+            |b, &chunk| b.iter(|| run_into(text.as_bytes(), chunk, &src)),
         );
     }
     g.finish();

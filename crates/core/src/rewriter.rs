@@ -372,6 +372,58 @@ impl Rewriter {
         Some(Event::Text { text })
     }
 
+    /// The next event that is not text, with the rendered text before it appended to `text`
+    /// instead of returned as [`Event::Text`]: the text path then allocates nothing (as
+    /// quinn-proto's `poll_transmit` writes into the caller's buffer). `None` when nothing
+    /// else is ready; text may still have been appended. Everything appended before an event
+    /// comes before it in the stream, so a caller that writes `text` out before handling the
+    /// event sees exactly what [`Rewriter::poll_event`] gives.
+    ///
+    /// ```
+    /// use citeflow_core::{Event, Numbering, Rewriter, Settings, Source, Sources};
+    /// let sources = Sources::from_vec(vec![Source::new("source_3")]).unwrap();
+    /// let mut rw = Rewriter::new(Settings::default(), sources, Numbering::new());
+    /// let mut text = String::new();
+    /// rw.write("Paris [[source_3]].").unwrap();
+    /// rw.end().unwrap();
+    /// let mut events = 0;
+    /// while let Some(event) = rw.poll_event_into(&mut text) {
+    ///     events += usize::from(!matches!(event, Event::Done { .. }));
+    /// }
+    /// assert_eq!(text, "Paris [1].");
+    /// assert_eq!(events, 2); // Source, Citation
+    /// ```
+    #[inline]
+    pub fn poll_event_into(&mut self, text: &mut String) -> Option<Event> {
+        while let Some(event) = self.st.events.pop_front() {
+            match event {
+                Event::Text { text: t } => text.push_str(&t),
+                other => return Some(other),
+            }
+        }
+        if !self.st.text.is_empty() {
+            if self.is_remove() {
+                let t = self.take_text();
+                text.push_str(&t);
+            } else {
+                let t = &self.st.text;
+                self.st.flushed_bytes += t.len() as u64;
+                let (chars, utf16) = count_units(t);
+                self.st.flushed_chars += chars;
+                self.st.flushed_utf16 += utf16;
+                text.push_str(t);
+                if self.st.text.capacity() > 8192 {
+                    // A large chunk went through: give the memory back (an idle stream keeps
+                    // little), a small buffer is kept for the next chunk.
+                    self.st.text = String::new();
+                } else {
+                    self.st.text.clear();
+                }
+            }
+        }
+        None
+    }
+
     fn flush_text(&mut self) {
         if !self.st.text.is_empty() {
             let text = self.take_text();

@@ -4,7 +4,7 @@
 use citeflow_core::{Event, RankMode, Settings, Source, Sources, Style, Syntax, UnknownPolicy};
 use proptest::prelude::*;
 
-use crate::support::{naive::oracle, run, run_chunks, Chunking};
+use crate::support::{naive::oracle, run, run_chunks, run_chunks_into, Chunking};
 
 const PIECES: &[&str] = &[
     "[[source_1]]",
@@ -146,6 +146,27 @@ proptest! {
         prop_assert_eq!(&cut, &whole, "cuts {:?}", at);
         let bytes = run(&text, &Chunking::Bytes, &settings, &src);
         prop_assert_eq!(&bytes, &whole);
+    }
+
+    /// Polling into the caller's buffer gives the same text and events as polling owned
+    /// events, under any cut and in every style (remove mode's whitespace repair included).
+    #[test]
+    fn prop_poll_event_into_equals_poll_event(
+        text in text_strategy(),
+        settings in settings_strategy(),
+        remove in any::<bool>(),
+        cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..12),
+    ) {
+        let src = sources();
+        let settings = if remove { settings.with_style(Style::Remove) } else { settings };
+        let mut at: Vec<usize> = cuts.iter().map(|i| i.index(text.len() + 1)).collect();
+        at.sort_unstable();
+        for chunking in [Chunking::Cuts(at), Chunking::Bytes] {
+            let chunks = chunking.split(text.as_bytes());
+            let owned = run_chunks(&chunks, &settings, &src, citeflow_core::Numbering::new());
+            let into = run_chunks_into(&chunks, &settings, &src, citeflow_core::Numbering::new());
+            prop_assert_eq!(&into, &owned);
+        }
     }
 
     #[test]

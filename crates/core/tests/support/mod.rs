@@ -90,6 +90,48 @@ pub(crate) fn run_chunks(
     }
 }
 
+/// As [`run_chunks`], polling with `Rewriter::poll_event_into`: the text appended before each
+/// event becomes a text event in front of it (merged with the text before), so the two runs
+/// compare event for event.
+pub(crate) fn run_chunks_into(
+    chunks: &[&[u8]],
+    settings: &Settings,
+    sources: &Sources,
+    numbering: Numbering,
+) -> Run {
+    let mut rw = Rewriter::new(settings.clone(), sources.clone(), numbering);
+    let mut events: Vec<Event> = Vec::new();
+    let mut buf = String::new();
+    let mut text = String::new();
+    let drain =
+        |rw: &mut Rewriter, events: &mut Vec<Event>, buf: &mut String, text: &mut String| loop {
+            let next = rw.poll_event_into(buf);
+            if !buf.is_empty() {
+                text.push_str(buf);
+                match events.last_mut() {
+                    Some(Event::Text { text: last }) => last.push_str(buf),
+                    _ => events.push(Event::Text { text: buf.clone() }),
+                }
+                buf.clear();
+            }
+            match next {
+                Some(e) => events.push(e),
+                None => break,
+            }
+        };
+    for c in chunks {
+        rw.write(c).expect("write");
+        drain(&mut rw, &mut events, &mut buf, &mut text);
+    }
+    rw.end().expect("end");
+    drain(&mut rw, &mut events, &mut buf, &mut text);
+    Run {
+        text,
+        events,
+        numbering: rw.into_numbering(),
+    }
+}
+
 pub(crate) fn run(input: &str, chunking: &Chunking, settings: &Settings, sources: &Sources) -> Run {
     run_chunks(
         &chunking.split(input.as_bytes()),
