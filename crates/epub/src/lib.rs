@@ -71,7 +71,7 @@ mod toc;
 mod xml;
 
 pub use book::{Book, Chapter};
-pub use cfi::{Cfi, CfiParseError};
+pub use cfi::{Cfi, CfiFlavor, CfiFlavorError, CfiParseError, FlavorReading};
 pub use document::{Document, Location};
 pub use error::{OpenError, ParseError, ResolveError, Warning};
 pub use limits::Limits;

@@ -1,6 +1,6 @@
 //! Paragraph-aware passages for retrieval, each with a range CFI.
 
-use crate::cfi::{Cfi, Path};
+use crate::cfi::{Cfi, CfiFlavor, Path};
 use crate::document::Document;
 use crate::progress::{Check, ControlFlow, Progress, Stage};
 use crate::xml::NodeId;
@@ -17,6 +17,7 @@ pub struct ChunkSettings {
     target_chars: usize,
     overlap_chars: usize,
     ruby_text: bool,
+    cfi_flavor: CfiFlavor,
 }
 
 impl Default for ChunkSettings {
@@ -25,6 +26,7 @@ impl Default for ChunkSettings {
             target_chars: 800,
             overlap_chars: 100,
             ruby_text: false,
+            cfi_flavor: CfiFlavor::Spec,
         }
     }
 }
@@ -77,6 +79,27 @@ impl ChunkSettings {
         self
     }
 
+    /// Sets the flavour of the passages' [`Passage::cfi`] and
+    /// [`Passage::start_cfi`]: [`CfiFlavor::Epubjs`] writes them as epub.js
+    /// 0.3.93 does (for a reader built on epub.js), and then
+    /// [`Passage::cfi_spec`] and [`Passage::start_cfi_spec`] hold the
+    /// specification's CFIs of the same places. The passage text and
+    /// cutting do not change.
+    ///
+    /// ### Default
+    ///
+    /// [`CfiFlavor::Spec`].
+    #[must_use]
+    pub fn with_cfi_flavor(mut self, flavor: CfiFlavor) -> Self {
+        self.cfi_flavor = flavor;
+        self
+    }
+
+    /// The flavour of the passages' CFIs.
+    pub fn cfi_flavor(&self) -> CfiFlavor {
+        self.cfi_flavor
+    }
+
     /// The largest passage, in characters.
     pub fn target_chars(&self) -> usize {
         self.target_chars
@@ -119,6 +142,16 @@ pub struct Passage {
     pub cfi: Cfi,
     /// CFI of the first character.
     pub start_cfi: Cfi,
+    /// The flavour [`Passage::cfi`] and [`Passage::start_cfi`] are written
+    /// in ([`ChunkSettings::with_cfi_flavor`]).
+    pub cfi_flavor: CfiFlavor,
+    /// The specification's range CFI when [`Passage::cfi`] is in another
+    /// flavour; `None` when `cfi` is the specification's.
+    pub cfi_spec: Option<Cfi>,
+    /// The specification's CFI of the first character when
+    /// [`Passage::start_cfi`] is in another flavour; `None` when
+    /// `start_cfi` is the specification's.
+    pub start_cfi_spec: Option<Cfi>,
 }
 
 const BLOCKS: [&str; 31] = [
@@ -425,7 +458,7 @@ impl Book {
                 b -= 1;
             }
             if b > s {
-                self.emit(sec, s, b, spine_index, chapter, out);
+                self.emit(sec, (s, b), spine_index, chapter, settings.cfi_flavor, out);
             }
             if e >= n {
                 break;
@@ -438,10 +471,10 @@ impl Book {
     fn emit(
         &self,
         sec: &Section,
-        a: usize,
-        b: usize,
+        (a, b): (usize, usize),
         spine_index: usize,
         chapter: usize,
+        flavor: CfiFlavor,
         out: &mut Vec<Passage>,
     ) {
         let path =
@@ -456,6 +489,26 @@ impl Book {
         let (Some(start), Some(end)) = (path(sn, su), path(en, eu)) else {
             return;
         };
+        let (cfi, start_cfi, cfi_spec, start_cfi_spec) = if flavor == CfiFlavor::Spec {
+            (
+                Cfi::range_between(&start, &end),
+                Cfi::point(start),
+                None,
+                None,
+            )
+        } else {
+            let flavored =
+                |node: NodeId, u: u32| self.path_at_as(spine_index, node, Some(u), flavor);
+            let (Some(fs), Some(fe)) = (flavored(sn, su), flavored(en, eu)) else {
+                return;
+            };
+            (
+                Cfi::range_between(&fs, &fe),
+                Cfi::point(fs),
+                Some(Cfi::range_between(&start, &end)),
+                Some(Cfi::point(start)),
+            )
+        };
         let item = &self.spine[spine_index];
         out.push(Passage {
             index: out.len(),
@@ -466,8 +519,11 @@ impl Book {
             spine_index,
             href: item.href.clone(),
             text: sec.chars[a..b].iter().collect(),
-            cfi: Cfi::range_between(&start, &end),
-            start_cfi: Cfi::point(start),
+            cfi,
+            start_cfi,
+            cfi_flavor: flavor,
+            cfi_spec,
+            start_cfi_spec,
         });
     }
 }

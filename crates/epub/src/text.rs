@@ -1,6 +1,6 @@
 //! Book-level text nodes, CFI generation and resolution.
 
-use crate::cfi::{Cfi, Path};
+use crate::cfi::{Cfi, CfiFlavor, Path};
 use crate::document::Location;
 use crate::xml::NodeId;
 use crate::{Book, ResolveError};
@@ -130,10 +130,20 @@ impl Book {
     /// [`ResolveError`] when a step has no target, an offset is past the
     /// end of its text, or a range spans two documents.
     pub fn resolve(&self, cfi: &Cfi) -> Result<Resolved, ResolveError> {
+        self.resolve_flavored(cfi, CfiFlavor::Spec)
+    }
+
+    /// [`Book::resolve`] with the steps inside the document read as `flavor`
+    /// writes them (see [`Book::resolve_as`]).
+    pub(crate) fn resolve_flavored(
+        &self,
+        cfi: &Cfi,
+        flavor: CfiFlavor,
+    ) -> Result<Resolved, ResolveError> {
         let text = cfi.to_string();
-        let start = self.resolve_point(&cfi.start(), &text)?;
+        let start = self.resolve_point(&cfi.start(), &text, flavor)?;
         let end = if cfi.is_range() {
-            let e = self.resolve_point(&cfi.end(), &text)?;
+            let e = self.resolve_point(&cfi.end(), &text, flavor)?;
             if e.spine_index != start.spine_index {
                 return Err(ResolveError::CrossDocumentRange {
                     start: start.spine_index,
@@ -147,7 +157,12 @@ impl Book {
         Ok(Resolved { start, end })
     }
 
-    fn resolve_point(&self, point: &Cfi, text: &str) -> Result<Point, ResolveError> {
+    fn resolve_point(
+        &self,
+        point: &Cfi,
+        text: &str,
+        flavor: CfiFlavor,
+    ) -> Result<Point, ResolveError> {
         let path = point.path();
         let steps = path.steps();
         let Some(first) = steps.first() else {
@@ -208,7 +223,10 @@ impl Book {
                 cfi: text.to_owned(),
                 spine_index,
             })?;
-        let location = doc.locate(rest, path, text)?;
+        let location = match flavor {
+            CfiFlavor::Spec => doc.locate(rest, path, text)?,
+            CfiFlavor::Epubjs => crate::cfi::epubjs::locate(doc, rest, path, text)?,
+        };
         Ok(Point {
             spine_index,
             location: Some(location),

@@ -2,6 +2,7 @@
 
 mod support;
 
+mod cfi_flavor;
 mod chapters;
 mod errors;
 mod hostile;

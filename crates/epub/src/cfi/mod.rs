@@ -17,12 +17,17 @@
 //! character data between them ("chunks"), and character offsets count
 //! UTF-16 code units inside a chunk. Comments and processing instructions
 //! are ignored; CDATA sections are character data.
+//!
+//! epub.js writes some of these CFIs differently; [`CfiFlavor`] and the
+//! [`epubjs`] module generate and read its flavour.
 
 mod compare;
+pub mod epubjs;
 mod parse;
 
 use std::fmt;
 
+pub use epubjs::{CfiFlavor, CfiFlavorError, FlavorReading};
 pub use parse::CfiParseError;
 
 /// A parsed EPUB CFI: a point or a range.
