@@ -1,6 +1,7 @@
 //! `Rewriter` and `Session`: the core's `Rewriter` with a small lifecycle state, and the
 //! session that registers sources in rounds and keeps the numbering between answers.
 
+use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use citeflow_core as core;
@@ -32,6 +33,25 @@ pub(crate) fn sources_arg(
     }
 }
 
+/// Moves the events released now to `out`, adjacent texts merged into one event (the text
+/// of the last ones stays in `buf`).
+fn collect_merged(rw: &mut core::Rewriter, buf: &mut String, out: &mut Vec<core::Event>) {
+    while let Some(e) = rw.poll_event_into(buf) {
+        if !buf.is_empty() {
+            match out.last_mut() {
+                Some(core::Event::Text { text }) => {
+                    text.push_str(buf);
+                    buf.clear();
+                }
+                _ => out.push(core::Event::Text {
+                    text: std::mem::take(buf),
+                }),
+            }
+        }
+        out.push(e);
+    }
+}
+
 /// The binding's lifecycle around the core rewriter.
 enum State {
     /// The core rewriter; it tracks streaming, ended and failed itself.
@@ -56,6 +76,11 @@ pub(crate) struct Rewriter {
     session: Option<Py<Session>>,
     /// The numbering length last copied to the session.
     synced: usize,
+    /// Events other than text released during `feed_text`/`finish_text`, returned first by
+    /// the next `poll_event(s)`/`feed`.
+    kept: VecDeque<core::Event>,
+    /// The text buffer `feed_text` and `feed_many` poll into (kept to reuse its capacity).
+    buf: String,
 }
 
 impl Rewriter {
@@ -65,6 +90,43 @@ impl Rewriter {
             state: State::Ready(Box::new(rw)),
             session,
             synced,
+            kept: VecDeque::new(),
+            buf: String::new(),
+        }
+    }
+
+    /// The text released so far (other events kept for `poll_events`); with `input`, a text
+    /// equal to the input is returned as the input object itself.
+    fn take_text<'py>(
+        &mut self,
+        py: Python<'py>,
+        input: Option<(&Bound<'py, PyString>, &str)>,
+    ) -> Bound<'py, PyString> {
+        let State::Ready(rw) = &mut self.state else {
+            return PyString::new(py, "");
+        };
+        self.buf.clear();
+        while let Some(e) = rw.poll_event_into(&mut self.buf) {
+            self.kept.push_back(e);
+        }
+        match input {
+            Some((s, t)) if self.buf == t => s.clone(),
+            _ => PyString::new(py, &self.buf),
+        }
+    }
+
+    /// The text in `buf` as one event at the end of `out` (merged with a text there).
+    fn push_buf(&mut self, out: &mut Vec<core::Event>) {
+        if self.buf.is_empty() {
+            return;
+        }
+        if let Some(core::Event::Text { text }) = out.last_mut() {
+            text.push_str(&self.buf);
+            self.buf.clear();
+        } else {
+            out.push(core::Event::Text {
+                text: std::mem::take(&mut self.buf),
+            });
         }
     }
 
@@ -126,6 +188,9 @@ impl Rewriter {
         input: &Bound<'py, PyString>,
         input_text: &str,
     ) -> PyResult<Bound<'py, PyList>> {
+        if !self.kept.is_empty() {
+            return self.drain(py);
+        }
         let State::Ready(rw) = &mut self.state else {
             return Ok(PyList::empty(py));
         };
@@ -150,6 +215,9 @@ impl Rewriter {
 
     fn drain<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let list = PyList::empty(py);
+        while let Some(e) = self.kept.pop_front() {
+            list.append(event_to_py(py, e)?)?;
+        }
         if let State::Ready(rw) = &mut self.state {
             while let Some(e) = rw.poll_event() {
                 list.append(event_to_py(py, e)?)?;
@@ -233,6 +301,101 @@ impl Rewriter {
         self.drain(py)
     }
 
+    /// Feeds the next chunk and returns only the text it released (often the chunk itself,
+    /// then as the same `str` object): the fast path for callers that show text. The other
+    /// events (sources, citations, ...) are kept, in order, for `poll_events()` or the next
+    /// `feed`; each carries its offsets into the rendered text.
+    ///
+    /// Raises `RewriteError` as `feed`.
+    fn feed_text<'py>(
+        &mut self,
+        py: Python<'py>,
+        chunk: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyString>> {
+        if let Ok(s) = chunk.cast_exact::<PyString>() {
+            if let Ok(text) = s.to_str() {
+                self.call(py, |rw| rw.write(text))?;
+                return Ok(self.take_text(py, Some((s, text))));
+            }
+        }
+        let chunk = chunk.extract::<Chunk<'_>>()?;
+        self.call(py, |rw| rw.write(chunk.as_bytes()))?;
+        Ok(self.take_text(py, None))
+    }
+
+    /// Ends the input and returns the rest of the text; the other events, the `DoneEvent`
+    /// last, are kept for `poll_events()`.
+    fn finish_text<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyString>> {
+        self.call(py, |rw| rw.end())?;
+        Ok(self.take_text(py, None))
+    }
+
+    /// Feeds every chunk of `chunks` (an iterable of str or bytes) in one call and returns
+    /// the events released, adjacent texts merged into one `TextEvent`: the batch path for
+    /// tokens that are already at hand (a replay, a log, a buffered stream).
+    ///
+    /// Raises `RewriteError` as `feed`; the events released before the failing chunk stay
+    /// available from `poll_events()`.
+    fn feed_many<'py>(
+        &mut self,
+        py: Python<'py>,
+        chunks: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let mut out: Vec<core::Event> = self.kept.drain(..).collect();
+        self.buf.clear();
+        // One `call` (panic guard and session sync) around the whole batch; each chunk is
+        // written and polled straight on the core rewriter.
+        let mut py_err: Option<PyErr> = None;
+        let mut buf = std::mem::take(&mut self.buf);
+        let iter = chunks.try_iter()?;
+        let r = self.call(py, |rw| {
+            for chunk in iter {
+                let chunk = match chunk {
+                    Ok(c) => c,
+                    Err(e) => {
+                        py_err = Some(e);
+                        break;
+                    }
+                };
+                let written = match chunk.cast_exact::<PyString>() {
+                    Ok(s) => match s.to_str() {
+                        Ok(text) => rw.write(text),
+                        Err(e) => {
+                            py_err = Some(e);
+                            break;
+                        }
+                    },
+                    Err(_) => match chunk.extract::<Chunk<'_>>() {
+                        Ok(c) => rw.write(c.as_bytes()),
+                        Err(e) => {
+                            py_err = Some(e);
+                            break;
+                        }
+                    },
+                };
+                collect_merged(rw, &mut buf, &mut out);
+                written?;
+            }
+            Ok(())
+        });
+        self.buf = buf;
+        let r = match (r, py_err) {
+            (Err(e), _) | (Ok(()), Some(e)) => Err(e),
+            (Ok(()), None) => Ok(()),
+        };
+        self.push_buf(&mut out);
+        if let Err(e) = r {
+            // What was released before the error is not lost.
+            self.kept.extend(out);
+            return Err(e);
+        }
+        let list = PyList::empty(py);
+        for e in out {
+            list.append(event_to_py(py, e)?)?;
+        }
+        Ok(list)
+    }
+
     /// Feeds chunk number `seq` (from 0) and returns the events it released; a chunk seen
     /// before is ignored (no events).
     ///
@@ -301,6 +464,9 @@ impl Rewriter {
 
     /// The next event, or None when the rewriter needs more input (or an awaited number).
     fn poll_event<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        if let Some(e) = self.kept.pop_front() {
+            return event_to_py(py, e).map(Some);
+        }
         match &mut self.state {
             State::Ready(rw) => rw.poll_event().map(|e| event_to_py(py, e)).transpose(),
             State::Poisoned(_) => Ok(None),

@@ -14,6 +14,9 @@ the rewriter's events: ``TextEvent`` for the rewritten text, plus ``SourceEvent`
   ``model.stream(...)`` / ``model.astream(...)`` (message chunks whose ``content`` is a str or
   a list of content blocks; text blocks are used).
 
+- ``rewrite_stream``: any iterable of text chunks already at hand (a replay, a log, a buffered
+  stream), fed ``batch`` chunks per call into the engine (``Rewriter.feed_many``).
+
 Provider-native citations (the API reports them beside the text) go through a
 ``ProviderStream``, which numbers them in the same table as markers; each adapter yields its
 events, ending with the ``DoneEvent`` (whose ``text`` is the final answer when a citation was
@@ -44,6 +47,7 @@ citations also carry ``char_offset`` (a ``str`` index) and ``utf16_offset``.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Optional, Union
 
@@ -76,6 +80,7 @@ Event = Union[
 ]
 
 __all__ = [
+    "rewrite_stream",
     "anthropic_astream",
     "anthropic_stream",
     "openai_responses_astream",
@@ -136,6 +141,27 @@ def langchain_chunk_text(chunk: Union[BaseMessageChunk, Any]) -> Optional[str]:
                     parts.append(text)
         return "".join(parts) or None
     return None
+
+
+def rewrite_stream(
+    chunks: Iterable[Union[str, bytes]],
+    rewriter: Rewriter,
+    *,
+    batch: int = 256,
+) -> Iterator[Event]:
+    """Rewrites an iterable of text chunks, ``batch`` chunks per call into the engine
+    (``Rewriter.feed_many``): yields the events, adjacent texts merged, ending with
+    ``DoneEvent``. For chunks already at hand (a replay, a log, a buffered stream); a live
+    stream that must show each token at once wants ``batch=1`` or ``Rewriter.feed``."""
+    if batch < 1:
+        raise ValueError(f"batch must be at least 1, got {batch}")
+    it = iter(chunks)
+    while True:
+        part = list(itertools.islice(it, batch))
+        if not part:
+            break
+        yield from rewriter.feed_many(part)
+    yield from rewriter.finish()
 
 
 def openai_stream(
