@@ -8,7 +8,8 @@
 #   2. wasm-bindgen-test under Node (plus the crate's host unit tests),
 #   3. one test in headless Chromium loading the web build from a local static server,
 #   and type-checks a TypeScript file against the package's .d.ts files.
-# Then prints the .wasm size (raw and gzip) and fails above the 200 KB gzip budget.
+# Then prints the .wasm size (raw and gzip) and fails above the 200 KB gzip budget, and packs the
+# npm package (npm pack), installs the tarball into an empty directory and imports it under Node.
 #
 # Installs what is missing: Debian's chromium (apt-get), wasm-bindgen-cli of the same version as
 # the wasm-bindgen crate in Cargo.lock (cargo install), and the test harness's npm packages
@@ -65,6 +66,7 @@ done
 cp "$crate/npm/package.json" "$pkg/package.json"
 cp "$crate/npm/node-package.json" "$pkg/node/package.json"
 cp "$crate/README.md" "$pkg/README.md"
+cp LICENSE-MIT LICENSE-APACHE "$pkg/"
 
 step "build the CLI (snapshot interop and recorded stream tests)"
 cargo build -p citeflow-cli
@@ -98,3 +100,51 @@ if [ "$gz" -gt "$budget_gzip_bytes" ]; then
   echo "the .wasm is over the gzip budget" >&2
   exit 1
 fi
+
+# The npm package as a user receives it (issue 20 §5; the crates and the wheel are checked in
+# scripts/test-packages.sh): `npm pack`, the tarball's file list, then `npm install <tarball>`
+# into an empty directory and an import under Node from there.
+step "npm pack: the tarball installed into an empty directory and imported under Node"
+packdir="$(mktemp -d)"
+trap 'rm -rf "$packdir"' EXIT
+version="$(node -p 'require("./'"$crate"'/npm/package.json").version')"
+workspace_version="$(awk -F'"' '/^version = / { print $2; exit }' Cargo.toml)"
+if [ "$version" != "$workspace_version" ]; then
+  echo "npm package version $version is not the workspace version $workspace_version" >&2
+  exit 1
+fi
+(cd "$pkg" && npm pack --silent --pack-destination "$packdir" >/dev/null)
+tarball="$packdir/citeflow-$version.tgz"
+tar -tzf "$tarball" | sort >"$packdir/list"
+for f in package.json README.md LICENSE-MIT LICENSE-APACHE node/package.json node/citeflow_wasm.js \
+  node/citeflow_wasm.d.ts node/citeflow_wasm_bg.wasm web/citeflow_wasm.js web/citeflow_wasm.d.ts \
+  web/citeflow_wasm_bg.wasm; do
+  grep -qxF "package/$f" "$packdir/list" || { echo "the tarball has no $f" >&2; exit 1; }
+done
+for f in LICENSE-MIT LICENSE-APACHE; do
+  tar -xzOf "$tarball" "package/$f" | cmp -s - "$f" || { echo "the tarball's $f differs from ./$f" >&2; exit 1; }
+done
+mkdir "$packdir/app"
+# The package has no dependencies: nothing is fetched.
+(cd "$packdir/app" && npm install --silent --no-audit --no-fund --offline "$tarball")
+cat >"$packdir/app/check.mjs" <<'EOF'
+import assert from "node:assert/strict";
+import { readFileSync, realpathSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { Sources, rewrite } from "citeflow";
+
+const [version, app] = process.argv.slice(2);
+const where = realpathSync(fileURLToPath(import.meta.resolve("citeflow")));
+assert.ok(where.startsWith(realpathSync(app) + "/node_modules/citeflow/node/"), where);
+const installed = JSON.parse(readFileSync(`${app}/node_modules/citeflow/package.json`, "utf8"));
+assert.equal(installed.version, version);
+const r = rewrite(
+  "Paris [[source_7]] is in France [[source_3]], see [[source_7]].",
+  Sources.fromArray([{ id: "source_7", title: "Paris" }, { id: "source_3", title: "France" }]),
+);
+assert.equal(r.text, "Paris [1] is in France [2], see [1].");
+assert.equal(r.events.filter((e) => e.type === "citation").length, 3);
+console.log(`import "citeflow" ${installed.version} from ${where}: ${JSON.stringify(r.text)}`);
+EOF
+(cd "$packdir/app" && node check.mjs "$version" "$packdir/app")
+echo "$(basename "$tarball"): $(wc -c <"$tarball") bytes, $(wc -l <"$packdir/list") files"
