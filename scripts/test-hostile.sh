@@ -314,8 +314,8 @@ def run(d, base, pid, seconds):
     check(data[-1:] == ["[DONE]"] and " extra" not in text, f"content after finish_reason is dropped: {text!r}")
     time.sleep(0.2)
     _, _, metrics = request(f"{base}/metrics", timeout=5)
-    open_streams = [l for l in metrics.decode().splitlines() if l.startswith("citeflow_streams_open ")]
-    check(open_streams == ["citeflow_streams_open 0"], f"no stream left running: {open_streams}")
+    open_streams = [l for l in metrics.decode().splitlines() if l.startswith("citeflow_streams_open{")]
+    check(open_streams and all(l.endswith("} 0") for l in open_streams), f"no stream left running: {open_streams}")
     s, h, raw = chat(base, "ok.sse", seconds)
     stream_id = h.get("x-citeflow-stream-id") or h.get("X-Citeflow-Stream-Id")
     for bad in ["9223372036854775808", "18446744073709551616", "-1", "abc"]:

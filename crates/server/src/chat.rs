@@ -454,9 +454,6 @@ async fn complete(state: AppState, plan: Plan, key: Option<&str>) -> Result<Resp
         }
         m.insert("citeflow".into(), cf);
     }
-    state
-        .metrics
-        .completions
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    state.metrics.completions.inc(crate::metrics::OPENAI);
     Ok(Json(answer).into_response())
 }

@@ -3,7 +3,6 @@
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use citeflow_core::{
@@ -15,6 +14,7 @@ use serde_json::{json, Value};
 
 use crate::engine::{failure, Failure};
 use crate::error::envelope;
+use crate::metrics::OPENAI;
 use crate::state::AppState;
 use crate::unrecorded::{record_failure, with_retries};
 use crate::upstream_body::UpstreamEvents;
@@ -207,10 +207,10 @@ impl Speed {
 pub(crate) fn count(state: &AppState, e: &Event) {
     match e {
         Event::Citation { .. } => {
-            state.metrics.citations.fetch_add(1, Relaxed);
+            state.metrics.citations.inc();
         }
         Event::Unresolved { .. } => {
-            state.metrics.unresolved.fetch_add(1, Relaxed);
+            state.metrics.unresolved.inc();
         }
         _ => {}
     }
@@ -265,7 +265,7 @@ impl Generation {
         let stats = self.speed.stats();
         let m = &self.state.metrics;
         m.generated_tokens
-            .fetch_add(stats["tokens"].as_u64().unwrap_or(0), Relaxed);
+            .add(OPENAI, stats["tokens"].as_u64().unwrap_or(0));
         if let Some(v) = stats["tokens_per_second"].as_f64() {
             m.observe_generation_speed(v);
         }
@@ -675,18 +675,14 @@ impl Generation {
     async fn finish(&self, status: StreamStatus, error: Option<StoredEvent>) {
         record_failure(&self.state, &self.stream_id, error, status).await;
         let m = &self.state.metrics;
-        m.streams_open.fetch_sub(1, Relaxed);
-        match status {
-            StreamStatus::Completed => m.streams_completed.fetch_add(1, Relaxed),
-            _ => m.streams_failed.fetch_add(1, Relaxed),
-        };
+        m.stream_closed(OPENAI, status == StreamStatus::Completed);
     }
 
     /// Logs an error event and marks the stream failed.
     async fn fail(&mut self, f: Failure) {
         tracing::warn!(stream_id = %self.stream_id, code = f.code, message = %f.message, "stream failed");
         if f.code.starts_with("upstream") {
-            self.state.metrics.upstream_errors.fetch_add(1, Relaxed);
+            self.state.metrics.upstream_errors.inc(OPENAI);
         }
         let data = error_payload(f.code, &f.message);
         // Right after the last event the log took (events it refused are lost).
@@ -711,8 +707,7 @@ fn store_failure(e: &citeflow_store::StoreError) -> Failure {
 
 /// Reads the upstream body to its end, logging every rewritten chunk before it is sent.
 pub(crate) async fn run(mut g: Generation, resp: reqwest::Response) {
-    g.state.metrics.streams_started.fetch_add(1, Relaxed);
-    g.state.metrics.streams_open.fetch_add(1, Relaxed);
+    g.state.metrics.stream_opened(OPENAI);
     let mut upstream = UpstreamEvents::new(resp, &g.state.settings.limits);
     let mut saw_finish = false;
     let result: Result<(), Failure> = supervised(async {
@@ -729,7 +724,7 @@ pub(crate) async fn run(mut g: Generation, resp: reqwest::Response) {
                 saw_finish |= v
                     .pointer("/choices/0/finish_reason")
                     .is_some_and(|f| !f.is_null());
-                g.state.metrics.chunks.fetch_add(1, Relaxed);
+                g.state.metrics.chunks.inc(OPENAI);
                 out.extend(g.on_chunk(v).await?);
             }
             if batch.last && !done && !saw_finish {

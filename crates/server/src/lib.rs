@@ -135,6 +135,10 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             guard::browser_guard,
         ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            metrics::track,
+        ))
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .layer(axum::middleware::from_fn(request_id::request_id))
         .with_state(state)
@@ -195,7 +199,7 @@ async fn readyz(State(state): State<AppState>) -> Response {
 
 async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     (
-        [(CONTENT_TYPE, "text/plain; version=0.0.4")],
+        [(CONTENT_TYPE, metrics::CONTENT_TYPE)],
         state.metrics.render(),
     )
 }

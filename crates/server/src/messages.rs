@@ -530,10 +530,7 @@ pub(crate) async fn create(
         .map_err(failure_response)?;
     let mut answer = wire.message();
     answer["citeflow"] = citeflow_of(&events, plan.session_id.as_deref());
-    state
-        .metrics
-        .completions
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    state.metrics.completions.inc(crate::metrics::ANTHROPIC);
     Ok(Json(answer).into_response())
 }
 

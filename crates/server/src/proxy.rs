@@ -2,7 +2,6 @@
 //! `sources`/`citeflow` request extensions ([`plan`]), the upstream call and the key sent with
 //! it. The engine is in `engine.rs`, the relay of its events in `relay.rs`.
 
-use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use axum::http::HeaderMap;
@@ -200,10 +199,19 @@ pub(crate) async fn send(
 ) -> Result<reqwest::Response, ApiError> {
     let timeout_ms = state.settings.limits.upstream_response_timeout_ms;
     let started = Instant::now();
-    let resp = tokio::time::timeout(Duration::from_millis(timeout_ms), req.send()).await;
-    state.metrics.observe_upstream_latency(started.elapsed());
+    let (client, req) = req.build_split();
+    let up = req.as_ref().map_or(crate::metrics::OPENAI, |r| {
+        state.metrics.upstream_of(r.url().as_str())
+    });
+    let resp = tokio::time::timeout(Duration::from_millis(timeout_ms), async move {
+        client.execute(req?).await
+    })
+    .await;
+    state
+        .metrics
+        .observe_upstream_latency(up, started.elapsed());
     let fail = |e: ApiError| {
-        state.metrics.upstream_errors.fetch_add(1, Relaxed);
+        state.metrics.upstream_errors.inc(up);
         e
     };
     let resp = match resp {

@@ -4,7 +4,6 @@
 //! resume.
 
 use std::convert::Infallible;
-use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use axum::http::HeaderMap;
@@ -32,6 +31,7 @@ pub(crate) async fn pump<W: Wire>(
     resp: reqwest::Response,
     mut sink: impl AsyncSink,
 ) -> Result<(), Failure> {
+    let wire_upstream = state.metrics.upstream_of(resp.url().as_str());
     let mut upstream = UpstreamEvents::new(resp, &state.settings.limits);
     loop {
         let batch = upstream.next_batch().await?;
@@ -54,7 +54,7 @@ pub(crate) async fn pump<W: Wire>(
                     "the upstream sent an event that is not a JSON object",
                 ));
             }
-            state.metrics.chunks.fetch_add(1, Relaxed);
+            state.metrics.chunks.inc(wire_upstream);
             wire.before(&v);
             let mut r = engine.ps.write_payload(&v, 0);
             if r.is_ok() && wire.is_boundary(&v) {
@@ -180,8 +180,8 @@ pub(crate) fn spawn_stream<W: Wire>(
     tokio::spawn(async move {
         let _slot = slot;
         let m = &state.metrics;
-        m.streams_started.fetch_add(1, Relaxed);
-        m.streams_open.fetch_add(1, Relaxed);
+        let up = m.upstream_of(resp.url().as_str());
+        m.stream_opened(up);
         let mut log = Log {
             state: state.clone(),
             stream_id: stream_id.clone(),
@@ -198,7 +198,7 @@ pub(crate) fn spawn_stream<W: Wire>(
             Err(f) => {
                 tracing::warn!(stream_id = %stream_id, code = f.code, message = %f.message, "stream failed");
                 if f.code.starts_with("upstream") {
-                    m.upstream_errors.fetch_add(1, Relaxed);
+                    m.upstream_errors.inc(up);
                 }
                 let ev = wire.error_event(f.code, &f.message);
                 if let Err(e) = (&mut log).send(vec![ev]).await {
@@ -210,11 +210,7 @@ pub(crate) fn spawn_stream<W: Wire>(
         if let Err(e) = state.store.finish_stream(&stream_id, status).await {
             tracing::error!(stream_id = %stream_id, error = %e, "cannot finish stream");
         }
-        m.streams_open.fetch_sub(1, Relaxed);
-        match status {
-            StreamStatus::Completed => m.streams_completed.fetch_add(1, Relaxed),
-            _ => m.streams_failed.fetch_add(1, Relaxed),
-        };
+        m.stream_closed(up, status == StreamStatus::Completed);
     });
 }
 

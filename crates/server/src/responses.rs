@@ -361,10 +361,7 @@ pub(crate) async fn create(
         .cloned()
         .ok_or_else(|| ApiError::UpstreamMalformed("no response.completed".into()))?;
     answer["citeflow"] = citeflow_of(&events, plan.session_id.as_deref());
-    state
-        .metrics
-        .completions
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    state.metrics.completions.inc(crate::metrics::OPENAI);
     Ok(Json(answer).into_response())
 }
 

@@ -72,12 +72,13 @@ impl AppState {
             .build()
             .expect("the upstream http client can be built");
         let (tx, rx) = watch::channel(false);
+        let metrics = Arc::new(Metrics::for_settings(&settings));
         Ok(AppState {
             settings: Arc::new(settings),
             store,
             books,
             http,
-            metrics: Arc::new(Metrics::default()),
+            metrics,
             shutdown: rx,
             unrecorded: Arc::new(Unrecorded::default()),
             quota: Arc::new(StreamQuota::default()),

@@ -146,10 +146,7 @@ pub async fn recover_interrupted(state: &AppState) -> Result<usize, citeflow_sto
             .store
             .finish_stream(id, StreamStatus::Interrupted)
             .await?;
-        state
-            .metrics
-            .streams_interrupted
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        state.metrics.streams_interrupted.inc();
         tracing::warn!(stream_id = %id, "marked interrupted stream");
     }
     Ok(ids.len())

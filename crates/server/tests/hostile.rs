@@ -34,10 +34,7 @@ async fn streams_open(h: &Harness) -> u64 {
         .text()
         .await
         .expect("text");
-    text.lines()
-        .find_map(|l| l.strip_prefix("citeflow_streams_open "))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("citeflow_streams_open in /metrics")
+    crate::metrics::sum(&text, "citeflow_streams_open", &[]) as u64
 }
 
 /// Streams `model`; returns the stream id and its events (the reader gives up after 10 s, so a

@@ -167,5 +167,6 @@ fn prop_any_upstream_payload_ends_with_done_or_an_error() {
     // Every generation ended: no stream is left open.
     std::thread::sleep(std::time::Duration::from_millis(200));
     let metrics = h.state.metrics().render();
-    assert!(metrics.contains("citeflow_streams_open 0"), "{metrics}");
+    let open = crate::metrics::sum(&metrics, "citeflow_streams_open", &[]);
+    assert_eq!(open, 0.0, "{metrics}");
 }

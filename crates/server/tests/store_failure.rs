@@ -164,5 +164,6 @@ async fn a_store_failure_mid_stream_ends_it_with_an_error_never_a_wait() {
         StreamStatus::Failed
     );
     let open = h.state.metrics().render();
-    assert!(open.contains("citeflow_streams_open 0"), "{open}");
+    let n = crate::metrics::sum(&open, "citeflow_streams_open", &[]);
+    assert_eq!(n, 0.0, "{open}");
 }

@@ -9,6 +9,7 @@ mod failures;
 mod forward_key;
 mod guard;
 mod hostile;
+mod metrics;
 mod prop_upstream;
 mod provider_books;
 mod recorded;

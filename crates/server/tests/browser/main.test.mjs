@@ -114,7 +114,7 @@ test("the main command's page answers a question about a sample book with the lo
 
   // And in /metrics.
   const metrics = await (await fetch(`${base}/metrics`)).text();
-  assert.match(metrics, /^citeflow_first_token_seconds_count [1-9]/m);
-  assert.match(metrics, /^citeflow_generation_tokens_per_second_count [1-9]/m);
+  assert.match(metrics, /^citeflow_first_token_seconds_count\{[^}]*upstream="openai"[^}]*\} [1-9]/m);
+  assert.match(metrics, /^citeflow_generation_tokens_per_second_count\{[^}]*\} [1-9]/m);
   await ctx.close();
 });
