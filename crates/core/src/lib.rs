@@ -2,19 +2,22 @@
 //! (`[[source_3]]`, `<cite:source_7>`, `[source_3]`, `【2】`) become readable numbers
 //! (`[1]`, `[2]`) **while the text streams**, with numbers that never change once shown.
 //!
-//! [`Sources`] holds what the model was shown (registered in rounds), [`Numbering`] is the
-//! append-only table of numbers (fresh per answer, or the session's for an agent), and
-//! [`Settings`] picks the marker syntaxes, the [`Style`] and the policies. A [`Rewriter`] takes
-//! the three, is fed bytes with [`Rewriter::write`] and [`Rewriter::end`], and yields
-//! [`Event`]s from [`Rewriter::poll_event`]: a [`Event::Source`] the first time a number is
-//! shown (before the text that shows it), [`Event::Text`], [`Event::Citation`],
-//! [`Event::Unresolved`], and [`Event::Done`] with the final list and a [`Report`]. What the
-//! model is asked to write lives here too, so that it is exactly what the scanner recognises:
-//! a [`PromptMarker`] labels each source ([`context_block`], [`citation_instruction`],
-//! [`zero_shot_messages`], [`few_shot_messages`]) and [`citation_grammar`] writes a GBNF
-//! grammar that keeps the model's markers well-formed; [`SMALL_MODEL_MARKER`] and
-//! [`SMALL_MODEL_GRAMMAR`] are the measured choice for small local models. The crate does no
-//! I/O, reads no clock and keeps no global state.
+//! A whole answer at once:
+//!
+//! ```
+//! use citeflow_core::{rewrite_str, Numbering, Settings, Source, Sources};
+//!
+//! let sources = Sources::from_vec(vec![Source::new("source_7"), Source::new("source_3")])?;
+//! let answer = "Paris [[source_3]], France [[source_7]].";
+//! let out = rewrite_str(answer, Settings::default(), sources, Numbering::new())?;
+//! assert_eq!(out.text, "Paris [1], France [2].");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! A stream, chunk by chunk (a marker or a UTF-8 character may be cut anywhere): write each
+//! chunk, then poll. [`Rewriter::poll_event_into`] appends the text to your buffer and returns
+//! the other events (a number's [`Event::Source`] comes before the text that shows it), so the
+//! text path allocates nothing; [`Rewriter::poll_event`] returns the text as events too.
 //!
 //! ```
 //! use citeflow_core::{Event, Numbering, Rewriter, Settings, Source, Sources};
@@ -24,26 +27,38 @@
 //!     Source::new("source_3").with_title("France"),
 //! ])?;
 //! let mut rw = Rewriter::new(Settings::default(), sources, Numbering::new());
-//! let mut text = String::new();
+//! let mut shown = String::new();
 //! for chunk in ["Paris is the capital [[sou", "rce_7]], bad [[source_99]]."] {
 //!     rw.write(chunk)?;
-//!     while let Some(event) = rw.poll_event() {
-//!         if let Event::Text { text: t } = event {
-//!             text.push_str(&t);
+//!     while let Some(event) = rw.poll_event_into(&mut shown) {
+//!         if let Event::Source { number, source, .. } = event {
+//!             println!("[{number}] {}", source.title.as_deref().unwrap_or(&source.id));
 //!         }
 //!     }
 //! }
 //! rw.end()?;
-//! while let Some(event) = rw.poll_event() {
-//!     match event {
-//!         Event::Text { text: t } => text.push_str(&t),
-//!         Event::Done { report, .. } => assert!(report.verified),
-//!         _ => {}
+//! while let Some(event) = rw.poll_event_into(&mut shown) {
+//!     if let Event::Done { report, .. } = event {
+//!         assert!(report.verified);
 //!     }
 //! }
-//! assert_eq!(text, "Paris is the capital [1], bad [?].");
+//! assert_eq!(shown, "Paris is the capital [1], bad [?].");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! [`Sources`] holds what the model was shown (registered in rounds), [`Numbering`] is the
+//! append-only table of numbers (fresh per answer, or the session's for an agent), and
+//! [`Settings`] picks the marker syntaxes, the [`Style`] and the policies ([`SettingsPatch`]
+//! builds them from names, as every front-end does). The events: [`Event::Source`],
+//! [`Event::Text`], [`Event::Citation`], [`Event::Unresolved`], and [`Event::Done`] with the
+//! final list and a [`Report`]. Provider APIs that send citations beside the text (Anthropic,
+//! OpenAI Responses, Gemini, Cohere, Bedrock) are read by `provider::ProviderStream` (feature
+//! `serde`) into the same numbering. What the model is asked to write lives here too, so that
+//! it is exactly what the scanner recognises: a [`PromptMarker`] labels each source
+//! ([`context_block`], [`citation_instruction`], [`zero_shot_messages`], [`few_shot_messages`])
+//! and [`citation_grammar`] writes a GBNF grammar that keeps the model's markers well-formed;
+//! [`SMALL_MODEL_MARKER`] and [`SMALL_MODEL_GRAMMAR`] are the measured choice for small local
+//! models. The crate does no I/O, reads no clock and keeps no global state.
 
 mod error;
 mod event;
