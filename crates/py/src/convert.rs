@@ -144,11 +144,6 @@ pub(crate) fn serde_name<T: serde::Serialize>(v: &T) -> String {
     }
 }
 
-/// Parses a unit enum value from its serde name; `None` when the name is not one.
-pub(crate) fn from_serde_name<T: serde::de::DeserializeOwned>(name: &str) -> Option<T> {
-    serde_json::from_value(Value::String(name.to_owned())).ok()
-}
-
 /// `repr()` of a Python string (same quoting rule as Python's).
 pub(crate) fn repr_str(s: &str) -> String {
     let quote = if s.contains('\'') && !s.contains('"') {

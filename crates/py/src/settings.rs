@@ -4,7 +4,7 @@ use citeflow_core as core;
 use pyo3::prelude::*;
 use serde_json::Value;
 
-use crate::convert::{from_serde_name, repr_str, serde_name};
+use crate::convert::{repr_str, serde_name};
 use crate::errors::settings_err;
 use crate::types::{from_json, to_json};
 
@@ -23,61 +23,22 @@ pub(crate) struct SettingsArgs {
     pub(crate) skip_code: Option<bool>,
 }
 
-fn unknown_name(py: Python<'_>, what: &'static str, value: &str) -> PyErr {
-    settings_err(
-        py,
-        core::SettingsError::UnknownName {
-            what,
-            value: value.to_owned(),
-        },
-    )
-}
-
 impl SettingsArgs {
-    /// Applies the given arguments to `base` with the core's setters and parsers.
+    /// Applies the given arguments to `base` through the core's `SettingsPatch`, so names and
+    /// errors are the core's, as in the CLI, the server and WASM.
     pub(crate) fn apply(self, py: Python<'_>, base: core::Settings) -> PyResult<core::Settings> {
-        let err = |e| settings_err(py, e);
-        let mut s = base;
-        if let Some(list) = self.syntaxes {
-            let syntaxes = list
-                .iter()
-                .map(|n| core::Syntax::from_name(n))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(err)?;
-            s = s.with_syntaxes(&syntaxes);
-        }
-        if let Some(p) = self.id_pattern {
-            s = s.with_id_shape(core::IdShape::parse(&p).map_err(err)?);
-        }
-        if let Some(r) = self.rank {
-            s = s.with_rank(core::RankMode::from_name(&r).map_err(err)?);
-        }
-        if let Some(u) = self.unknown {
-            s = s.with_unknown(core::UnknownPolicy::from_name(&u).map_err(err)?);
-        }
-        if let Some(st) = self.style {
-            s = s.with_style(core::Style::from_name(&st).map_err(err)?);
-        }
-        if let Some(b) = self.max_pending_bytes {
-            s = s.with_max_pending_bytes(b).map_err(err)?;
-        }
-        if let Some(p) = self.invalid_utf8 {
-            let policy = from_serde_name::<core::InvalidUtf8>(&p)
-                .ok_or_else(|| unknown_name(py, "invalid utf-8 policy", &p))?;
-            s = s.with_invalid_utf8(policy);
-        }
-        if let Some(n) = self.number_source {
-            let source = from_serde_name::<core::NumberSource>(&n)
-                .ok_or_else(|| unknown_name(py, "number source", &n))?;
-            s = s.with_number_source(source);
-        }
-        if let Some(d) = self.dedupe {
-            s = s.with_dedupe(d);
-        }
-        if let Some(k) = self.skip_code {
-            s = s.with_skip_code(k);
-        }
-        Ok(s)
+        let mut patch = core::SettingsPatch::default();
+        patch.syntaxes = self.syntaxes;
+        patch.id_pattern = self.id_pattern;
+        patch.rank = self.rank;
+        patch.unknown = self.unknown;
+        patch.style = self.style;
+        patch.max_pending_bytes = self.max_pending_bytes;
+        patch.invalid_utf8 = self.invalid_utf8;
+        patch.number_source = self.number_source;
+        patch.dedupe = self.dedupe;
+        patch.skip_code = self.skip_code;
+        patch.apply(base).map_err(|e| settings_err(py, e))
     }
 }
 
