@@ -20,6 +20,7 @@
 
 mod convert;
 mod detail;
+mod epub;
 mod errors;
 mod events;
 mod funcs;
@@ -34,6 +35,7 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _citeflow(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
+    epub::register(m)?;
     m.add_class::<types::Locator>()?;
     m.add_class::<types::Source>()?;
     m.add_class::<types::Round>()?;

@@ -36,16 +36,23 @@ Errors derive from ``CiteflowError``: ``SettingsError``, ``SourceError``, ``Numb
 message and a stable ``code``.
 
 Adapters for the OpenAI, Anthropic and LangChain streams are in ``citeflow.adapters``.
+
+Books (EPUB) are in ``citeflow.epub`` (``EpubError``, ``CfiError``); their passages become
+LangChain documents through ``citeflow.langchain`` and LlamaIndex nodes through
+``citeflow.llamaindex`` (neither library is imported by ``import citeflow``); retrieved documents
+become the prompt's context and a session through ``citeflow.context``.
 """
 
 from typing import Union
 
 from ._citeflow import (
     MIN_PENDING_BYTES,
+    CfiError,
     CitationDetail,
     CitationEvent,
     CiteflowError,
     DoneEvent,
+    EpubError,
     ListedSource,
     Locator,
     NumberEntry,
@@ -95,10 +102,12 @@ Event = Union[
 
 __all__ = [
     "MIN_PENDING_BYTES",
+    "CfiError",
     "CitationDetail",
     "CitationEvent",
     "CiteflowError",
     "DoneEvent",
+    "EpubError",
     "Event",
     "ListedSource",
     "Locator",
