@@ -40,6 +40,8 @@ export CITEFLOW_CLI="$TARGET_DIR/debug/citeflow"
 (cd "$VENV" && "$VENV/bin/python" -m mypy.stubtest citeflow._citeflow)
 # The pure-Python part (adapters, package root) type-checks strictly against the stub.
 "$VENV/bin/python" -m mypy --strict --no-incremental --cache-dir=/dev/null \
-    crates/py/python/citeflow/__init__.py crates/py/python/citeflow/adapters.py
+    crates/py/python/citeflow/__init__.py crates/py/python/citeflow/adapters.py \
+    crates/py/python/citeflow/epub.py crates/py/python/citeflow/context.py \
+    crates/py/python/citeflow/langchain.py crates/py/python/citeflow/llamaindex.py
 
 echo "test-python: ok"
