@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use citeflow_epub::cfi::{Offset, Param, Path as CfiPath, Step};
-use citeflow_epub::{Book, Cfi, Location, Point};
+use citeflow_epub::{Book, Cfi, CfiFlavor, FlavorReading, Location, Point, Resolved};
 use clap::{Args, Subcommand};
 
 use crate::book::open_book;
@@ -55,6 +55,12 @@ enum CfiCommand {
         /// The CFI is percent-encoded, as in an href: decode it first.
         #[arg(long)]
         percent_encoded: bool,
+        /// How the CFI is written: 'spec' (EPUB CFI 1.1, the default), 'epubjs' (as epub.js
+        /// 0.3.93 writes it) or 'auto' (read both ways; an error when they point at different
+        /// text). With this flag the output adds cfi_flavor (the flavour read, or "both"),
+        /// cfi_spec and cfi_epubjs (the same place written each way).
+        #[arg(long, value_name = "FLAVOR")]
+        cfi_flavor: Option<String>,
     },
 }
 
@@ -84,12 +90,17 @@ pub(crate) fn run(args: CfiArgs) -> Result<ExitCode> {
             chars,
             raw,
             percent_encoded,
+            cfi_flavor,
         } => {
             let c = parse(&cfi, percent_encoded)?;
             let b = open_book(&book, &Progress::hidden())?.book;
-            let r = b
-                .resolve(&c)
+            let (r, read_as) = resolve_flavored(&b, &c, cfi_flavor.as_deref())
                 .with_context(|| format!("cannot resolve {cfi} in {}", book.display()))?;
+            // The same place written in each flavour (only with --cfi-flavor).
+            let written = |to: CfiFlavor| {
+                let (_, from) = read_as?;
+                b.convert_cfi(&c, from, to).ok().map(|c| c.to_string())
+            };
             let (text, before) = if r.end.is_some() {
                 (b.text_of(&r), None)
             } else {
@@ -119,11 +130,46 @@ pub(crate) fn run(args: CfiArgs) -> Result<ExitCode> {
                 chapter_title: chapter.and_then(|c| c.title.as_deref()),
                 text_before: before.map(squash),
                 text: squash(text),
+                cfi_flavor: read_as.map(|(name, _)| name),
+                cfi_spec: written(CfiFlavor::Spec),
+                cfi_epubjs: written(CfiFlavor::Epubjs),
             };
             println!("{}", serde_json::to_string(&out)?);
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Resolves `c` as `flavor` (`None`: spec, as without the flag; `auto`: both ways). Returns
+/// the place and, with a flavour given, the name to report and the flavour it was read as.
+fn resolve_flavored(
+    b: &Book,
+    c: &Cfi,
+    flavor: Option<&str>,
+) -> Result<(Resolved, Option<(&'static str, CfiFlavor)>)> {
+    let Some(name) = flavor else {
+        return Ok((b.resolve(c)?, None));
+    };
+    if name != "auto" {
+        let f = CfiFlavor::from_name(name)
+            .map_err(|_| anyhow!("unknown cfi flavor {name:?} (expected spec, epubjs or auto)"))?;
+        return Ok((b.resolve_as(c, f)?, Some((f.name(), f))));
+    }
+    let text = |r: &Resolved| {
+        let t = b.text_after(&r.start, 40);
+        t.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    match b.resolve_any(c)? {
+        FlavorReading::Same(r) => Ok((r, Some(("both", CfiFlavor::Spec)))),
+        FlavorReading::Only(f, r) => Ok((r, Some((f.name(), f)))),
+        FlavorReading::Ambiguous { spec, epubjs } => bail!(
+            "the cfi reads as two places: as spec at {:?}, as epubjs at {:?}; give \
+             --cfi-flavor spec or epubjs",
+            text(&spec),
+            text(&epubjs)
+        ),
+        _ => bail!("the cfi cannot be read in any known flavour"),
+    }
 }
 
 /// Parses a CFI; the error shows the input with a caret under the problem.
@@ -167,6 +213,15 @@ struct ResolveJson<'a> {
     text_before: Option<String>,
     /// For a point: the text from it on; for a range: the text it covers.
     text: String,
+    /// With --cfi-flavor: the flavour the CFI was read as (`both` when they agree).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cfi_flavor: Option<&'static str>,
+    /// With --cfi-flavor: the place as a spec CFI.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cfi_spec: Option<String>,
+    /// With --cfi-flavor: the place as epub.js writes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cfi_epubjs: Option<String>,
 }
 
 /// `citeflow cfi parse` output, fields in reading order.

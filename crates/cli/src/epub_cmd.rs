@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
+use citeflow_epub::CfiFlavor;
 use clap::{Args, Subcommand};
 
 use crate::book::open_book;
@@ -28,6 +29,10 @@ enum EpubCommand {
         /// as in the CFI oracle file).
         #[arg(long)]
         full_text: bool,
+        /// How the CFIs are written: 'spec' (EPUB CFI 1.1) or 'epubjs' (as epub.js 0.3.93
+        /// writes them).
+        #[arg(long, default_value = "spec", value_name = "FLAVOR")]
+        cfi_flavor: CfiFlavor,
     },
     /// One JSON line per chapter (from the table of contents): index, title, depth, spine
     /// index and href.
@@ -91,9 +96,13 @@ pub(crate) fn run(args: EpubArgs) -> Result<ExitCode> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     match args.command {
-        EpubCommand::Nodes { book, full_text } => {
+        EpubCommand::Nodes {
+            book,
+            full_text,
+            cfi_flavor,
+        } => {
             let b = open_book(&book, &Progress::hidden())?.book;
-            for n in b.text_nodes() {
+            for n in b.text_nodes_as(cfi_flavor) {
                 let line = NodeLine {
                     spine_index: n.spine_index,
                     href: n.href,

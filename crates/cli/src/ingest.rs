@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use citeflow_epub::ChunkSettings;
+use citeflow_epub::{CfiFlavor, ChunkSettings};
 use citeflow_index::{BookPassage, Index};
 use clap::{Args, ValueEnum};
 
@@ -42,6 +42,22 @@ pub(crate) struct IngestArgs {
     index: Option<PathBuf>,
     #[command(flatten)]
     chunking: ChunkArgs,
+    /// How the passages' CFIs are written: 'spec' (EPUB CFI 1.1) or 'epubjs' (as epub.js
+    /// 0.3.93 writes them, for a reader built on epub.js; each passage then also carries
+    /// cfi_flavor, cfi_spec and start_cfi_spec). The index always keeps spec CFIs.
+    #[arg(long, default_value = "spec", value_name = "FLAVOR")]
+    cfi_flavor: CfiFlavor,
+}
+
+/// A passage written with `--cfi-flavor` other than spec: the record (its CFIs in that
+/// flavour) and the spec CFIs of the same places.
+#[derive(serde::Serialize)]
+struct FlavoredPassage<'a> {
+    #[serde(flatten)]
+    record: &'a BookPassage,
+    cfi_flavor: &'static str,
+    cfi_spec: String,
+    start_cfi_spec: String,
 }
 
 enum Sink {
@@ -92,6 +108,7 @@ pub(crate) fn run(args: IngestArgs) -> Result<ExitCode> {
         let result = ingest_one(
             path,
             &settings,
+            args.cfi_flavor,
             &mut sink,
             args.format,
             &mut written,
@@ -153,9 +170,11 @@ struct Stats {
     reused: bool,
 }
 
+#[expect(clippy::too_many_arguments, reason = "one call site, the run's state")]
 fn ingest_one(
     path: &Path,
     settings: &ChunkSettings,
+    flavor: CfiFlavor,
     sink: &mut Sink,
     format: PassageFormat,
     written: &mut usize,
@@ -184,15 +203,46 @@ fn ingest_one(
         return Ok(stats);
     }
     progress.phase(format!("cutting {} into passages", path.display()));
-    let passages = BookPassage::from_book(book, settings);
+    // With another flavour: the records to write (CFIs in that flavour, the spec's beside
+    // them) and, for the index, the same passages with their spec CFIs.
+    let (passages, flavored) = if flavor == CfiFlavor::Spec {
+        (BookPassage::from_book(book, settings), Vec::new())
+    } else {
+        let cut = book.passages(&settings.clone().with_cfi_flavor(flavor));
+        let mut spec = Vec::with_capacity(cut.len());
+        let mut flavored = Vec::with_capacity(cut.len());
+        for p in cut {
+            let record = BookPassage::from_passage(&p);
+            let mut s = p;
+            s.cfi = s
+                .cfi_spec
+                .take()
+                .context("a flavoured passage has its spec cfi")?;
+            s.start_cfi = s
+                .start_cfi_spec
+                .take()
+                .context("a flavoured passage has its spec start cfi")?;
+            spec.push(BookPassage::from_passage(&s));
+            flavored.push(record);
+        }
+        (spec, flavored)
+    };
     stats.passages = Some(passages.len());
     if let Some(w) = writer {
         progress.count(passages.len() as u64, format!("writing {}", path.display()));
-        for p in &passages {
+        for (i, p) in passages.iter().enumerate() {
             if format == PassageFormat::Json {
                 w.write_all(if *written == 0 { b"\n" } else { b",\n" })?;
             }
-            let mut json = serde_json::to_vec(p)?;
+            let mut json = match flavored.get(i) {
+                None => serde_json::to_vec(p)?,
+                Some(record) => serde_json::to_vec(&FlavoredPassage {
+                    record,
+                    cfi_flavor: flavor.name(),
+                    cfi_spec: p.cfi.clone(),
+                    start_cfi_spec: p.start_cfi.clone(),
+                })?,
+            };
             if format == PassageFormat::Jsonl {
                 json.push(b'\n');
             }

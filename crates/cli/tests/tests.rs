@@ -9,6 +9,7 @@ mod serve_env;
 mod ask_cli;
 mod books_support;
 mod cfi_cli;
+mod cfi_flavor_cli;
 mod epub_cli;
 mod ingest_cli;
 
