@@ -150,6 +150,11 @@ pub(crate) struct ServeArgs {
     /// too_many_sessions [default: 10000].
     #[arg(long, env = "CITEFLOW_MAX_SESSIONS_PER_KEY")]
     max_sessions_per_key: Option<usize>,
+    /// On SIGTERM or SIGINT: how long, in ms, the streams being generated may take to finish
+    /// (no new connections meanwhile); the rest then end with a shutting_down error event,
+    /// resumable with Last-Event-ID from a durable store [default: 20000].
+    #[arg(long, env = "CITEFLOW_SHUTDOWN_GRACE_MS")]
+    shutdown_grace_ms: Option<u64>,
     /// How long an unused session is kept, in ms [default: 7 days].
     #[arg(long, env = "CITEFLOW_SESSION_TTL_MS")]
     session_ttl_ms: Option<u64>,
@@ -235,6 +240,7 @@ fn limits(a: &ServeArgs) -> Limits {
     set(&mut l.session_idle_ttl_ms, a.session_ttl_ms);
     set(&mut l.header_read_timeout_ms, a.header_read_timeout_ms);
     set(&mut l.body_read_timeout_ms, a.body_read_timeout_ms);
+    set(&mut l.shutdown_grace_ms, a.shutdown_grace_ms);
     if let Some(v) = a.max_connections {
         l.max_connections = v;
     }
@@ -250,25 +256,28 @@ fn limits(a: &ServeArgs) -> Limits {
     l
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
+/// SIGTERM or SIGINT (Ctrl-C). The handlers are installed when this is called (inside the
+/// runtime, before the address is printed), so a signal sent as soon as the server says it
+/// listens starts the graceful shutdown instead of killing the process.
+#[cfg(unix)]
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
+    let mut int = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
         }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
-    }
+    })
+}
+
+/// Ctrl-C.
+#[cfg(not(unix))]
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
 }
 
 /// The sample books built into the binary: (file name, bytes). Licenses:
@@ -456,10 +465,11 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("cannot listen on {}", args.listen))?;
         let addr = listener.local_addr().context("listener address")?;
         citeflow_server::check_exposure(&settings, addr)?;
+        let signal = shutdown_signal()?;
         let mut out = std::io::stdout();
         writeln!(out, "citeflow listening on http://{addr}")?;
         out.flush()?;
-        launch(settings, listener, shutdown_signal())
+        launch(settings, listener, signal)
             .await
             .context("citeflow serve failed")
     })?;

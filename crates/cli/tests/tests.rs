@@ -5,6 +5,7 @@ mod render_cli;
 mod serve_books;
 mod serve_crash;
 mod serve_env;
+mod serve_shutdown;
 
 mod ask_cli;
 mod books_support;

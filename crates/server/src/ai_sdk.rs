@@ -189,41 +189,36 @@ impl Wire for AiSdkWire {
 /// A chat completions stream's log after `after` as the UI message stream: each logged
 /// event becomes its parts ([`chat_parts`]), the last of them carrying the event's id.
 pub(crate) fn chat_response(state: &AppState, stream_id: &str, after: u64) -> Response {
-    let mut shutdown = state.shutdown.clone();
-    let stop = async move {
-        let _ = shutdown.wait_for(|s| *s).await;
-    };
     let id = stream_id.to_owned();
-    let feed = follow(state.store.clone(), stream_id.to_owned(), after)
-        .flat_map(move |e| {
-            let events: Vec<SseEvent> = match e {
-                Ok(e) => {
-                    let parts = chat_parts(&e.data, &id, e.id == 1);
-                    let n = parts.len();
-                    parts
-                        .into_iter()
-                        .enumerate()
-                        .map(|(i, p)| {
-                            let ev = SseEvent::default().data(p);
-                            if i + 1 == n {
-                                ev.id(e.id.to_string())
-                            } else {
-                                ev
-                            }
-                        })
-                        .collect()
-                }
-                Err(e) => {
-                    tracing::error!(error = %e, "cannot read stream log");
-                    vec![SseEvent::default().data(
-                        json!({"type": "error", "errorText": "the stream log cannot be read"})
-                            .to_string(),
-                    )]
-                }
-            };
-            futures_util::stream::iter(events.into_iter().map(Ok::<_, Infallible>))
-        })
-        .take_until(Box::pin(stop));
+    let feed = follow(state.store.clone(), stream_id.to_owned(), after).flat_map(move |e| {
+        let events: Vec<SseEvent> = match e {
+            Ok(e) => {
+                let parts = chat_parts(&e.data, &id, e.id == 1);
+                let n = parts.len();
+                parts
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, p)| {
+                        let ev = SseEvent::default().data(p);
+                        if i + 1 == n {
+                            ev.id(e.id.to_string())
+                        } else {
+                            ev
+                        }
+                    })
+                    .collect()
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read stream log");
+                vec![SseEvent::default().data(
+                    json!({"type": "error", "errorText": "the stream log cannot be read"})
+                        .to_string(),
+                )]
+            }
+        };
+        futures_util::stream::iter(events.into_iter().map(Ok::<_, Infallible>))
+    });
+    let feed = crate::shutdown::until_interrupted(state, feed, crate::shutdown::ui_event());
     headers(
         Sse::new(feed)
             .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
@@ -247,24 +242,19 @@ fn headers(mut resp: Response, stream_id: &str) -> Response {
 
 /// The UI message stream of a logged stream after `after`.
 pub(crate) fn response(state: &AppState, stream_id: &str, after: u64) -> Response {
-    let mut shutdown = state.shutdown.clone();
-    let stop = async move {
-        let _ = shutdown.wait_for(|s| *s).await;
-    };
-    let feed = follow(state.store.clone(), stream_id.to_owned(), after)
-        .map(|e| {
-            Ok::<_, Infallible>(match e {
-                Ok(e) => SseEvent::default().id(e.id.to_string()).data(e.data),
-                Err(e) => {
-                    tracing::error!(error = %e, "cannot read stream log");
-                    SseEvent::default().data(
-                        json!({"type": "error", "errorText": "the stream log cannot be read"})
-                            .to_string(),
-                    )
-                }
-            })
+    let feed = follow(state.store.clone(), stream_id.to_owned(), after).map(|e| {
+        Ok::<_, Infallible>(match e {
+            Ok(e) => SseEvent::default().id(e.id.to_string()).data(e.data),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read stream log");
+                SseEvent::default().data(
+                    json!({"type": "error", "errorText": "the stream log cannot be read"})
+                        .to_string(),
+                )
+            }
         })
-        .take_until(Box::pin(stop));
+    });
+    let feed = crate::shutdown::until_interrupted(state, feed, crate::shutdown::ui_event());
     headers(
         Sse::new(feed)
             .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))

@@ -48,6 +48,7 @@ mod request_id;
 mod responses;
 mod sessions;
 mod settings;
+mod shutdown;
 mod state;
 mod streams;
 mod tenancy;
@@ -290,9 +291,11 @@ pub fn open_store(location: &StoreLocation) -> Result<Arc<dyn Store>, StoreError
 
 /// Serves the API on `listener` until `shutdown` resolves: opens the store and the book index
 /// (if the settings name one), marks streams a
-/// previous run left running as interrupted, purges idle sessions hourly, then serves. On
-/// shutdown, open SSE responses end (clients resume later) and in-flight requests get a few
-/// seconds to finish.
+/// previous run left running as interrupted, purges idle sessions hourly, then serves. When
+/// `shutdown` resolves it stops accepting, lets the streams being generated finish for up to
+/// [`Limits::shutdown_grace_ms`], then ends the SSE responses still open with a
+/// `shutting_down` error event (resumable with `Last-Event-ID`), and logs how many streams
+/// finished and how many were interrupted.
 ///
 /// # Errors
 /// [`LaunchError`] when the store or the book index cannot be opened or the listener fails.
@@ -330,21 +333,27 @@ pub async fn launch(
         tracing::info!(%addr, upstream = %state.settings.upstream, "citeflow serving");
     }
     let app = router(state.clone());
-    let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel::<()>();
-    let signal_state = state.clone();
-    let graceful = async move {
+    // The signal stops the accept loop and starts the grace period of the open streams.
+    let (signalled_tx, signalled_rx) = tokio::sync::watch::channel(false);
+    let stop_accepting = async move {
         shutdown.await;
-        signal_state.begin_shutdown();
-        let _ = stopped_tx.send(());
+        let _ = signalled_tx.send(true);
+    };
+    let signalled = {
+        let mut rx = signalled_rx.clone();
+        async move {
+            if rx.wait_for(|s| *s).await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
     };
     let limits = state.settings.limits.clone();
-    tokio::select! {
-        () = conn::serve(listener, app, &limits, graceful) => {}
-        () = async {
-            let _ = stopped_rx.await;
-            tokio::time::sleep(Duration::from_secs(5)).await;
-        } => {}
-    };
+    shutdown::drive(
+        &state,
+        conn::serve(listener, app, &limits, stop_accepting),
+        signalled,
+    )
+    .await;
     purge.abort();
     Ok(())
 }

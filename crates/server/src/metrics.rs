@@ -332,6 +332,22 @@ impl Metrics {
         }
     }
 
+    /// Streams whose generation is running here, of every upstream.
+    pub(crate) fn open_streams(&self) -> u64 {
+        u64::try_from(self.streams_open_total.get()).unwrap_or(0)
+    }
+
+    /// Streams that ended here (completed or failed), of every upstream.
+    pub(crate) fn closed_streams(&self) -> u64 {
+        let sum = |f: &PerUpstream| {
+            [OPENAI, ANTHROPIC]
+                .iter()
+                .map(|u| f.0.get(&Up { upstream: u }).map_or(0, |c| c.get()))
+                .sum::<u64>()
+        };
+        sum(&self.streams_completed) + sum(&self.streams_failed)
+    }
+
     /// Time to the first token of a chat completions stream (upstream `openai`).
     pub(crate) fn observe_first_token(&self, d: Duration) {
         self.first_token.observe(OPENAI, d.as_secs_f64());
@@ -425,5 +441,6 @@ mod tests {
             assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
         }
         assert!(text.ends_with("# EOF\n"));
+        assert_eq!((m.open_streams(), m.closed_streams()), (1, 1));
     }
 }

@@ -233,10 +233,6 @@ pub(crate) fn citeflow_of(events: &[Value], session_id: Option<&str>) -> Value {
 /// An SSE response of the stream's log after `after`: each event named by its payload's
 /// `type` (as the Responses and Messages APIs send them), ids kept for `Last-Event-ID`.
 pub(crate) fn named_sse(state: &AppState, stream_id: &str, after: u64) -> Response {
-    let mut shutdown = state.shutdown.clone();
-    let stop = async move {
-        let _ = shutdown.wait_for(|s| *s).await;
-    };
     let feed = follow(state.store.clone(), stream_id.to_owned(), after)
         .map(|e| {
             Ok::<_, Infallible>(match e {
@@ -259,8 +255,8 @@ pub(crate) fn named_sse(state: &AppState, stream_id: &str, after: u64) -> Respon
                     )
                 }
             })
-        })
-        .take_until(Box::pin(stop));
+        });
+    let feed = crate::shutdown::until_interrupted(state, feed, crate::shutdown::named_event());
     let mut resp = Sse::new(feed)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
         .into_response();

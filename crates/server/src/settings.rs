@@ -179,6 +179,14 @@ pub struct Limits {
     /// ### Default
     /// 10,000.
     pub max_sessions_per_key: usize,
+    /// On SIGTERM or SIGINT ([`launch`](crate::launch)'s shutdown future): how long the
+    /// streams being generated may take to finish; then the rest are interrupted (their
+    /// clients get a `shutting_down` error event and can resume them with `Last-Event-ID`
+    /// from a durable store once a server is back).
+    ///
+    /// ### Default
+    /// 20 s.
+    pub shutdown_grace_ms: u64,
 }
 
 impl Default for Limits {
@@ -206,6 +214,7 @@ impl Default for Limits {
             max_streams_per_key: 64,
             max_rounds_per_session: 1_000,
             max_sessions_per_key: 10_000,
+            shutdown_grace_ms: 20_000,
         }
     }
 }

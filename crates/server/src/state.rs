@@ -96,7 +96,8 @@ impl AppState {
         &self.store
     }
 
-    /// Ends every open SSE response (the generations keep running until the runtime stops).
+    /// Ends every open SSE response with a `shutting_down` error event (the generations keep
+    /// running until the runtime stops; their streams are not marked finished).
     pub fn begin_shutdown(&self) {
         let _ = self.shutdown_tx.send(true);
     }

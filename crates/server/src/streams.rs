@@ -18,24 +18,19 @@ use crate::state::AppState;
 
 /// An SSE response with the events of `stream_id` after `after`, then the live tail.
 pub(crate) fn sse_response(state: &AppState, stream_id: String, after: u64) -> Response {
-    let mut shutdown = state.shutdown.clone();
-    let stop = async move {
-        let _ = shutdown.wait_for(|s| *s).await;
-    };
-    let feed = follow(state.store.clone(), stream_id.clone(), after)
-        .map(|e| {
-            Ok::<_, Infallible>(match e {
-                Ok(e) => SseEvent::default().id(e.id.to_string()).data(e.data),
-                Err(e) => {
-                    tracing::error!(error = %e, "cannot read stream log");
-                    SseEvent::default().data(error_payload(
-                        "store_unavailable",
-                        "the stream log cannot be read; reconnect with Last-Event-ID",
-                    ))
-                }
-            })
+    let feed = follow(state.store.clone(), stream_id.clone(), after).map(|e| {
+        Ok::<_, Infallible>(match e {
+            Ok(e) => SseEvent::default().id(e.id.to_string()).data(e.data),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read stream log");
+                SseEvent::default().data(error_payload(
+                    "store_unavailable",
+                    "the stream log cannot be read; reconnect with Last-Event-ID",
+                ))
+            }
         })
-        .take_until(Box::pin(stop));
+    });
+    let feed = crate::shutdown::until_interrupted(state, feed, crate::shutdown::chat_event());
     // A failure the store did not take ends the response with its error event.
     let unrecorded = std::sync::Arc::clone(&state.unrecorded);
     let failed = {

@@ -1,0 +1,207 @@
+//! Graceful shutdown: when [`launch`](crate::launch)'s shutdown future resolves (SIGTERM or
+//! SIGINT in `citeflow serve`), the server stops accepting connections and lets the streams
+//! being generated finish, for up to [`Limits::shutdown_grace_ms`](crate::Limits). Past it,
+//! every SSE response still open ends with a `shutting_down` error event (no `id:`, so a
+//! client's `Last-Event-ID` stays on the last logged event). The interrupted streams are not
+//! marked finished: in a durable store they stay `running` until a server starts on it again,
+//! marks them `interrupted` and replays them to whoever resumes with `Last-Event-ID`. One log
+//! line says how many streams finished during the grace period and how many were interrupted.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::response::sse::Event as SseEvent;
+use futures_util::{Stream, StreamExt};
+use serde_json::json;
+
+use crate::generate::error_payload;
+use crate::state::AppState;
+
+/// The code of the error event an interrupted stream ends with.
+pub(crate) const CODE: &str = "shutting_down";
+
+/// Its message.
+pub(crate) const MESSAGE: &str = "the server is shutting down before this answer finished; \
+    resume it with Last-Event-ID (GET /v1/streams/{id}) once a server is back";
+
+/// How long the open responses get to send their last event once interrupted.
+const FLUSH: Duration = Duration::from_secs(2);
+
+/// The final event of a chat completions stream (the envelope of every stream error).
+pub(crate) fn chat_event() -> SseEvent {
+    SseEvent::default().data(error_payload(CODE, MESSAGE))
+}
+
+/// The final event of a responses or messages stream (named `error`, as their errors are).
+pub(crate) fn named_event() -> SseEvent {
+    SseEvent::default().event("error").data(
+        json!({"type": "error", "error": {"type": "api_error", "code": CODE, "message": MESSAGE}})
+            .to_string(),
+    )
+}
+
+/// The final event of an AI SDK UI message stream.
+pub(crate) fn ui_event() -> SseEvent {
+    SseEvent::default()
+        .data(json!({"type": "error", "errorText": format!("{CODE}: {MESSAGE}")}).to_string())
+}
+
+/// `feed` until the server interrupts its streams ([`AppState::begin_shutdown`]), then `last`;
+/// a feed that ends by itself ends without it.
+pub(crate) fn until_interrupted<S>(
+    state: &AppState,
+    feed: S,
+    last: SseEvent,
+) -> impl Stream<Item = Result<SseEvent, Infallible>> + Send + 'static
+where
+    S: Stream<Item = Result<SseEvent, Infallible>> + Send + 'static,
+{
+    let mut signal = state.shutdown.clone();
+    let cut = Arc::new(AtomicBool::new(false));
+    let stop = {
+        let cut = Arc::clone(&cut);
+        async move {
+            if signal.wait_for(|s| *s).await.is_ok() {
+                cut.store(true, Ordering::SeqCst);
+            } else {
+                // The state is gone: nothing will interrupt this feed.
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    feed.take_until(Box::pin(stop)).chain(
+        futures_util::stream::once(async move { cut.load(Ordering::SeqCst).then_some(Ok(last)) })
+            .filter_map(std::future::ready),
+    )
+}
+
+/// What a graceful shutdown did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Outcome {
+    /// Streams whose generation ended (completed or failed) during the grace period.
+    pub(crate) finished: u64,
+    /// Streams still being generated when the grace period ran out.
+    pub(crate) interrupted: u64,
+}
+
+/// Drives `served` (the server, which stops accepting once `signal` resolves and then ends
+/// when its last connection closes): after `signal`, waits up to the grace period for it to
+/// end, else interrupts the open streams and gives their responses [`FLUSH`] to end. Logs
+/// and returns the [`Outcome`] (`None` when serving ended without a signal).
+pub(crate) async fn drive(
+    state: &AppState,
+    served: impl Future<Output = ()>,
+    signal: impl Future<Output = ()>,
+) -> Option<Outcome> {
+    tokio::pin!(served);
+    tokio::select! {
+        () = &mut served => return None,
+        () = signal => {}
+    }
+    let m = &state.metrics;
+    let grace = Duration::from_millis(state.settings.limits.shutdown_grace_ms);
+    let (open, closed) = (m.open_streams(), m.closed_streams());
+    let started = Instant::now();
+    tracing::info!(
+        open_streams = open,
+        grace_ms = grace.as_millis() as u64,
+        "shutting down: no new connections; open streams may finish within the grace period"
+    );
+    let drained = tokio::time::timeout(grace, &mut served).await.is_ok();
+    let interrupted = if drained { 0 } else { m.open_streams() };
+    let outcome = Outcome {
+        finished: m.closed_streams().saturating_sub(closed),
+        interrupted,
+    };
+    if !drained {
+        state.begin_shutdown();
+        if tokio::time::timeout(FLUSH, &mut served).await.is_err() {
+            tracing::warn!("connections still open after the grace period; closing them");
+        }
+    }
+    tracing::info!(
+        finished = outcome.finished,
+        interrupted = outcome.interrupted,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "shutdown: {} streams finished, {} interrupted",
+        outcome.finished,
+        outcome.interrupted
+    );
+    Some(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::{Limits, ServerSettings};
+
+    fn state(grace_ms: u64) -> AppState {
+        let limits = Limits {
+            shutdown_grace_ms: grace_ms,
+            ..Limits::default()
+        };
+        AppState::new(
+            ServerSettings::new("http://127.0.0.1:9/v1").with_limits(limits),
+            Arc::new(citeflow_store::MemoryStore::new()),
+        )
+    }
+
+    #[tokio::test]
+    async fn a_feed_cut_by_the_shutdown_ends_with_the_event_and_one_that_ends_does_not() {
+        let s = state(10);
+        let ended = until_interrupted(
+            &s,
+            futures_util::stream::iter([Ok(SseEvent::default().data("a"))]),
+            chat_event(),
+        );
+        assert_eq!(ended.collect::<Vec<_>>().await.len(), 1);
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Result<SseEvent, Infallible>>();
+        tx.send(Ok(SseEvent::default().data("a"))).expect("send");
+        let open = until_interrupted(&s, tokio_stream_of(rx), SseEvent::default().data("last"));
+        let reader = tokio::spawn(open.count());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        s.begin_shutdown();
+        assert_eq!(
+            reader.await.expect("join"),
+            2,
+            "the event, then the last one"
+        );
+    }
+
+    fn tokio_stream_of<T: Send + 'static>(
+        mut rx: tokio::sync::mpsc::UnboundedReceiver<T>,
+    ) -> impl Stream<Item = T> + Send + 'static {
+        futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
+    }
+
+    #[tokio::test]
+    async fn a_stream_past_the_grace_period_is_counted_interrupted() {
+        let s = state(50);
+        s.metrics.stream_opened(crate::metrics::OPENAI);
+        s.metrics.stream_opened(crate::metrics::OPENAI);
+        let closer = {
+            let s = s.clone();
+            async move {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                s.metrics.stream_closed(crate::metrics::OPENAI, true);
+                // Serving ends once the interrupted responses are gone.
+                let mut rx = s.shutdown.clone();
+                let _ = rx.wait_for(|v| *v).await;
+            }
+        };
+        let outcome = drive(&s, closer, async {}).await;
+        assert_eq!(
+            outcome,
+            Some(Outcome {
+                finished: 1,
+                interrupted: 1
+            })
+        );
+        assert!(*s.shutdown.borrow());
+    }
+}
