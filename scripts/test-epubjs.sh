@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# epub.js test (issue 22 §4): the real `epubjs` npm package, pinned to 0.3.93 (the version of
+# the CFI oracle's epubjs_0_3_93 column; crates/epub/tests/epubjs/package-lock.json), in
+# headless Chromium (Debian's chromium driven by playwright-core) resolves citeflow's
+# epub.js-flavoured CFI of every non-whitespace text node of the seven fixture books (18,765)
+# to that node (crates/epub/tests/epubjs/epubjs.test.mjs), and opens every passage's
+# epub.js-flavoured range CFI (996 passages) at exactly the passage's text. The CFIs come from
+# `cargo run -p citeflow-epub --example epubjs_cfis`. The Rust side (our epub.js-flavoured CFIs
+# equal the oracle's column) is `cargo test -p citeflow-epub` (tests/cfi_flavor.rs).
+#
+# Installs what is missing: Debian's chromium (apt-get) and the harness's npm packages
+# (npm ci in crates/epub/tests/epubjs). Safe to run twice; prints its time.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+harness="crates/epub/tests/epubjs"
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+export CITEFLOW_SHARED_DIR="${CITEFLOW_SHARED_DIR:-$(cd "$root/.." && pwd)/shared}"
+started=$SECONDS
+step() { printf '\n== %s  [%ds]\n' "$*" "$((SECONDS - started))"; }
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+step "tools: chromium, npm ci ($harness)"
+if [ ! -x /usr/bin/chromium ]; then
+  as_root apt-get update
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
+fi
+echo "node $(node --version), $(/usr/bin/chromium --version 2>/dev/null | head -n1)"
+(cd "$harness" && npm ci --no-audit --no-fund)
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT INT TERM
+
+step "our CFIs of every text node, both flavours (cargo run --example epubjs_cfis)"
+cargo run --locked --quiet -p citeflow-epub --example epubjs_cfis -- \
+  "$CITEFLOW_SHARED_DIR"/fixtures/epub/*.epub >"$work/nodes.jsonl"
+cargo run --locked --quiet -p citeflow-epub --example epubjs_cfis -- --passages \
+  "$CITEFLOW_SHARED_DIR"/fixtures/epub/*.epub >"$work/passages.jsonl"
+wc -l <"$work/nodes.jsonl" | sed 's/^/text nodes: /'
+wc -l <"$work/passages.jsonl" | sed 's/^/passages: /'
+
+step "epub.js 0.3.93 in headless Chromium resolves them"
+(cd "$harness" && CITEFLOW_EPUBJS_INPUT="$work/nodes.jsonl" CITEFLOW_EPUBJS_PASSAGES="$work/passages.jsonl" \
+  node --test --test-concurrency=1 --test-reporter=spec epubjs.test.mjs)
+
+step "epub.js test passed in $((SECONDS - started)) s"
