@@ -13,6 +13,10 @@
 //! [`Book::resolve`] maps a CFI back to a [`Location`] and its text;
 //! [`Book::reading`] gives the chapter around a CFI as paragraphs with the
 //! cited place marked, for a reader that opens the book there.
+//! [`CfiFlavor`] picks how CFIs are written: the specification's, or as
+//! epub.js 0.3.93 writes them ([`cfi::epubjs`]: [`Book::text_nodes_as`],
+//! [`Book::resolve_as`], [`Book::resolve_any`],
+//! [`ChunkSettings::with_cfi_flavor`]).
 //!
 //! The crate never touches the file system, the network, the clock or the
 //! environment, and builds for `wasm32-unknown-unknown`.

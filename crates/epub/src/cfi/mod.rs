@@ -23,11 +23,12 @@
 
 mod compare;
 pub mod epubjs;
+mod flavor;
 mod parse;
 
 use std::fmt;
 
-pub use epubjs::{CfiFlavor, CfiFlavorError, FlavorReading};
+pub use flavor::{CfiFlavor, CfiFlavorError, FlavorReading};
 pub use parse::CfiParseError;
 
 /// A parsed EPUB CFI: a point or a range.
