@@ -89,36 +89,56 @@ pub(crate) struct Outcome {
 
 /// Drives `served` (the server, which stops accepting once `signal` resolves and then ends
 /// when its last connection closes): after `signal`, waits up to the grace period for it to
-/// end, else interrupts the open streams and gives their responses [`FLUSH`] to end. Logs
-/// and returns the [`Outcome`] (`None` when serving ended without a signal).
+/// end and for the generations running here (a client may have left one) to end too; past
+/// it, interrupts the open streams and gives their responses [`FLUSH`] to end. Logs and
+/// returns the [`Outcome`] (`None` when serving ended without a signal).
 pub(crate) async fn drive(
     state: &AppState,
     served: impl Future<Output = ()>,
     signal: impl Future<Output = ()>,
 ) -> Option<Outcome> {
-    tokio::pin!(served);
+    tokio::pin!(served, signal);
+    let mut served_done = false;
     tokio::select! {
-        () = &mut served => return None,
-        () = signal => {}
+        biased;
+        () = &mut signal => {}
+        () = &mut served => {
+            // Ended with the signal (no connection was open), or by itself.
+            served_done = true;
+            futures_util::FutureExt::now_or_never(&mut signal)?;
+        }
     }
     let m = &state.metrics;
     let grace = Duration::from_millis(state.settings.limits.shutdown_grace_ms);
     let (open, closed) = (m.open_streams(), m.closed_streams());
     let started = Instant::now();
+    let deadline = tokio::time::Instant::now() + grace;
     tracing::info!(
         open_streams = open,
         grace_ms = grace.as_millis() as u64,
         "shutting down: no new connections; open streams may finish within the grace period"
     );
-    let drained = tokio::time::timeout(grace, &mut served).await.is_ok();
-    let interrupted = if drained { 0 } else { m.open_streams() };
+    let drained = loop {
+        if served_done && m.open_streams() == 0 {
+            break true;
+        }
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
+            break false;
+        }
+        let tick = tokio::time::sleep_until(deadline.min(now + Duration::from_millis(20)));
+        tokio::select! {
+            () = &mut served, if !served_done => served_done = true,
+            () = tick => {}
+        }
+    };
     let outcome = Outcome {
         finished: m.closed_streams().saturating_sub(closed),
-        interrupted,
+        interrupted: if drained { 0 } else { m.open_streams() },
     };
     if !drained {
         state.begin_shutdown();
-        if tokio::time::timeout(FLUSH, &mut served).await.is_err() {
+        if !served_done && tokio::time::timeout(FLUSH, &mut served).await.is_err() {
             tracing::warn!("connections still open after the grace period; closing them");
         }
     }
@@ -203,5 +223,42 @@ mod tests {
             })
         );
         assert!(*s.shutdown.borrow());
+    }
+
+    #[tokio::test]
+    async fn a_generation_without_a_client_is_waited_for_and_an_idle_server_stops_at_once() {
+        // Serving ends with the signal (no connection) while a generation still runs.
+        let s = state(5_000);
+        s.metrics.stream_opened(crate::metrics::OPENAI);
+        let ender = {
+            let s = s.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                s.metrics.stream_closed(crate::metrics::OPENAI, true);
+            })
+        };
+        let started = Instant::now();
+        let outcome = drive(&s, async {}, async {}).await;
+        assert_eq!(
+            outcome,
+            Some(Outcome {
+                finished: 1,
+                interrupted: 0
+            })
+        );
+        assert!(started.elapsed() >= Duration::from_millis(100));
+        assert!(!*s.shutdown.borrow(), "nothing to interrupt");
+        ender.await.expect("join");
+        // Nothing open: done at once. Serving that ends without a signal: no shutdown.
+        let started = Instant::now();
+        assert_eq!(
+            drive(&s, async {}, async {}).await,
+            Some(Outcome {
+                finished: 0,
+                interrupted: 0
+            })
+        );
+        assert!(started.elapsed() < Duration::from_millis(500));
+        assert_eq!(drive(&s, async {}, std::future::pending()).await, None);
     }
 }
