@@ -1,16 +1,14 @@
-//! The chat page: `GET /` and its assets under `/assets/`, compiled into the binary (no CDN, it
-//! works offline), and the WebAssembly build of `citeflow-wasm` under `/wasm/` for the page's
-//! client-side rendering mode.
+//! The chat page: `GET /` and its assets under `/assets/`, and the WebAssembly build of
+//! `citeflow-wasm` under `/wasm/` for the page's client-side rendering mode, all compiled into
+//! the binary (no CDN, no file read at run time: an installed or copied `citeflow` works
+//! offline).
 //!
 //! The page is plain JavaScript with no build step. In the default mode it only displays what
 //! the server sends: the rewritten text and the citation events of each chunk. In the
 //! client-side mode it asks with `citeflow.render = "client"` (raw markers pass through) and
-//! feeds the text to the WASM core. The WASM files are not embedded: they are read at request
-//! time from `CITEFLOW_WASM_DIR`, by default the `crates/wasm/pkg/web` directory of the source
-//! tree the binary was built from (`scripts/test-wasm.sh` builds it); when they are missing,
-//! `/wasm/*` answers 404 and the page disables the switch.
-
-use std::path::PathBuf;
+//! feeds the text to the WASM core. The WASM files are the `wasm-bindgen --target web` output
+//! vendored in `crates/server/assets/wasm/`; `scripts/test-install.sh` rebuilds them from the
+//! source and fails when they differ (`CITEFLOW_BLESS=1` refreshes them).
 
 use axum::extract::Path;
 use axum::http::header::{CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE};
@@ -32,10 +30,18 @@ const CSP: &str = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; sty
                    img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; \
                    frame-ancestors 'none'; form-action 'self'";
 
-/// The files of the WASM web build that the page loads.
-const WASM_FILES: &[(&str, &str)] = &[
-    ("citeflow_wasm.js", "text/javascript; charset=utf-8"),
-    ("citeflow_wasm_bg.wasm", "application/wasm"),
+/// The files of the WASM web build that the page loads: (name, content type, bytes).
+const WASM_FILES: &[(&str, &str, &[u8])] = &[
+    (
+        "citeflow_wasm.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../assets/wasm/citeflow_wasm.js"),
+    ),
+    (
+        "citeflow_wasm_bg.wasm",
+        "application/wasm",
+        include_bytes!("../assets/wasm/citeflow_wasm_bg.wasm"),
+    ),
 ];
 
 /// The page's routes: `/`, `/assets/{file}`, `/wasm/{file}`.
@@ -84,34 +90,22 @@ fn not_found() -> Response {
         .into_response()
 }
 
-/// Where the WASM web build is read from.
-fn wasm_dir() -> PathBuf {
-    std::env::var_os("CITEFLOW_WASM_DIR").map_or_else(
-        || PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../wasm/pkg/web")),
-        PathBuf::from,
-    )
-}
-
 async fn wasm(Path(file): Path<String>) -> Response {
-    let Some(&(name, content_type)) = WASM_FILES.iter().find(|(n, _)| *n == file) else {
+    let Some(&(_, content_type, bytes)) = WASM_FILES.iter().find(|(n, _, _)| *n == file) else {
         return not_found();
     };
-    let path = wasm_dir().join(name);
-    match tokio::task::spawn_blocking(move || std::fs::read(path)).await {
-        Ok(Ok(bytes)) => (
-            [
-                (CONTENT_TYPE, HeaderValue::from_static(content_type)),
-                (CACHE_CONTROL, HeaderValue::from_static("no-cache")),
-                (
-                    HeaderName::from_static("x-content-type-options"),
-                    HeaderValue::from_static("nosniff"),
-                ),
-            ],
-            bytes,
-        )
-            .into_response(),
-        _ => not_found(),
-    }
+    (
+        [
+            (CONTENT_TYPE, HeaderValue::from_static(content_type)),
+            (CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+            (
+                HeaderName::from_static("x-content-type-options"),
+                HeaderValue::from_static("nosniff"),
+            ),
+        ],
+        bytes,
+    )
+        .into_response()
 }
 
 #[cfg(test)]
@@ -148,6 +142,25 @@ mod tests {
             get("/assets/missing.js").await.status(),
             StatusCode::NOT_FOUND
         );
+    }
+
+    #[tokio::test]
+    async fn the_embedded_wasm_build_is_served() {
+        let r = get("/wasm/citeflow_wasm_bg.wasm").await;
+        assert_eq!(r.status(), StatusCode::OK);
+        assert_eq!(r.headers()[CONTENT_TYPE], "application/wasm");
+        let body = axum::body::to_bytes(r.into_body(), usize::MAX)
+            .await
+            .expect("body");
+        // A WebAssembly module: magic number and version 1.
+        assert_eq!(&body[..8], b"\0asm\x01\0\0\0");
+        let r = get("/wasm/citeflow_wasm.js").await;
+        assert_eq!(r.headers()[CONTENT_TYPE], "text/javascript; charset=utf-8");
+        let js = axum::body::to_bytes(r.into_body(), usize::MAX)
+            .await
+            .expect("body");
+        // The glue loads the module next to itself.
+        assert!(String::from_utf8_lossy(&js).contains("citeflow_wasm_bg.wasm"));
     }
 
     #[tokio::test]

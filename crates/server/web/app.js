@@ -1020,7 +1020,7 @@ async function probeWasm() {
   note.hidden = app.wasmAvailable;
   note.textContent = app.wasmAvailable
     ? ""
-    : "In-browser rendering needs the WASM build (scripts/test-wasm.sh builds crates/wasm/pkg/web).";
+    : "In-browser rendering needs the WASM build, which this server does not serve.";
   if (!app.wasmAvailable && app.render === "client") {
     app.render = "server";
     $("#render").value = "server";
