@@ -9,6 +9,11 @@
 //! family, e.g. `RewriteError`) and a stable `code`. The binding converts and never decides:
 //! every marker, number and check comes from `citeflow-core`.
 //!
+//! With the `epub` feature (the npm package has it), `Book` opens an EPUB from its bytes and
+//! cuts it into the passages `citeflow ingest` writes (same options, the same JSON objects),
+//! `Book.reading` opens it at a CFI, and `parseCfi` / `compareCfi` read CFIs: `citeflow-epub`
+//! through the same conversions.
+//!
 //! In JS:
 //!
 //! ```js
@@ -44,6 +49,8 @@
 //! # fn main() {}
 //! ```
 
+#[cfg(feature = "epub")]
+mod book;
 mod error;
 mod functions;
 mod js;
@@ -53,6 +60,8 @@ mod settings;
 mod sources;
 mod types;
 
+#[cfg(feature = "epub")]
+pub use book::{compare_cfi, parse_cfi, Book};
 pub use error::BindingError;
 pub use functions::{
     citation_instruction, context_block, default_settings, prompt_settings, render_list, rewrite,

@@ -1,0 +1,501 @@
+//! Books: `citeflow-epub` in JS. A book opened from the bytes of an `.epub`, its chapters, its
+//! passages cut exactly as `citeflow ingest` cuts them (same options, ids and JSON objects), the
+//! reading view at a CFI, and CFIs parsed, compared and resolved.
+//!
+//! The binding converts and never decides: cutting, CFIs and reading are the epub crate's. The
+//! passage record (`id`, `title`, `url`, `book_key`) must equal `citeflow_index::BookPassage`
+//! field for field; that crate cannot be a dependency (tantivy does not build for wasm), so
+//! `tests/js/book.test.mjs` compares every passage of the fixture books with the CLI's
+//! `citeflow ingest` output byte for byte.
+
+use citeflow_core::Locator;
+use citeflow_epub as epub;
+use serde::{Deserialize, Serialize};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+use crate::error::BindingError;
+use crate::js::{from_js, to_js};
+
+#[wasm_bindgen(typescript_custom_section)]
+const TS_BOOK_TYPES: &str = r#"
+/** A chapter of a book, from its table of contents. */
+export interface Chapter {
+  index: number;
+  /** `null` for untitled leading content. */
+  title: string | null;
+  depth: number;
+  spine_index: number;
+  href: string;
+  /** Where the chapter begins (`reading` opens it there); `null` for an entry that starts where the next one does. */
+  cfi: string | null;
+}
+
+/** What the book functions throw: an `Error` whose `name` is `EpubError` (a book that cannot be opened; `code` e.g. `not_zip`, `encrypted`, `limit`) or `CfiError` (`code` `cfi_parse`, or why a CFI does not resolve: `not_spine`, `step_out_of_range`, ...). */
+export interface BookError extends Error {
+  name: "EpubError" | "CfiError" | "SettingsError";
+  code: string;
+}
+
+/** How a book is cut into passages: `citeflow ingest`'s options. */
+export interface PassageOptions {
+  /** Largest passage in characters. Default: 800. */
+  targetChars?: number;
+  /** Characters of a passage's end the next one repeats. Default: 100. */
+  overlapChars?: number;
+  /** Keep ruby readings (`<rt>`) in the text. Default: false. */
+  rubyText?: boolean;
+}
+
+/** A passage: exactly the JSON object of one line of `citeflow ingest`, which also reads as a `Source`. */
+export interface BookPassage {
+  /** `<book_key>#p<passage_index>`: the id the model cites. */
+  id: string;
+  /** Book title and chapter title joined by ` — `. */
+  title: string;
+  /** `book:<book id>`. */
+  url: string;
+  text: string;
+  locator: Locator;
+  book_key: string;
+  book_id: string;
+  book_title: string;
+  passage_index: number;
+  chapter_index: number;
+  chapter_title: string | null;
+  spine_index: number;
+  href: string;
+  /** Range CFI of the passage. */
+  cfi: string;
+  /** CFI of its first character. */
+  start_cfi: string;
+}
+
+/** A place in a `Reading`: a paragraph and a character offset (code points) in its text. */
+export interface TextPosition { paragraph: number; char_offset: number }
+
+/** The chapter that holds a CFI, as paragraphs, with what the CFI covers marked. */
+export interface Reading {
+  spine_index: number;
+  href: string;
+  chapter_index: number;
+  chapter_title: string | null;
+  paragraphs: { text: string; cfi: string }[];
+  /** `null` when the place has no text after it in the chapter. A point is an empty mark. */
+  mark: { start: TextPosition; end: TextPosition } | null;
+  /** The marked text, paragraphs joined by a blank line: a passage's range CFI gives exactly its text. */
+  text: string;
+  previous_chapter: number | null;
+  next_chapter: number | null;
+}
+"#;
+
+#[wasm_bindgen]
+extern "C" {
+    /// `PassageOptions`.
+    #[wasm_bindgen(typescript_type = "PassageOptions")]
+    pub type JsPassageOptions;
+    /// `BookPassage[]`.
+    #[wasm_bindgen(typescript_type = "BookPassage[]")]
+    pub type JsBookPassageArray;
+    /// `Chapter[]`.
+    #[wasm_bindgen(typescript_type = "Chapter[]")]
+    pub type JsChapterArray;
+    /// `Reading`.
+    #[wasm_bindgen(typescript_type = "Reading")]
+    pub type JsReading;
+}
+
+fn open_error(e: epub::OpenError) -> BindingError {
+    use epub::OpenError as E;
+    let code = match &e {
+        E::Stopped { .. } => "stopped",
+        E::NotZip { .. } => "not_zip",
+        E::MissingContainer => "missing_container",
+        E::WrongMimetype { .. } => "wrong_mimetype",
+        E::BrokenContainer { .. } => "broken_container",
+        E::MissingPackage { .. } => "missing_package",
+        E::BrokenPackage { .. } => "broken_package",
+        E::Encrypted { .. } => "encrypted",
+        E::Entry { .. } => "entry",
+        _ if e.limit().is_some() => "limit",
+        _ => "epub",
+    };
+    BindingError::new("EpubError", code, e.to_string())
+}
+
+fn parse_error(e: epub::CfiParseError) -> BindingError {
+    BindingError::new("CfiError", "cfi_parse", e.to_string())
+}
+
+fn resolve_error(e: epub::ResolveError) -> BindingError {
+    use epub::ResolveError as E;
+    let code = match &e {
+        E::NotSpine { .. } => "not_spine",
+        E::StepOutOfRange { .. } => "step_out_of_range",
+        E::MissingDocument { .. } => "missing_document",
+        E::Unsupported { .. } => "unsupported",
+        E::OffsetOutOfRange { .. } => "offset_out_of_range",
+        E::CrossDocumentRange { .. } => "cross_document_range",
+        _ => "resolve",
+    };
+    BindingError::new("CfiError", code, e.to_string())
+}
+
+fn parse(cfi: &str) -> Result<epub::Cfi, BindingError> {
+    epub::Cfi::parse(cfi).map_err(parse_error)
+}
+
+/// One passage as `citeflow ingest` writes it: `citeflow_index::BookPassage`'s JSON, field for
+/// field and in the same order.
+#[derive(Serialize)]
+pub(crate) struct Record {
+    id: String,
+    title: String,
+    url: String,
+    text: String,
+    locator: Locator,
+    book_key: String,
+    book_id: String,
+    book_title: String,
+    passage_index: usize,
+    chapter_index: usize,
+    chapter_title: Option<String>,
+    spine_index: usize,
+    href: String,
+    cfi: String,
+    start_cfi: String,
+}
+
+impl Record {
+    /// As `citeflow_index::BookPassage::from_passage`.
+    pub(crate) fn of(p: &epub::Passage) -> Record {
+        let key = book_key(&p.book_id, &p.book_title);
+        let title = match (&p.chapter_title, p.book_title.is_empty()) {
+            (Some(c), false) => format!("{} — {c}", p.book_title),
+            (Some(c), true) => c.clone(),
+            (None, false) => p.book_title.clone(),
+            (None, true) => key.clone(),
+        };
+        let cfi = p.cfi.to_string();
+        let url = if p.book_id.trim().is_empty() {
+            format!("book:{key}")
+        } else {
+            format!("book:{}", p.book_id.trim())
+        };
+        Record {
+            id: format!("{key}#p{}", p.index),
+            title,
+            url,
+            text: p.text.clone(),
+            locator: Locator {
+                chapter_index: u32::try_from(p.chapter_index).ok(),
+                chapter_title: p.chapter_title.clone(),
+                cfi: Some(cfi.clone()),
+                page: None,
+            },
+            book_key: key,
+            book_id: p.book_id.clone(),
+            book_title: p.book_title.clone(),
+            passage_index: p.index,
+            chapter_index: p.chapter_index,
+            chapter_title: p.chapter_title.clone(),
+            spine_index: p.spine_index,
+            href: p.href.clone(),
+            cfi,
+            start_cfi: p.start_cfi.to_string(),
+        }
+    }
+}
+
+/// As `citeflow_index::book_key`: up to 12 characters of the title's ASCII letters and digits
+/// (lowercase, words joined by `-`), `-`, and 6 hex digits of an FNV-1a hash of the identifier
+/// (or title).
+pub(crate) fn book_key(book_id: &str, book_title: &str) -> String {
+    let mut slug = String::new();
+    for word in book_title
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        if !slug.is_empty() {
+            if slug.len() + 1 >= 12 {
+                break;
+            }
+            slug.push('-');
+        }
+        for c in word.chars() {
+            if slug.len() >= 12 {
+                break;
+            }
+            slug.push(c.to_ascii_lowercase());
+        }
+    }
+    let slug = slug.trim_end_matches('-');
+    let slug = if slug.is_empty() { "b" } else { slug };
+    let seed = if book_id.trim().is_empty() {
+        book_title
+    } else {
+        book_id.trim()
+    };
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in seed.as_bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{slug}-{:06x}", h & 0xff_ffff)
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+struct PassageOptionsIn {
+    target_chars: Option<usize>,
+    overlap_chars: Option<usize>,
+    ruby_text: Option<bool>,
+}
+
+impl PassageOptionsIn {
+    /// The settings `citeflow ingest` uses for the same options.
+    fn settings(&self) -> epub::ChunkSettings {
+        epub::ChunkSettings::new()
+            .with_target_chars(self.target_chars.unwrap_or(800))
+            .with_overlap_chars(self.overlap_chars.unwrap_or(100))
+            .with_ruby_text(self.ruby_text.unwrap_or(false))
+    }
+}
+
+#[derive(Serialize)]
+struct ChapterOut<'a> {
+    index: usize,
+    title: Option<&'a str>,
+    depth: usize,
+    spine_index: usize,
+    href: &'a str,
+    cfi: Option<String>,
+}
+
+#[derive(Serialize)]
+struct ParagraphOut<'a> {
+    text: &'a str,
+    cfi: String,
+}
+
+#[derive(Serialize)]
+struct PositionOut {
+    paragraph: usize,
+    char_offset: usize,
+}
+
+#[derive(Serialize)]
+struct MarkOut {
+    start: PositionOut,
+    end: PositionOut,
+}
+
+#[derive(Serialize)]
+struct ReadingOut<'a> {
+    spine_index: usize,
+    href: &'a str,
+    chapter_index: usize,
+    chapter_title: Option<&'a str>,
+    paragraphs: Vec<ParagraphOut<'a>>,
+    mark: Option<MarkOut>,
+    text: String,
+    previous_chapter: Option<usize>,
+    next_chapter: Option<usize>,
+}
+
+/// An opened EPUB.
+#[wasm_bindgen]
+pub struct Book {
+    inner: epub::Book,
+}
+
+impl Book {
+    /// The passages as records (for Rust callers and tests).
+    pub(crate) fn records(&self, settings: &epub::ChunkSettings) -> Vec<Record> {
+        self.inner
+            .passages(settings)
+            .iter()
+            .map(Record::of)
+            .collect()
+    }
+}
+
+#[wasm_bindgen]
+impl Book {
+    /// Opens a book from the bytes of an `.epub` file.
+    ///
+    /// # Errors
+    /// Throws `EpubError` (`not_zip`, `missing_container`, `encrypted`, `limit`, ...).
+    #[wasm_bindgen(constructor)]
+    pub fn new(bytes: &[u8]) -> Result<Book, JsValue> {
+        let inner = epub::Book::open(bytes, &epub::Limits::default()).map_err(open_error)?;
+        Ok(Book { inner })
+    }
+
+    /// The title (`dc:title`), empty if none.
+    #[wasm_bindgen(getter)]
+    pub fn title(&self) -> String {
+        self.inner.metadata().title.clone().unwrap_or_default()
+    }
+
+    /// The package's unique identifier, empty if none.
+    #[wasm_bindgen(getter, js_name = bookId)]
+    pub fn book_id(&self) -> String {
+        self.inner.metadata().identifier.clone().unwrap_or_default()
+    }
+
+    /// The short key passage ids start with (as `citeflow ingest`).
+    #[wasm_bindgen(getter, js_name = bookKey)]
+    pub fn book_key(&self) -> String {
+        book_key(&self.book_id(), &self.title())
+    }
+
+    /// The language (`dc:language`), if named.
+    #[wasm_bindgen(getter)]
+    pub fn language(&self) -> Option<String> {
+        self.inner.metadata().language.clone()
+    }
+
+    /// The chapters in reading order.
+    ///
+    /// # Errors
+    /// Throws `Error` `internal` only on a conversion bug.
+    pub fn chapters(&self) -> Result<JsChapterArray, JsValue> {
+        let out: Vec<ChapterOut<'_>> = self
+            .inner
+            .chapters()
+            .iter()
+            .map(|c| ChapterOut {
+                index: c.index,
+                title: c.title.as_deref(),
+                depth: c.depth,
+                spine_index: c.spine_index,
+                href: &c.href,
+                cfi: self.inner.chapter_cfi(c.index).map(|x| x.to_string()),
+            })
+            .collect();
+        Ok(to_js(&out)?.unchecked_into())
+    }
+
+    /// The passages, cut as `citeflow ingest` cuts them with the same options: each the JSON
+    /// object of one line of its output.
+    ///
+    /// # Errors
+    /// Throws `SettingsError` `invalid_settings` for options of the wrong shape.
+    pub fn passages(
+        &self,
+        options: Option<JsPassageOptions>,
+    ) -> Result<JsBookPassageArray, JsValue> {
+        let opts: PassageOptionsIn = match &options {
+            Some(o) => from_js(o, "options", BindingError::invalid_settings)?.unwrap_or_default(),
+            None => PassageOptionsIn::default(),
+        };
+        Ok(to_js(&self.records(&opts.settings()))?.unchecked_into())
+    }
+
+    /// The chapter that holds `cfi`, as paragraphs, with what it covers marked; `text` is the
+    /// marked text (a passage's range CFI gives exactly the passage's text when `rubyText` is
+    /// what the passage was cut with).
+    ///
+    /// # Errors
+    /// Throws `CfiError` (`cfi_parse`, or a code saying why it does not resolve).
+    pub fn reading(
+        &self,
+        cfi: &str,
+        options: Option<JsPassageOptions>,
+    ) -> Result<JsReading, JsValue> {
+        let opts: PassageOptionsIn = match &options {
+            Some(o) => from_js(o, "options", BindingError::invalid_settings)?.unwrap_or_default(),
+            None => PassageOptionsIn::default(),
+        };
+        let cfi = parse(cfi)?;
+        let r = self
+            .inner
+            .reading(&cfi, opts.ruby_text.unwrap_or(false))
+            .map_err(resolve_error)?;
+        let out = ReadingOut {
+            spine_index: r.spine_index,
+            href: &r.href,
+            chapter_index: r.chapter_index,
+            chapter_title: r.chapter_title.as_deref(),
+            paragraphs: r
+                .paragraphs
+                .iter()
+                .map(|p| ParagraphOut {
+                    text: &p.text,
+                    cfi: p.cfi.to_string(),
+                })
+                .collect(),
+            mark: r.mark.map(|s| MarkOut {
+                start: PositionOut {
+                    paragraph: s.start.paragraph,
+                    char_offset: s.start.char_offset,
+                },
+                end: PositionOut {
+                    paragraph: s.end.paragraph,
+                    char_offset: s.end.char_offset,
+                },
+            }),
+            text: r.marked_text(),
+            previous_chapter: r.previous_chapter,
+            next_chapter: r.next_chapter,
+        };
+        Ok(to_js(&out)?.unchecked_into())
+    }
+
+    /// The text a CFI names: a range's text (as written), or up to `maxChars` characters after
+    /// a point (default 200).
+    ///
+    /// # Errors
+    /// Throws `CfiError`.
+    pub fn resolve(
+        &self,
+        cfi: &str,
+        #[wasm_bindgen(js_name = maxChars)] max_chars: Option<usize>,
+    ) -> Result<String, JsValue> {
+        let cfi = parse(cfi)?;
+        let r = self.inner.resolve(&cfi).map_err(resolve_error)?;
+        Ok(if r.end.is_some() {
+            self.inner.text_of(&r)
+        } else {
+            self.inner.text_after(&r.start, max_chars.unwrap_or(200))
+        })
+    }
+}
+
+/// A CFI in its canonical form (`epubcfi(…)`, `^` escapes as the spec writes them).
+///
+/// # Errors
+/// Throws `CfiError` `cfi_parse` naming the byte of the problem.
+#[wasm_bindgen(js_name = parseCfi)]
+pub fn parse_cfi(cfi: &str) -> Result<String, JsValue> {
+    Ok(parse(cfi)?.to_string())
+}
+
+/// -1, 0 or 1 by the spec's reading order; `undefined` when the two cannot be ordered.
+///
+/// # Errors
+/// Throws `CfiError` `cfi_parse` for a CFI that does not parse.
+#[wasm_bindgen(js_name = compareCfi)]
+pub fn compare_cfi(a: &str, b: &str) -> Result<Option<i8>, JsValue> {
+    Ok(parse(a)?.compare(&parse(b)?).map(|o| o as i8))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn book_keys_are_ingests() {
+        // The values citeflow_index::book_key gives (its own test's inputs).
+        assert_eq!(
+            book_key(
+                "edu.nyu.itp.future-of-publishing.alice-in-wonderland",
+                "Alice's Adventures in Wonderland"
+            ),
+            "alice-s-adve-e50036"
+        );
+        assert!(book_key("", "草枕").starts_with("b-"));
+    }
+}
