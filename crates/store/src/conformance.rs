@@ -23,6 +23,7 @@ pub async fn run_all(store: Arc<dyn Store>) {
     rounds_append_atomically(store.clone()).await;
     allocation_is_dense_and_stable(store.clone()).await;
     parallel_allocation_never_repeats_a_number(store.clone()).await;
+    allocate_many_numbers_in_order(store.clone()).await;
     scopes_are_separate(store.clone()).await;
     event_log_is_ordered_and_replayed(store.clone()).await;
     follow_replays_then_tails_live(store.clone()).await;
@@ -166,6 +167,92 @@ pub async fn parallel_allocation_never_repeats_a_number(store: Arc<dyn Store>) {
     assert_eq!(numbers.len(), by_key.len(), "a number was given twice");
     assert_eq!(numbers, (1..=50).collect::<HashSet<u32>>());
     assert_eq!(store.numbering(&scope).await.expect("table").len(), 50);
+}
+
+/// `allocate_many` gives what `allocate` key by key in the same order gives: new keys in order,
+/// a repeated key its first number, known keys their numbers; concurrent batches and single
+/// allocations over overlapping keys never give a number twice or a key two numbers.
+pub async fn allocate_many_numbers_in_order(store: Arc<dyn Store>) {
+    let scope = NumberScope::Session("conf-many".into());
+    assert!(store
+        .allocate_many(&scope, &[])
+        .await
+        .expect("empty")
+        .is_empty());
+    store.allocate(&scope, "key:b", "sb").await.expect("b");
+    let got = store
+        .allocate_many(
+            &scope,
+            &[
+                ("key:a", "sa"),
+                ("key:b", "sb2"),
+                ("key:c", "sc"),
+                ("key:a", "sa2"),
+            ],
+        )
+        .await
+        .expect("many");
+    let got: Vec<_> = got.iter().map(|a| (a.number, a.is_new)).collect();
+    assert_eq!(got, [(2, true), (1, false), (3, true), (2, false)]);
+    let rows: Vec<_> = store
+        .numbering(&scope)
+        .await
+        .expect("table")
+        .entries()
+        .iter()
+        .map(|e| (e.number, e.key.clone(), e.source_id.clone()))
+        .collect();
+    let want = [(1, "key:b", "sb"), (2, "key:a", "sa"), (3, "key:c", "sc")];
+    let want: Vec<_> = want
+        .iter()
+        .map(|(n, k, s)| (*n, (*k).to_owned(), (*s).to_owned()))
+        .collect();
+    assert_eq!(rows, want);
+
+    let scope = NumberScope::Session("conf-many-parallel".into());
+    let tasks = (0..64).map(|i| {
+        let store = store.clone();
+        let scope = scope.clone();
+        async move {
+            let keys: Vec<String> = (0..5)
+                .map(|j| format!("key:{}", (i * 7 + j * 3) % 40))
+                .collect();
+            if i % 2 == 0 {
+                let pairs: Vec<(&str, &str)> = keys.iter().map(|k| (k.as_str(), "s")).collect();
+                let got = store.allocate_many(&scope, &pairs).await.expect("many");
+                assert_eq!(got.len(), keys.len());
+                keys.into_iter()
+                    .zip(got.into_iter().map(|a| a.number))
+                    .collect::<Vec<_>>()
+            } else {
+                let mut out = Vec::new();
+                for k in keys {
+                    let n = store.allocate(&scope, &k, "s").await.expect("one").number;
+                    out.push((k, n));
+                }
+                out
+            }
+        }
+    });
+    let got = futures_util::future::join_all(tasks).await;
+    let mut by_key: HashMap<String, u32> = HashMap::new();
+    for (k, n) in got.into_iter().flatten() {
+        let prev = by_key.insert(k.clone(), n);
+        assert!(prev.is_none_or(|p| p == n), "key {k} got two numbers");
+    }
+    let numbers: HashSet<u32> = by_key.values().copied().collect();
+    assert_eq!(numbers.len(), by_key.len(), "a number was given twice");
+    assert_eq!(numbers, (1..=by_key.len() as u32).collect::<HashSet<u32>>());
+    let table = store.numbering(&scope).await.expect("table");
+    for e in table.entries() {
+        assert_eq!(
+            by_key.get(&e.key),
+            Some(&e.number),
+            "stored {} differs",
+            e.key
+        );
+    }
+    assert_eq!(table.len(), by_key.len());
 }
 
 /// Session and stream scopes have their own tables; deleting a session drops its table.

@@ -83,6 +83,26 @@ pub trait Store: Send + Sync + 'static {
         source_id: &str,
     ) -> Result<Allocation, StoreError>;
 
+    /// The numbers of several keys of one scope, as [`Store::allocate`] called once per
+    /// `(key, source_id)` in this order gives them: a key given twice has one number (the
+    /// second is not new). A store that can do it in one round trip overrides it; the default
+    /// calls [`Store::allocate`] for each key in turn.
+    ///
+    /// # Errors
+    /// Backend errors; the keys before the failing one may be numbered then (a retry returns
+    /// their numbers).
+    async fn allocate_many(
+        &self,
+        scope: &NumberScope,
+        keys: &[(&str, &str)],
+    ) -> Result<Vec<Allocation>, StoreError> {
+        let mut out = Vec::with_capacity(keys.len());
+        for (key, source_id) in keys {
+            out.push(self.allocate(scope, key, source_id).await?);
+        }
+        Ok(out)
+    }
+
     /// The numbering table of `scope` (empty if nothing was allocated).
     ///
     /// # Errors
