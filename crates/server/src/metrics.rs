@@ -17,6 +17,7 @@ use std::borrow::Cow;
 use std::time::{Duration, Instant};
 
 use axum::extract::{MatchedPath, Request};
+use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::Response;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -394,7 +395,18 @@ pub(crate) async fn track(
         Some(p) => Cow::Owned(p.as_str().to_owned()),
         None => Cow::Borrowed("unmatched"),
     };
-    let method = req.method().as_str().to_owned();
+    // Standard methods by name; any other one (a client may invent them) as `other`, so
+    // clients cannot grow the number of series.
+    let method = match *req.method() {
+        Method::GET
+        | Method::POST
+        | Method::PUT
+        | Method::DELETE
+        | Method::HEAD
+        | Method::OPTIONS
+        | Method::PATCH => req.method().as_str().to_owned(),
+        _ => "other".to_owned(),
+    };
     let resp = next.run(req).await;
     let m = &state.metrics;
     m.http_response

@@ -200,6 +200,10 @@ async fn metrics_count_streams_by_store_upstream_route_and_status() {
     assert_eq!(r.status(), 200);
     read_sse(r, usize::MAX).await;
     assert_eq!(h.get("/nowhere").send().await.expect("send").status(), 404);
+    // An invented method counts as `other`.
+    let brew = reqwest::Method::from_bytes(b"BREW").expect("method");
+    let r = h.client.request(brew, format!("{}/healthz", h.base)).send();
+    assert_eq!(r.await.expect("send").status(), 405);
 
     // The generations record their end just after their last event: wait for it.
     let scrape = || async {
@@ -253,6 +257,7 @@ async fn metrics_count_streams_by_store_upstream_route_and_status() {
     assert_eq!(req("/v1/chat/completions", "POST", "200"), n);
     assert_eq!(req("/v1/streams/{id}", "GET", "200"), 1.0);
     assert_eq!(req("unmatched", "GET", "404"), 1.0);
+    assert_eq!(req("/healthz", "other", "405"), 1.0);
     // Histograms: time to first token and upstream latency once per stream, added latency
     // once per logged batch; buckets cumulative.
     assert_histogram(&text, "citeflow_first_token_seconds", &up, n);
