@@ -26,6 +26,7 @@
 //! ```
 
 mod append;
+mod batch;
 mod conn;
 mod keys;
 mod lease;

@@ -23,6 +23,38 @@ for i = 1, 4 do redis.call('PEXPIRE', KEYS[i], ARGV[3]) end
 return {n, 1}
 ";
 
+/// A batch of allocations, each done as `ALLOCATE` does it, in order. `KEYS`: num, byn, ctr,
+/// owner of each table in the batch. `ARGV`: ttl ms, touch (1/0), then per allocation: its
+/// table's index (from 0), key, `[key, source_id]` JSON. Returns `{number, 1 or 0}` per
+/// allocation, flattened. The TTLs of a table are refreshed once, after its allocations, when
+/// one of them was new (or, with `touch` 1, found).
+const ALLOCATE_MANY: &str = r"
+local out = {}
+local dirty = {}
+for i = 3, #ARGV, 3 do
+  local b = tonumber(ARGV[i]) * 4
+  local n = redis.call('HGET', KEYS[b + 1], ARGV[i + 1])
+  if n then
+    out[#out + 1] = tonumber(n)
+    out[#out + 1] = 0
+    if ARGV[2] == '1' then dirty[b] = true end
+  else
+    n = redis.call('INCR', KEYS[b + 3])
+    redis.call('HSET', KEYS[b + 1], ARGV[i + 1], n)
+    redis.call('HSET', KEYS[b + 2], n, ARGV[i + 2])
+    out[#out + 1] = n
+    out[#out + 1] = 1
+    dirty[b] = true
+  end
+end
+for b = 0, #KEYS - 4, 4 do
+  if dirty[b] then
+    for j = 1, 4 do redis.call('PEXPIRE', KEYS[b + j], ARGV[1]) end
+  end
+end
+return out
+";
+
 /// `KEYS`: session. `ARGV`: owner, sources, created_ms, last_used_ms, ttl ms.
 /// Returns 1, or 0 when the id is taken.
 const CREATE_SESSION: &str = r"
@@ -163,6 +195,7 @@ return tonumber(st[2])
 #[derive(Debug)]
 pub(crate) struct Scripts {
     pub(crate) allocate: Script,
+    pub(crate) allocate_many: Script,
     pub(crate) create_session: Script,
     pub(crate) owner_sessions: Script,
     pub(crate) update_sources: Script,
@@ -179,6 +212,7 @@ impl Scripts {
     pub(crate) fn new() -> Self {
         Scripts {
             allocate: Script::new(ALLOCATE),
+            allocate_many: Script::new(ALLOCATE_MANY),
             create_session: Script::new(CREATE_SESSION),
             owner_sessions: Script::new(OWNER_SESSIONS),
             update_sources: Script::new(UPDATE_SOURCES),

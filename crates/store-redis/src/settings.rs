@@ -57,7 +57,7 @@ pub(crate) enum Target {
 ///
 /// citeflow options may be given in the query string and are removed before the URL reaches
 /// the driver: `idle_ttl_ms`, `prefix`, `instance`, `lease_ms`, `timeout_ms`, `replica_acks`,
-/// `replica_ack_timeout_ms`, e.g.
+/// `replica_ack_timeout_ms`, `allocate_batch`, e.g.
 /// `redis://127.0.0.1:6379/0?idle_ttl_ms=86400000&instance=web-1`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RedisSettings {
@@ -72,7 +72,11 @@ pub struct RedisSettings {
     pub(crate) max_blocking_connections: usize,
     pub(crate) replica_acks: Option<u64>,
     pub(crate) replica_ack_timeout_ms: u64,
+    pub(crate) allocate_batch: usize,
 }
+
+/// The most allocations one script call carries, by default.
+const DEFAULT_ALLOCATE_BATCH: usize = 256;
 
 /// Seven days in milliseconds.
 pub const DEFAULT_IDLE_TTL_MS: u64 = 7 * 24 * 60 * 60 * 1000;
@@ -132,6 +136,7 @@ impl RedisSettings {
             max_blocking_connections: 64,
             replica_acks: None,
             replica_ack_timeout_ms: 1_000,
+            allocate_batch: DEFAULT_ALLOCATE_BATCH,
         };
         let mut driver_query = Vec::new();
         for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
@@ -149,6 +154,10 @@ impl RedisSettings {
                 }
                 "replica_ack_timeout_ms" => {
                     settings.replica_ack_timeout_ms = parse_u64("replica_ack_timeout_ms", value)?
+                }
+                "allocate_batch" => {
+                    settings.allocate_batch =
+                        usize::try_from(parse_u64("allocate_batch", value)?).unwrap_or(usize::MAX)
                 }
                 "prefix" | "instance" if value.is_empty() || value.contains(['{', '}']) => {
                     return Err(UrlError::Option {
@@ -331,6 +340,18 @@ impl RedisSettings {
     /// 1 000 ms; URL option `replica_ack_timeout_ms`.
     pub fn with_replica_ack_timeout_ms(mut self, ms: u64) -> Self {
         self.replica_ack_timeout_ms = ms.max(1);
+        self
+    }
+
+    /// The most allocations one script call carries: allocations that arrive while a call is
+    /// under way (two per numbering table on a Cluster, two per store standalone) wait and go
+    /// together in the next one, each handled as a single allocation is, in one atomic script.
+    /// 1 sends one script per allocation, without waiting.
+    ///
+    /// ### Default
+    /// 256; URL option `allocate_batch`.
+    pub fn with_allocate_batch(mut self, n: usize) -> Self {
+        self.allocate_batch = n.max(1);
         self
     }
 

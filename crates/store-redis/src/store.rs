@@ -43,6 +43,7 @@ struct Inner {
     blocking: Mutex<Vec<Conn>>,
     blocking_open: AtomicUsize,
     scripts: Scripts,
+    batches: crate::batch::Batches,
     signals: StreamSignals,
     owned: Mutex<HashSet<String>>,
     instance: String,
@@ -127,6 +128,7 @@ impl RedisStore {
                 blocking: Mutex::new(Vec::new()),
                 blocking_open: AtomicUsize::new(0),
                 scripts: Scripts::new(),
+                batches: Default::default(),
                 signals: StreamSignals::new(),
                 owned: Mutex::new(HashSet::new()),
                 instance,
@@ -520,6 +522,14 @@ impl Store for RedisStore {
     ) -> Result<Allocation, StoreError> {
         let t = self.inner.keys.table(scope);
         let record = encode_record(&(key, source_id))?;
+        if self.inner.settings.allocate_batch > 1 {
+            let group = self.batch_group(&t);
+            let r = crate::batch::allocate(self, group, vec![(t, key.to_owned(), record)]).await?;
+            let (number, is_new) = r.first().copied().ok_or_else(|| {
+                StoreError::Backend("redis allocation batch gave no answer".into())
+            })?;
+            return Ok(Allocation { number, is_new });
+        }
         let acked = self.inner.settings.replica_acks() > 0;
         // A retry after a lost reply finds the key numbered: same number, `is_new` false.
         let (n, is_new): (u32, i64) = self
@@ -540,6 +550,39 @@ impl Store for RedisStore {
             number: n,
             is_new: is_new == 1,
         })
+    }
+
+    async fn allocate_many(
+        &self,
+        scope: &NumberScope,
+        keys: &[(&str, &str)],
+    ) -> Result<Vec<Allocation>, StoreError> {
+        if self.inner.settings.allocate_batch <= 1 {
+            let mut out = Vec::with_capacity(keys.len());
+            for (key, source_id) in keys {
+                out.push(self.allocate(scope, key, source_id).await?);
+            }
+            return Ok(out);
+        }
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let t = self.inner.keys.table(scope);
+        let group = self.batch_group(&t);
+        let requests = keys
+            .iter()
+            .map(|(key, source_id)| {
+                Ok((
+                    t.clone(),
+                    (*key).to_owned(),
+                    encode_record(&(key, source_id))?,
+                ))
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        let r = crate::batch::allocate(self, group, requests).await?;
+        Ok(r.into_iter()
+            .map(|(number, is_new)| Allocation { number, is_new })
+            .collect())
     }
 
     async fn numbering(&self, scope: &NumberScope) -> Result<Numbering, StoreError> {
@@ -852,6 +895,27 @@ impl RedisStore {
 
     pub(crate) fn keys(&self) -> &Keys {
         &self.inner.keys
+    }
+
+    /// Another handle on the same store (for a task of its own).
+    pub(crate) fn handle(&self) -> RedisStore {
+        RedisStore {
+            inner: self.inner.clone(),
+        }
+    }
+
+    pub(crate) fn batches(&self) -> &crate::batch::Batches {
+        &self.inner.batches
+    }
+
+    /// The allocation batch a table's allocations join: one per store standalone, one per
+    /// table (one slot) on a Cluster.
+    fn batch_group(&self, t: &crate::keys::TableKeys) -> String {
+        if self.inner.settings.is_cluster() {
+            t.num.clone()
+        } else {
+            String::new()
+        }
     }
 
     pub(crate) fn scripts(&self) -> &Scripts {
