@@ -317,6 +317,22 @@ pub(crate) fn run(args: RenderArgs) -> Result<ExitCode> {
         held: None,
         out: std::io::BufWriter::with_capacity(64 * 1024, stdout.lock()),
     };
+    if stdin_is_file() {
+        // Everything is ready at once: read in large blocks on this thread; the output is
+        // flushed when the buffer fills and at the end.
+        let mut input = std::io::stdin().lock();
+        let mut buf = vec![0u8; 256 * 1024];
+        loop {
+            let n = match input.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e).context("cannot read stdin"),
+            };
+            r.write(&buf[..n])?;
+        }
+        return finish(r, &args);
+    }
     let input = read_stdin();
     loop {
         let chunk = match input.try_recv() {
@@ -332,6 +348,23 @@ pub(crate) fn run(args: RenderArgs) -> Result<ExitCode> {
         };
         r.write(&chunk.context("cannot read stdin")?)?;
     }
+    finish(r, &args)
+}
+
+/// Whether stdin is a regular file (`< answer.jsonl`), whose bytes are all ready at once.
+fn stdin_is_file() -> bool {
+    use std::os::fd::AsFd;
+    std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .ok()
+        .map(std::fs::File::from)
+        .and_then(|f| f.metadata().ok())
+        .is_some_and(|m| m.is_file())
+}
+
+/// After the input: the snapshot or the end of the stream, the session file.
+fn finish<W: Write>(mut r: Renderer<W>, args: &RenderArgs) -> Result<ExitCode> {
     if let Some(p) = &args.snapshot_out {
         let rw = match r.stream.rewriter() {
             Some(rw) => rw.clone(),

@@ -225,14 +225,39 @@ impl ProviderStream {
 
     fn take_payloads(&mut self) -> Result<(), ProviderError> {
         while let Some(p) = self.frames.poll_payload() {
-            let value: Value = serde_json::from_str(&p.data).map_err(|e| ProviderError::Json {
+            let json_err = |e: serde_json::Error| ProviderError::Json {
                 line: p.line,
                 sse: self.frames.framing() == Framing::Sse,
                 message: e.to_string(),
-            })?;
+            };
+            if p.data.trim_start().starts_with('"') {
+                // A chunk of text (JSONL of strings): read in place, without a `Value`.
+                match serde_json::from_str::<&str>(&p.data) {
+                    Ok(text) => self.write_text(text, p.line)?,
+                    Err(_) => {
+                        let text: String = serde_json::from_str(&p.data).map_err(json_err)?;
+                        self.write_text(&text, p.line)?;
+                    }
+                }
+                continue;
+            }
+            let value: Value = serde_json::from_str(&p.data).map_err(json_err)?;
             self.write_payload_inner(&value, p.line)?;
         }
         Ok(())
+    }
+
+    /// A chunk of answer text (a JSON string payload).
+    fn write_text(&mut self, text: &str, line: u64) -> Result<(), ProviderError> {
+        self.line = line;
+        if self.blocked() {
+            self.deferred
+                .push_back(Deferred::Text(text.to_owned(), line));
+            return Ok(());
+        }
+        self.text_seen |= !text.is_empty();
+        self.part.text.push_str(text);
+        self.feed_all()
     }
 
     /// Feeds one parsed payload (`line` names it in errors). A JSON string is a chunk of
@@ -249,14 +274,7 @@ impl ProviderStream {
     fn write_payload_inner(&mut self, payload: &Value, line: u64) -> Result<(), ProviderError> {
         self.line = line;
         if let Value::String(text) = payload {
-            if self.blocked() {
-                self.deferred.push_back(Deferred::Text(text.clone(), line));
-                return Ok(());
-            }
-            self.text_seen |= !text.is_empty();
-            self.part.text.push_str(text);
-            self.feed_all()?;
-            return Ok(());
+            return self.write_text(text, line);
         }
         if self.reader.is_none() {
             let dialect = match self.dialect {
