@@ -189,3 +189,110 @@ fn a_stream_saved_mid_marker_continues_in_another_process() {
     );
     let _ = std::fs::remove_file(&snap);
 }
+
+/// `citeflow render` with stdin read from the file at `path`.
+fn render_from_file(args: &[&str], path: &std::path::Path) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_citeflow"))
+        .args(args)
+        .stdin(std::fs::File::open(path).unwrap())
+        .output()
+        .expect("spawn citeflow")
+}
+
+/// JSONL events with adjacent texts merged: how text is cut into events depends on how the
+/// bytes arrive (pipe reads or file blocks), the events themselves do not.
+fn merged_events(out: &[u8]) -> Vec<serde_json::Value> {
+    let mut events: Vec<serde_json::Value> = Vec::new();
+    for line in std::str::from_utf8(out).unwrap().lines() {
+        let e: serde_json::Value = serde_json::from_str(line).unwrap();
+        if let (Some("text"), Some(last)) = (e["type"].as_str(), events.last_mut()) {
+            if last["type"] == "text" {
+                let joined = format!(
+                    "{}{}",
+                    last["text"].as_str().unwrap(),
+                    e["text"].as_str().unwrap()
+                );
+                last["text"] = joined.into();
+                continue;
+            }
+        }
+        events.push(e);
+    }
+    events
+}
+
+/// A regular file on stdin is read on one thread in large blocks (issue 17): the output, the
+/// error and the exit status are those of the same bytes through a pipe, for text and JSONL
+/// input, text and JSONL output (events compared with adjacent texts merged), and malformed
+/// input.
+#[test]
+fn a_file_on_stdin_renders_as_a_pipe() {
+    let src = temp_file("s-file.json", SOURCES);
+    let src = src.to_str().unwrap();
+    let long: String = (0..3000)
+        .map(|i| format!("\"word {i} [[source_{}]] \"\n", [3, 7, 99][i % 3]))
+        .collect();
+    let cases: [(&str, Vec<&str>, &str); 4] = [
+        (
+            "text",
+            vec!["render", "--sources", src],
+            "Paris [[source_7]] is in France [[source_3]], 漢字 [[sou",
+        ),
+        (
+            "jsonl",
+            vec![
+                "render",
+                "--sources",
+                src,
+                "--input",
+                "jsonl",
+                "--output",
+                "jsonl",
+            ],
+            &long,
+        ),
+        (
+            "jsonl-text",
+            vec!["render", "--sources", src, "--input", "jsonl"],
+            &long,
+        ),
+        (
+            "malformed",
+            vec!["render", "--sources", src, "--input", "jsonl"],
+            "\"ok [[source_7]]\"\n{not json\n\"never\"\n",
+        ),
+    ];
+    for (name, args, input) in cases {
+        let path = temp_file(&format!("stdin-{name}.txt"), input);
+        let piped = citeflow(&args, input.as_bytes());
+        let filed = render_from_file(&args, &path);
+        assert!(!piped.stdout.is_empty(), "{name}: no output");
+        if args.contains(&"--output") {
+            assert_eq!(
+                merged_events(&filed.stdout),
+                merged_events(&piped.stdout),
+                "{name}"
+            );
+        } else {
+            assert_eq!(
+                String::from_utf8_lossy(&filed.stdout),
+                String::from_utf8_lossy(&piped.stdout),
+                "{name}"
+            );
+        }
+        assert_eq!(
+            String::from_utf8_lossy(&filed.stderr),
+            String::from_utf8_lossy(&piped.stderr),
+            "{name}"
+        );
+        assert_eq!(filed.status.code(), piped.status.code(), "{name}");
+        if name == "jsonl-text" {
+            let text = String::from_utf8(filed.stdout).unwrap();
+            assert!(
+                text.starts_with("word 0 [1] word 1 [2] word 2 [?] word 3 [1] "),
+                "{}",
+                &text[..80]
+            );
+        }
+    }
+}
