@@ -80,7 +80,7 @@ for f in "${files[@]}"; do
   fi
 done
 if [ "$stale" -ne 0 ]; then
-  echo "the WASM embedded in citeflow is stale: run CITEFLOW_BLESS=1 bash scripts/test-install.sh and commit $assets" >&2
+  echo "the WASM embedded in citeflow is stale (built here with $(rustc -V) and wasm-bindgen $(wasm-bindgen --version | awk '{ print $2 }'); $assets/README.md names the toolchain of the vendored files): run CITEFLOW_BLESS=1 bash scripts/test-install.sh and commit $assets" >&2
   exit 1
 fi
 for f in "${files[@]}"; do
