@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # Benchmark of the Redis store (not a test): allocations/s and logged events/s with 1, 2 and
 # 4 store instances (separate connections, as separate servers) on one Redis, beside the
-# SQLite store in the same run. Starts its own redis-server on a free loopback port (installs
-# the Debian package if missing) and stops it on exit.
+# SQLite store in the same run; allocations both batched (the default) and one script call
+# each (allocate_batch=1, as before batching); and streamed events/s at 1,000 concurrent
+# streams (a writer and a live follower each), Redis beside SQLite. Every case runs ROUNDS
+# times, interleaved; it prints the median and each round's figure, with the load average
+# before and after. Starts its own redis-server on a free loopback port (installs the Debian
+# package if missing) and stops it on exit.
 #
-#   scripts/bench-redis.sh [SECONDS_PER_CASE]   (default 3)
+#   scripts/bench-redis.sh [SECONDS_PER_CASE] [ROUNDS]   (defaults 3 and 3)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 SECS="${1:-3}"
+ROUNDS="${2:-3}"
 
 if ! command -v redis-server >/dev/null 2>&1; then
     SUDO=""
@@ -31,6 +36,11 @@ for _ in $(seq 1 50); do
     sleep 0.1
 done
 
-cargo build --release -p citeflow-store-redis --example bench
-echo "machine: $(nproc) cores, $(redis-server --version | cut -d' ' -f3), $(rustc --version)"
-"${CARGO_TARGET_DIR:-target}/release/examples/bench" "redis://127.0.0.1:$PORT/0" "$SECS"
+# citeflow-server is only a dev-dependency of the example (the tests use it); the bench does
+# not run it, so it is built without optimisation, which saves most of the build time.
+cargo build --release --locked -p citeflow-store-redis --example bench \
+    --config 'profile.release.package.citeflow-server.opt-level=0'
+echo "machine: $(nproc) cores, $(redis-server --version | cut -d' ' -f3), $(rustc --version), $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "load before: $(uptime)"
+"${CARGO_TARGET_DIR:-target}/release/examples/bench" "redis://127.0.0.1:$PORT/0" "$SECS" 1 "$ROUNDS"
+echo "load after:  $(uptime)"
