@@ -12,7 +12,8 @@
     reason = "criterion_group! generates an undocumented function"
 )]
 
-use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use std::hint::black_box;
 
 use citeflow_core::{Event, Numbering, Rewriter, Settings, Source, Sources};
 

@@ -10,7 +10,8 @@
 use std::path::PathBuf;
 
 use citeflow_epub::{Book, ChunkSettings, Limits};
-use criterion::{black_box, criterion_group, Criterion, Throughput};
+use criterion::{criterion_group, Criterion, Throughput};
+use std::hint::black_box;
 
 const BOOKS: [&str; 7] = [
     "alice.epub",
