@@ -214,7 +214,11 @@ def test_context_reads_dicts_sources_passages_and_ingest_lines() -> None:
         to_source(42)
     with pytest.raises(citeflow.SettingsError):
         Context([p], marker="nope")  # type: ignore[arg-type]
-    # The double-bracket marker: the model writes the passage id.
+    # Placeholders are filled once: a text holding "{cfi}" keeps it; other braces stay.
+    odd = citeflow.Source("x", text="a {cfi} b", locator=citeflow.Locator(chapter_index=2, cfi="epubcfi(/6/8!/4)"))
+    assert Context([odd], template=BOOK_TEMPLATE).block == "【1】(章:2, CFI:epubcfi(/6/8!/4))\na {cfi} b"
+    assert Context([odd], template="{x} {n}{ {title}|", max_chars_per_source=3).block == "{x} 1{ |"
+        # The double-bracket marker: the model writes the passage id.
     ctx = Context([p], marker="double_bracket")
     assert ctx.block.startswith(f"[[{p.id}]] (chapter: Down The Rabbit-Hole, CFI: {p.cfi})")
     assert citeflow.rewrite_str(f"Watch [[{p.id}]].", ctx.sources, settings=ctx.settings()).text == "Watch [1]."

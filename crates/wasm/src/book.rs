@@ -464,6 +464,84 @@ impl Book {
     }
 }
 
+/// The context form book RAG apps use: `【{n}】(章:{chapter_index}, CFI:{cfi})` and the text
+/// on the next line (the Python package's `citeflow.context.BOOK_TEMPLATE`).
+const BOOK_TEMPLATE: &str = "【{n}】(章:{chapter_index}, CFI:{cfi})\n{text}";
+
+/// `template` for one source of rank `rank`, its placeholders replaced in one pass.
+fn fill(template: &str, rank: usize, s: &citeflow_core::Source, max_chars: usize) -> String {
+    let loc = s.locator.as_ref();
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let name = after.find('}').map(|close| &after[..close]);
+        let value = match name {
+            Some("n") => Some(rank.to_string()),
+            Some("id") => Some(s.id.clone()),
+            Some("title") => Some(s.title.clone().unwrap_or_default()),
+            Some("url") => Some(s.url.clone().unwrap_or_default()),
+            Some("text") => Some(
+                s.text
+                    .as_deref()
+                    .or(s.snippet.as_deref())
+                    .unwrap_or("")
+                    .chars()
+                    .take(max_chars)
+                    .collect(),
+            ),
+            Some("chapter_index") => Some(
+                loc.and_then(|l| l.chapter_index)
+                    .map(|i| i.to_string())
+                    .unwrap_or_default(),
+            ),
+            Some("chapter_title") => Some(
+                loc.and_then(|l| l.chapter_title.clone())
+                    .unwrap_or_default(),
+            ),
+            Some("cfi") => Some(loc.and_then(|l| l.cfi.clone()).unwrap_or_default()),
+            _ => None,
+        };
+        match (value, name) {
+            (Some(v), Some(n)) => {
+                out.push_str(&v);
+                rest = &after[n.len() + 1..];
+            }
+            _ => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The sources as a context block written with `template` (default: the book form
+/// `【{n}】(章:{chapter_index}, CFI:{cfi})\n{text}`), one block a source, blocks separated by a
+/// blank line. Placeholders: `{n}` (rank), `{id}`, `{title}`, `{url}`, `{text}` (cut to
+/// `maxCharsPerSource` characters, default 1000), `{chapter_index}`, `{chapter_title}`, `{cfi}`;
+/// absent values are empty and other braces are kept. Ask for `rank_full_width` markers with
+/// `citationInstruction(sources, "rank_full_width")` and rewrite with
+/// `promptSettings("rank_full_width")`.
+#[wasm_bindgen(js_name = contextTemplate)]
+pub fn context_template(
+    sources: &crate::Sources,
+    template: Option<String>,
+    #[wasm_bindgen(js_name = maxCharsPerSource)] max_chars_per_source: Option<usize>,
+) -> String {
+    let template = template.as_deref().unwrap_or(BOOK_TEMPLATE);
+    let max = max_chars_per_source.unwrap_or(1000);
+    sources
+        .as_core()
+        .iter()
+        .enumerate()
+        .map(|(i, s)| fill(template, i + 1, s, max))
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
 /// A CFI in its canonical form (`epubcfi(…)`, `^` escapes as the spec writes them).
 ///
 /// # Errors
@@ -497,5 +575,23 @@ mod tests {
             "alice-s-adve-e50036"
         );
         assert!(book_key("", "草枕").starts_with("b-"));
+    }
+
+    #[test]
+    fn templates_fill_each_placeholder_once() {
+        let s = citeflow_core::Source::new("p3")
+            .with_text("a {cfi} b")
+            .with_locator(Locator {
+                chapter_index: Some(2),
+                chapter_title: None,
+                cfi: Some("epubcfi(/6/8!/4)".into()),
+                page: None,
+            });
+        assert_eq!(
+            fill(BOOK_TEMPLATE, 1, &s, 1000),
+            "【1】(章:2, CFI:epubcfi(/6/8!/4))\na {cfi} b"
+        );
+        assert_eq!(fill("{x} {n}{ {title}|", 4, &s, 3), "{x} 4{ |");
+        assert_eq!(fill("{text}", 1, &s, 3), "a {");
     }
 }

@@ -61,7 +61,7 @@ mod sources;
 mod types;
 
 #[cfg(feature = "epub")]
-pub use book::{compare_cfi, parse_cfi, Book};
+pub use book::{compare_cfi, context_template, parse_cfi, Book};
 pub use error::BindingError;
 pub use functions::{
     citation_instruction, context_block, default_settings, prompt_settings, render_list, rewrite,

@@ -24,6 +24,7 @@ the scanner reads.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -48,7 +49,8 @@ __all__ = ["BOOK_TEMPLATE", "Context", "to_source", "to_sources"]
 
 #: The context form book RAG apps use: ``【{n}】(章:{chapter_index}, CFI:{cfi})`` and the text on
 #: the next line. Placeholders: ``{n}`` (rank), ``{id}``, ``{title}``, ``{url}``, ``{text}``,
-#: ``{chapter_index}``, ``{chapter_title}``, ``{cfi}`` (absent values are empty).
+#: ``{chapter_index}``, ``{chapter_title}``, ``{cfi}`` (absent values are empty; other braces are
+#: kept). The npm package's ``contextTemplate`` fills templates the same way.
 BOOK_TEMPLATE = "【{n}】(章:{chapter_index}, CFI:{cfi})\n{text}"
 
 
@@ -119,19 +121,24 @@ def to_sources(docs: Iterable[Any]) -> list[Source]:
     return out
 
 
+_PLACEHOLDER = re.compile(r"\{(n|id|title|url|text|chapter_index|chapter_title|cfi)\}")
+
+
 def _fill(template: str, rank: int, s: Source, max_chars: int) -> str:
+    """The template with its placeholders replaced in one pass (a text holding ``{cfi}`` stays
+    as it is); other braces are kept."""
     loc = s.locator
     values = {
-        "n": rank,
+        "n": str(rank),
         "id": s.id,
         "title": s.title or "",
         "url": s.url or "",
         "text": (s.text or s.snippet or "")[:max_chars],
-        "chapter_index": "" if loc is None or loc.chapter_index is None else loc.chapter_index,
+        "chapter_index": "" if loc is None or loc.chapter_index is None else str(loc.chapter_index),
         "chapter_title": "" if loc is None or loc.chapter_title is None else loc.chapter_title,
         "cfi": "" if loc is None or loc.cfi is None else loc.cfi,
     }
-    return template.format_map(values)
+    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
 
 
 class Context:

@@ -10,7 +10,17 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { Book, Sources, citationInstruction, compareCfi, contextBlock, parseCfi, promptSettings, rewrite } from "citeflow";
+import {
+  Book,
+  Sources,
+  citationInstruction,
+  compareCfi,
+  contextBlock,
+  contextTemplate,
+  parseCfi,
+  promptSettings,
+  rewrite,
+} from "citeflow";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const workspace = resolve(here, "..", "..", "..", "..");
@@ -159,6 +169,12 @@ test("passages_are_sources_for_the_prompt_and_the_rewriter", () => {
     block,
   );
   assert.match(citationInstruction(sources, "rank_full_width"), /for example 【1】/);
+  // The book form: 【n】(章:chapter index, CFI:…) and the text on the next line.
+  assert.equal(
+    contextTemplate(sources),
+    `【1】(章:2, CFI:${ps[3].cfi})\n${ps[3].text}\n\n【2】(章:${ps[37].chapter_index}, CFI:${ps[37].cfi})\n${ps[37].text}`,
+  );
+  assert.equal(contextTemplate(sources, "[{n}] {id} {chapter_title}|{nope}", 5), `[1] ${ps[3].id} Down The Rabbit-Hole|{nope}\n\n[2] ${ps[37].id} ${ps[37].chapter_title}|{nope}`);
   const r = rewrite("A watch【1】 and gloves【2】【1】.", sources, { settings: promptSettings("rank_full_width") });
   assert.equal(r.text, "A watch[1] and gloves[2][1].");
   const done = r.events.at(-1);
