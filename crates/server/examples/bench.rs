@@ -243,6 +243,7 @@ async fn main() {
     println!("| streams | starts | path | seconds | chunks/s | throughput vs direct | chunk latency p50 ms | p99 ms | added p50 ms | added p99 ms | failed | CPU µs per chunk: upstream / proxy / client |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut memory = Vec::new();
+    let mut ratios = Vec::new();
     for n in counts {
         // Warm every path (connections, caches).
         for url in [upstream, pass, citeflow] {
@@ -265,6 +266,7 @@ async fn main() {
             let idle = rss_kib(pid);
             let cf = run(citeflow, model, n, [Some(upstream_pid), Some(pid)], spread).await;
             println!("{}", row(n, starts, "citeflow", &cf, &direct));
+            ratios.push(ratio_line(n, starts, &cf, &through));
             // Memory per open stream from the first run of each count only: the allocator
             // keeps what a run freed, so the growth in a later run says little.
             if spread.is_zero() {
@@ -280,4 +282,24 @@ async fn main() {
     for m in memory {
         println!("{m}");
     }
+    println!();
+    for r in ratios {
+        println!("{r}");
+    }
+}
+
+/// citeflow against the pass-through proxy of the same run: CPU per chunk of the proxy
+/// process, throughput, and the p99 added latency.
+fn ratio_line(n: usize, starts: &str, cf: &Run, pass: &Run) -> String {
+    let cpu = cf.cpu_per_chunk_us[1] / pass.cpu_per_chunk_us[1].max(f64::MIN_POSITIVE);
+    // citeflow's extra source-list chunk per stream is not upstream work.
+    let cf_rate = cf.chunks.saturating_sub(n as u64) as f64 / cf.seconds;
+    let pass_rate = pass.chunks as f64 / pass.seconds;
+    let p99 = pct(&cf.latencies_us, 0.99) - pct(&pass.latencies_us, 0.99);
+    format!(
+        "ratio {n} streams, {starts}: citeflow / pass-through CPU per chunk {cpu:.2}× ({:.1} / {:.1} µs), throughput {:.1}% of pass-through, p99 latency {p99:+.2} ms against pass-through",
+        cf.cpu_per_chunk_us[1],
+        pass.cpu_per_chunk_us[1],
+        100.0 * cf_rate / pass_rate,
+    )
 }

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Every speed comparison of issue 17 in one run (not a test; the machine is shared and noisy,
+# so each figure is a ratio against a baseline measured in the same run). Prints one Markdown
+# table of ratios, each row with the command behind it, then the detailed tables of the
+# proxy and Redis benchmarks.
+#
+#   bash scripts/bench.sh [--quick]
+#
+# Rows:
+#   core    citeflow-core fed in 4-byte chunks with a citation every ~130 bytes, and marker-free
+#           ASCII in 64 KB chunks (crates/core/examples/chunk_cost): poll_event_into against
+#           poll_event (an owned String per text event); instructions per chunk (callgrind)
+#           when valgrind is installed.
+#   CLI     `citeflow render` as a whole process against Onyx's two citation processors on the
+#           same 100k and 300k-token answers (scripts/bench/onyx.py; needs ONYX_GIT, a clone of
+#           github.com/onyx-dot-app/onyx, else the rows say skipped), and the number of write
+#           syscalls the render makes for 100k chunks (strace).
+#   Python  feed, feed_text and the batch path against a pure-Python processor and against the
+#           empty loop of the same shape (crates/py/bench/bench.py).
+#   proxy   citeflow serve against a pass-through proxy and the upstream, 1000 streams
+#           (scripts/bench-server.sh): CPU per chunk, throughput, p99 added latency, memory
+#           per open stream.
+#   Redis   allocations/s and events/s, Redis beside SQLite (scripts/bench-redis.sh).
+# --quick skips the proxy and Redis benchmarks.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+QUICK=0
+[ "${1:-}" = "--quick" ] && QUICK=1
+TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+REL="$TARGET_DIR/release"
+OUT="$(mktemp -d)"
+trap 'rm -rf "$OUT"' EXIT
+
+echo "# citeflow benchmarks, $(date -u +%Y-%m-%d) — $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
+echo
+echo "building (release)…" >&2
+cargo build --quiet --locked --release -p citeflow-cli
+cargo build --quiet --locked --release -p citeflow-core --example chunk_cost
+
+rows=()
+row() { rows+=("| $1 | $2 | \`$3\` |"); }
+
+# --- core -------------------------------------------------------------------------------
+mbps() { "$REL/examples/chunk_cost" "$@" | sed -E 's/.*: ([0-9.]+) MB\/s.*/\1/'; }
+best_mbps() {
+    local best=0 v
+    for _ in 1 2 3; do
+        v="$(mbps "$@")"
+        best="$(python3 -c "print(max($best, $v))")"
+    done
+    echo "$best"
+}
+cited_into="$(best_mbps cited 4 16777216 into)"
+cited_owned="$(best_mbps cited 4 16777216 owned)"
+plain_64k="$(best_mbps plain 65536 1073741824 into)"
+row "core: 4-byte chunks, a citation every ~130 bytes" \
+    "$(python3 -c "print(f'{$cited_into:.0f} MB/s, {$cited_into/$cited_owned:.2f}× poll_event ($cited_owned MB/s); target 150 MB/s')")" \
+    "target/release/examples/chunk_cost cited 4 16777216 into|owned"
+row "core: marker-free ASCII, 64 KB chunks" "$plain_64k MB/s; target 3,000 MB/s" \
+    "target/release/examples/chunk_cost plain 65536 1073741824"
+if command -v valgrind >/dev/null 2>&1; then
+    instr() {
+        valgrind --tool=callgrind --callgrind-out-file=/dev/null "$REL/examples/chunk_cost" "$@" 2>&1 \
+            | sed -nE 's/.*refs: +([0-9,]+).*/\1/p' | tr -d ,
+    }
+    for kind in plain cited; do
+        for mode in into owned; do
+            a="$(instr "$kind" 4 65536 "$mode")"
+            b="$(instr "$kind" 4 262144 "$mode")"
+            # The difference of two sizes cancels the set-up: instructions per added chunk.
+            per="$(python3 -c "print(round(($b - $a) / ((262144 - 65536) / 4)))")"
+            row "core: instructions per 4-byte chunk, $kind, $mode" "$per" \
+                "valgrind --tool=callgrind target/release/examples/chunk_cost $kind 4 65536|262144 $mode"
+        done
+    done
+fi
+
+# --- CLI --------------------------------------------------------------------------------
+python3 scripts/bench/onyx.py --citeflow "$REL/citeflow" --tokens 100000,300000 > "$OUT/onyx.md"
+while IFS= read -r line; do rows+=("$line"); done < "$OUT/onyx.md"
+if command -v strace >/dev/null 2>&1; then
+    python3 - "$OUT/w.jsonl" "$OUT/s.json" <<'EOF'
+import json, sys
+sys.path.insert(0, "scripts/bench")
+from onyx import tokens, N_DOCS
+open(sys.argv[1], "w").write("".join(json.dumps(t) + "\n" for t in tokens(100000)))
+open(sys.argv[2], "w").write(json.dumps([{"id": f"doc_{i}"} for i in range(1, N_DOCS + 1)]))
+EOF
+    strace -f -c -e trace=write -o "$OUT/strace.txt" "$REL/citeflow" render --input jsonl --output jsonl \
+        --rank renumber --sources "$OUT/s.json" < "$OUT/w.jsonl" > /dev/null
+    writes="$(awk '$NF == "write" { print $4 }' "$OUT/strace.txt")"
+    row "CLI: write syscalls for 100,000 chunks (input from a file)" "${writes:-?}" \
+        "strace -f -c -e trace=write citeflow render --input jsonl --output jsonl < 100k.jsonl"
+fi
+
+# --- Python -----------------------------------------------------------------------------
+VENV="$TARGET_DIR/venv-py"
+if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import citeflow' 2>/dev/null; then
+    echo "building the Python package (scripts/test-python.sh's venv)…" >&2
+    python3 -m venv "$VENV"
+    "$VENV/bin/pip" install --quiet -r crates/py/requirements-test.txt
+    (cd crates/py && VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" maturin develop --release --locked --quiet)
+fi
+"$VENV/bin/python" crates/py/bench/bench.py --repeat 3 > "$OUT/py.txt"
+py_ratio() { grep -E "^  $1 " "$OUT/py.txt" | sed -E 's/^ +[a-z_]+ +([0-9]+) +/\1 ns\/token: /'; }
+row "Python: feed (every event), against the pure-Python processor" "$(py_ratio feed)" "python crates/py/bench/bench.py"
+row "Python: feed_text (text only)" "$(py_ratio feed_text)" "python crates/py/bench/bench.py"
+row "Python: batch (rewrite_stream, 256 tokens a call)" "$(py_ratio batch)" "python crates/py/bench/bench.py"
+row "Python: feed against its empty loop" "$(py_ratio floor)" "python crates/py/bench/bench.py"
+row "Python: feed_text against its empty loop" "$(py_ratio floor_text)" "python crates/py/bench/bench.py"
+
+# --- proxy and Redis --------------------------------------------------------------------
+if [ "$QUICK" = 0 ]; then
+    bash scripts/bench-server.sh 1000 20 > "$OUT/server.md"
+    while IFS= read -r line; do
+        row "proxy: ${line#ratio }" "" "bash scripts/bench-server.sh 1000 20"
+    done < <(grep '^ratio ' "$OUT/server.md")
+    mem="$(grep 'per open stream' "$OUT/server.md" | head -n1)"
+    [ -n "$mem" ] && row "proxy: memory per open stream" "$mem (target 64 KiB)" "bash scripts/bench-server.sh 1000 20"
+    bash scripts/bench-redis.sh > "$OUT/redis.md"
+fi
+
+echo "| measure | figure (ratio against the baseline of the same run) | command |"
+echo "|---|---|---|"
+printf '%s\n' "${rows[@]}"
+echo
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ "$QUICK" = 0 ]; then
+    echo
+    echo "## proxy (scripts/bench-server.sh 1000 20)"
+    cat "$OUT/server.md"
+    echo
+    echo "## Redis (scripts/bench-redis.sh)"
+    cat "$OUT/redis.md"
+fi
