@@ -1,8 +1,9 @@
 //! Allocations/s and logged events/s with 1, 2 and 4 Redis store instances (separate
 //! connections, as separate servers have) on one Redis (or a Redis Cluster), beside the
-//! SQLite store; allocations both batched (the default) and one script call each
-//! (`allocate_batch=1`, as before batching), in the same run; and streamed events/s at 1,000
-//! concurrent streams (a writer and a live follower each), Redis beside SQLite.
+//! SQLite store; allocations and appends both batched (the default) and one script call each
+//! (`allocate_batch=1`, `append_batch=1`, as before batching), in the same run; and streamed
+//! events/s at 1,000 concurrent streams (a writer and a live follower each), Redis beside
+//! SQLite, batched and not.
 //!
 //! `cargo run --release -p citeflow-store-redis --example bench -- REDIS_URL [SECONDS] [SESSIONS] [ROUNDS]`
 //! (scripts/bench-redis.sh starts a Redis and runs it). The allocations go to SESSIONS
@@ -194,7 +195,8 @@ fn redis_stores(
         .map(|_| {
             let s = RedisSettings::from_url(url)?
                 .with_key_prefix(prefix)
-                .with_allocate_batch(batch);
+                .with_allocate_batch(batch)
+                .with_append_batch(batch);
             Ok(Arc::new(RedisStore::new(s)?) as Arc<dyn Store>)
         })
         .collect()
@@ -249,6 +251,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "alloc1",
                 allocations(&one, secs, &format!("r{n}one"), sessions).await,
             );
+            push(
+                row,
+                "events1",
+                events(&one, secs, &format!("r{n}one")).await,
+            );
             drop(one);
             let batched = redis_stores(&url, &prefix, n, 256)?;
             let a = allocations(&batched, secs, &format!("r{n}batch"), sessions).await;
@@ -264,24 +271,27 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "streamed",
             streamed(sqlite.clone(), secs, "sqlite").await,
         );
+        let one = redis_stores(&url, &prefix, 1, 1)?.remove(0);
+        push(11, "streamed", streamed(one, secs, "redis-one").await);
         let redis = redis_stores(&url, &prefix, 1, 256)?.remove(0);
-        push(11, "streamed", streamed(redis, secs, "redis").await);
+        push(12, "streamed", streamed(redis, secs, "redis").await);
     }
     let get = |row: usize, col: &str| fig.get(&(row, col)).map_or("–".to_owned(), |v| cell(v));
     println!("Median of {rounds} round(s) (each round's figure in brackets), {secs} s per case, {TASKS} callers per instance, allocations over {sessions} session(s):");
     println!();
-    println!("| store | instances | allocations/s, one script each (as before) | allocations/s, batched | events/s |");
-    println!("|---|---:|---:|---:|---:|");
+    println!("| store | instances | allocations/s, one script each (as before) | allocations/s, batched | events/s, one script each (as before) | events/s, batched |");
+    println!("|---|---:|---:|---:|---:|---:|");
     println!(
-        "| sqlite | 1 | – | {} | {} |",
+        "| sqlite | 1 | – | {} | – | {} |",
         get(0, "alloc"),
         get(0, "events")
     );
     for (row, n) in [(1usize, 1usize), (2, 2), (3, 4)] {
         println!(
-            "| redis | {n} | {} | {} | {} |",
+            "| redis | {n} | {} | {} | {} | {} |",
             get(row, "alloc1"),
             get(row, "alloc"),
+            get(row, "events1"),
             get(row, "events")
         );
     }
@@ -289,6 +299,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("| store | concurrent streams (writer + live follower each) | streamed events/s |");
     println!("|---|---:|---:|");
     println!("| sqlite | {STREAMS} | {} |", get(10, "streamed"));
-    println!("| redis | {STREAMS} | {} |", get(11, "streamed"));
+    println!(
+        "| redis, one script per append (as before) | {STREAMS} | {} |",
+        get(11, "streamed")
+    );
+    println!("| redis, batched | {STREAMS} | {} |", get(12, "streamed"));
     Ok(())
 }

@@ -2,8 +2,107 @@
 //! event with its id as the entry id, all in one step.
 
 use citeflow_store::{StoreError, StoredEvent, StreamStatus};
+use tokio::sync::oneshot;
 
+use crate::batch::Flushing;
 use crate::store::RedisStore;
+
+/// One `append_events` call waiting for its batch (standalone only).
+pub(crate) struct Request {
+    keys: [String; 5],
+    events: Vec<StoredEvent>,
+    reply: oneshot::Sender<Result<Vec<String>, StoreError>>,
+}
+
+/// Queues the append in the store's append batches and returns the script's answer for it.
+/// Appends that arrive while a batch call is under way go together in the next one
+/// (`APPEND_MANY`, each checked and written as `APPEND` does it).
+pub(crate) async fn batched(
+    store: &RedisStore,
+    stream_id: &str,
+    events: Vec<StoredEvent>,
+) -> Result<Vec<String>, StoreError> {
+    let (tx, rx) = oneshot::channel();
+    let req = Request {
+        keys: store.stream_key_set(stream_id),
+        events,
+        reply: tx,
+    };
+    if store.appends().push("", vec![req]) {
+        // A task of its own: a caller that stops waiting must not strand the others' batch.
+        tokio::spawn(flush(store.handle()));
+    }
+    rx.await.map_err(|_| {
+        StoreError::Backend(format!(
+            "append to stream {stream_id}: the batch ended without an answer"
+        ))
+    })?
+}
+
+/// Sends the append batches until none waits.
+async fn flush(store: RedisStore) {
+    let mut guard = Flushing {
+        batches: store.appends(),
+        group: "",
+        done: false,
+    };
+    let max = store.settings().append_batch;
+    while let Some(batch) = store.appends().take("", max) {
+        match run(&store, &batch).await {
+            Ok(answers) if answers.len() == batch.len() => {
+                for (req, a) in batch.into_iter().zip(answers) {
+                    let _ = req.reply.send(Ok(a));
+                }
+            }
+            Ok(answers) => {
+                let e = StoreError::Backend(format!(
+                    "redis append batch: {} answers for {} appends",
+                    answers.len(),
+                    batch.len()
+                ));
+                for req in batch {
+                    let _ = req.reply.send(Err(e.clone()));
+                }
+            }
+            Err(e) => {
+                // Redis cannot serve now: the appends queued behind the batch fail with it
+                // (nothing was sent for them).
+                let queued = if matches!(e, StoreError::Unavailable(_)) {
+                    store.appends().drain("")
+                } else {
+                    Vec::new()
+                };
+                for req in batch.into_iter().chain(queued) {
+                    let _ = req.reply.send(Err(e.clone()));
+                }
+            }
+        }
+    }
+    guard.done = true;
+}
+
+/// One `APPEND_MANY` call; a retry (first reply lost) accepts the appends already in the log.
+async fn run(store: &RedisStore, batch: &[Request]) -> Result<Vec<Vec<String>>, StoreError> {
+    store
+        .retrying(|mut c, again| {
+            let mut inv = store.scripts().append_many.prepare_invoke();
+            for req in batch {
+                for k in &req.keys {
+                    inv.key(k);
+                }
+            }
+            inv.arg(store.idle_ttl_ms())
+                .arg(if again { "1" } else { "0" });
+            for req in batch {
+                inv.arg(req.events.len());
+                for e in &req.events {
+                    inv.arg(e.id).arg(&e.data);
+                }
+            }
+            async move { inv.invoke_async(&mut c).await }
+        })
+        .await
+}
 
 /// Runs the append script; `retry` accepts a batch that is in the log already (its first
 /// reply was lost). Returns the script's answer.

@@ -32,28 +32,38 @@ pub(crate) struct Request {
     pub(crate) reply: oneshot::Sender<Result<(u32, bool), StoreError>>,
 }
 
-#[derive(Default)]
-struct Group {
-    pending: Vec<Request>,
+struct Group<R> {
+    pending: Vec<R>,
     flushers: usize,
 }
 
-/// The allocations waiting, by group (the table's `num` key on a Cluster, `""` standalone).
-#[derive(Default)]
-pub(crate) struct Batches {
-    groups: Mutex<HashMap<String, Group>>,
+/// The requests waiting, by group (for allocations: the table's `num` key on a Cluster, `""`
+/// standalone).
+pub(crate) struct Batches<R> {
+    groups: Mutex<HashMap<String, Group<R>>>,
+}
+
+impl<R> Default for Batches<R> {
+    fn default() -> Self {
+        Batches {
+            groups: Mutex::new(HashMap::new()),
+        }
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-impl Batches {
+impl<R> Batches<R> {
     /// Queues `requests` (kept together and in order) in `group`; returns whether the caller
     /// must start a flusher for it.
-    fn push(&self, group: &str, requests: Vec<Request>) -> bool {
+    pub(crate) fn push(&self, group: &str, requests: Vec<R>) -> bool {
         let mut groups = lock(&self.groups);
-        let g = groups.entry(group.to_owned()).or_default();
+        let g = groups.entry(group.to_owned()).or_insert_with(|| Group {
+            pending: Vec::new(),
+            flushers: 0,
+        });
         g.pending.extend(requests);
         if g.flushers < FLUSHERS {
             g.flushers += 1;
@@ -65,7 +75,7 @@ impl Batches {
 
     /// The next batch of `group` (at most `max`), or `None` when nothing waits (the flusher
     /// then ends).
-    fn take(&self, group: &str, max: usize) -> Option<Vec<Request>> {
+    pub(crate) fn take(&self, group: &str, max: usize) -> Option<Vec<R>> {
         let mut groups = lock(&self.groups);
         let g = groups.get_mut(group)?;
         if g.pending.is_empty() {
@@ -80,7 +90,7 @@ impl Batches {
     }
 
     /// Every allocation waiting in `group` (the flusher's count stays).
-    fn drain(&self, group: &str) -> Vec<Request> {
+    pub(crate) fn drain(&self, group: &str) -> Vec<R> {
         lock(&self.groups)
             .get_mut(group)
             .map(|g| std::mem::take(&mut g.pending))
@@ -102,13 +112,13 @@ impl Batches {
 }
 
 /// Removes a flusher from its group's count if its task ends early.
-struct Flushing<'a> {
-    batches: &'a Batches,
-    group: &'a str,
-    done: bool,
+pub(crate) struct Flushing<'a, R> {
+    pub(crate) batches: &'a Batches<R>,
+    pub(crate) group: &'a str,
+    pub(crate) done: bool,
 }
 
-impl Drop for Flushing<'_> {
+impl<R> Drop for Flushing<'_, R> {
     fn drop(&mut self) {
         if !self.done {
             self.batches.abandon(self.group);

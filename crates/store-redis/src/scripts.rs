@@ -152,6 +152,55 @@ for i = 1, 5 do redis.call('PEXPIRE', KEYS[i], ARGV[1]) end
 return {'ok'}
 ";
 
+/// A batch of appends (standalone only), each done as `APPEND` does it, in order. `KEYS`:
+/// stream, log, num, byn, ctr of each append's stream. `ARGV`: ttl ms, retry (1/0), then per
+/// append: its event count m, then m id, data pairs. Returns `APPEND`'s answer per append.
+const APPEND_MANY: &str = r"
+local out = {}
+local a = 3
+local b = 0
+while a <= #ARGV do
+  local m = tonumber(ARGV[a])
+  local first = a + 1
+  local final = a + 2 * m - 1
+  local ans = nil
+  local st = redis.call('HMGET', KEYS[b + 1], 'status', 'last')
+  if not st[1] then
+    ans = {'nf'}
+  else
+    local last = tonumber(st[2])
+    if ARGV[2] == '1' and m >= 1 and tonumber(ARGV[first]) <= last
+        and tonumber(ARGV[final]) <= last then
+      ans = {'ok'}
+    elseif st[1] ~= 'running' then
+      ans = {'closed', st[1]}
+    else
+      local expect = last
+      for i = first, final, 2 do
+        local id = tonumber(ARGV[i])
+        if id ~= expect + 1 then
+          ans = {'order', tostring(expect), ARGV[i]}
+          break
+        end
+        expect = id
+      end
+      if not ans then
+        for i = first, final, 2 do
+          redis.call('XADD', KEYS[b + 2], ARGV[i] .. '-0', 'd', ARGV[i + 1])
+        end
+        redis.call('HSET', KEYS[b + 1], 'last', expect)
+        for j = 1, 5 do redis.call('PEXPIRE', KEYS[b + j], ARGV[1]) end
+        ans = {'ok'}
+      end
+    end
+  end
+  out[#out + 1] = ans
+  a = a + 1 + 2 * m
+  b = b + 5
+end
+return out
+";
+
 /// `KEYS`: stream, log, num, byn, ctr. `ARGV`: status, ttl ms.
 /// Returns `{'ok', created_ms}` or `{'nf'}`. Leaving `running` adds the end mark `last-1` to
 /// the log, which wakes every `XREAD BLOCK` follower.
@@ -203,6 +252,7 @@ pub(crate) struct Scripts {
     pub(crate) delete_session: Script,
     pub(crate) create_stream: Script,
     pub(crate) append: Script,
+    pub(crate) append_many: Script,
     pub(crate) finish: Script,
     pub(crate) purge_session: Script,
     pub(crate) purge_stream: Script,
@@ -220,6 +270,7 @@ impl Scripts {
             delete_session: Script::new(DELETE_SESSION),
             create_stream: Script::new(CREATE_STREAM),
             append: Script::new(APPEND),
+            append_many: Script::new(APPEND_MANY),
             finish: Script::new(FINISH),
             purge_session: Script::new(PURGE_SESSION),
             purge_stream: Script::new(PURGE_STREAM),

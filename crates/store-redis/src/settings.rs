@@ -57,7 +57,7 @@ pub(crate) enum Target {
 ///
 /// citeflow options may be given in the query string and are removed before the URL reaches
 /// the driver: `idle_ttl_ms`, `prefix`, `instance`, `lease_ms`, `timeout_ms`, `replica_acks`,
-/// `replica_ack_timeout_ms`, `allocate_batch`, e.g.
+/// `replica_ack_timeout_ms`, `allocate_batch`, `append_batch`, e.g.
 /// `redis://127.0.0.1:6379/0?idle_ttl_ms=86400000&instance=web-1`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RedisSettings {
@@ -73,10 +73,14 @@ pub struct RedisSettings {
     pub(crate) replica_acks: Option<u64>,
     pub(crate) replica_ack_timeout_ms: u64,
     pub(crate) allocate_batch: usize,
+    pub(crate) append_batch: usize,
 }
 
 /// The most allocations one script call carries, by default.
 const DEFAULT_ALLOCATE_BATCH: usize = 256;
+
+/// The most append calls one script call carries, by default.
+const DEFAULT_APPEND_BATCH: usize = 128;
 
 /// Seven days in milliseconds.
 pub const DEFAULT_IDLE_TTL_MS: u64 = 7 * 24 * 60 * 60 * 1000;
@@ -137,6 +141,7 @@ impl RedisSettings {
             replica_acks: None,
             replica_ack_timeout_ms: 1_000,
             allocate_batch: DEFAULT_ALLOCATE_BATCH,
+            append_batch: DEFAULT_APPEND_BATCH,
         };
         let mut driver_query = Vec::new();
         for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
@@ -158,6 +163,10 @@ impl RedisSettings {
                 "allocate_batch" => {
                     settings.allocate_batch =
                         usize::try_from(parse_u64("allocate_batch", value)?).unwrap_or(usize::MAX)
+                }
+                "append_batch" => {
+                    settings.append_batch =
+                        usize::try_from(parse_u64("append_batch", value)?).unwrap_or(usize::MAX)
                 }
                 "prefix" | "instance" if value.is_empty() || value.contains(['{', '}']) => {
                     return Err(UrlError::Option {
@@ -352,6 +361,19 @@ impl RedisSettings {
     /// 256; URL option `allocate_batch`.
     pub fn with_allocate_batch(mut self, n: usize) -> Self {
         self.allocate_batch = n.max(1);
+        self
+    }
+
+    /// The most `append_events` calls one script call carries on a standalone server: appends
+    /// (to any streams) that arrive while a call is under way wait and go together in the next
+    /// one, each checked and written as a single append is, in one atomic script. 1 sends one
+    /// script per append. On a Cluster each append is its own call (a stream's appends come
+    /// one after the other from its writer, and streams are in different slots).
+    ///
+    /// ### Default
+    /// 128; URL option `append_batch`.
+    pub fn with_append_batch(mut self, n: usize) -> Self {
+        self.append_batch = n.max(1);
         self
     }
 

@@ -43,7 +43,8 @@ struct Inner {
     blocking: Mutex<Vec<Conn>>,
     blocking_open: AtomicUsize,
     scripts: Scripts,
-    batches: crate::batch::Batches,
+    batches: crate::batch::Batches<crate::batch::Request>,
+    appends: crate::batch::Batches<crate::append::Request>,
     signals: StreamSignals,
     owned: Mutex<HashSet<String>>,
     instance: String,
@@ -129,6 +130,7 @@ impl RedisStore {
                 blocking_open: AtomicUsize::new(0),
                 scripts: Scripts::new(),
                 batches: Default::default(),
+                appends: Default::default(),
                 signals: StreamSignals::new(),
                 owned: Mutex::new(HashSet::new()),
                 instance,
@@ -682,7 +684,11 @@ impl Store for RedisStore {
         stream_id: &str,
         events: Vec<StoredEvent>,
     ) -> Result<(), StoreError> {
-        let r = crate::append::append(self, stream_id, &events, false).await?;
+        let r = if self.inner.settings.append_batch > 1 && !self.inner.settings.is_cluster() {
+            crate::append::batched(self, stream_id, events).await?
+        } else {
+            crate::append::append(self, stream_id, &events, false).await?
+        };
         crate::append::check(stream_id, r)?;
         self.inner.signals.notify(stream_id);
         Ok(())
@@ -904,8 +910,12 @@ impl RedisStore {
         }
     }
 
-    pub(crate) fn batches(&self) -> &crate::batch::Batches {
+    pub(crate) fn batches(&self) -> &crate::batch::Batches<crate::batch::Request> {
         &self.inner.batches
+    }
+
+    pub(crate) fn appends(&self) -> &crate::batch::Batches<crate::append::Request> {
+        &self.inner.appends
     }
 
     /// The allocation batch a table's allocations join: one per store standalone, one per

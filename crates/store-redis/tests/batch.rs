@@ -89,3 +89,108 @@ async fn concurrent_allocations_share_script_calls() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_appends_share_script_calls_and_keep_their_own_answers() {
+    use citeflow_store::{StoreError, StoredEvent, StreamRecord, StreamStatus};
+    if redis_url("concurrent_appends_share_script_calls_and_keep_their_own_answers").is_none() {
+        return;
+    }
+    let redis = OwnRedis::start();
+    let settings = RedisSettings::from_url(&redis.url())
+        .expect("url")
+        .with_key_prefix(fresh_prefix("appendbatch"));
+    let store: Arc<dyn Store> = Arc::new(RedisStore::new(settings).expect("store"));
+    let ev = |id: u64, s: usize| StoredEvent {
+        id,
+        data: format!("{{\"s\":{s},\"n\":{id}}}"),
+    };
+    for s in 0..100 {
+        store
+            .create_stream(StreamRecord {
+                id: format!("s{s}"),
+                owner: "k".into(),
+                session_id: None,
+                status: if s == 99 {
+                    StreamStatus::Completed
+                } else {
+                    StreamStatus::Running
+                },
+                created_ms: 1,
+            })
+            .await
+            .expect("create");
+    }
+    // Scripts loaded before counting.
+    store
+        .append_events("s0", vec![ev(1, 0)])
+        .await
+        .expect("warm");
+    let before = evalsha_calls(redis.port);
+    // Streams 0–97: 5 appends each, one after the other per stream, all streams at once;
+    // stream 98 gets a gap (event 2 before 1), stream 99 is finished, "none" does not exist.
+    let mut tasks = Vec::new();
+    for s in 0..98usize {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let start = if s == 0 { 2 } else { 1 };
+            for id in start..start + 5 {
+                store
+                    .append_events(&format!("s{s}"), vec![ev(id, s)])
+                    .await
+                    .expect("append");
+            }
+        }));
+    }
+    let bad = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            (
+                store.append_events("s98", vec![ev(2, 98)]).await,
+                store.append_events("s99", vec![ev(1, 99)]).await,
+                store.append_events("none", vec![ev(1, 0)]).await,
+            )
+        })
+    };
+    for t in tasks {
+        t.await.expect("task");
+    }
+    let (gap, closed, missing) = bad.await.expect("task");
+    let calls = evalsha_calls(redis.port) - before;
+    assert!(
+        matches!(
+            gap,
+            Err(StoreError::EventOrder {
+                last: 0,
+                got: 2,
+                ..
+            })
+        ),
+        "{gap:?}"
+    );
+    assert!(
+        matches!(closed, Err(StoreError::StreamClosed { .. })),
+        "{closed:?}"
+    );
+    assert!(
+        matches!(missing, Err(StoreError::NotFound { .. })),
+        "{missing:?}"
+    );
+    for s in 0..98usize {
+        let got = store
+            .events_after(&format!("s{s}"), 0, 100)
+            .await
+            .expect("read");
+        let want: Vec<_> = (1..=if s == 0 { 6 } else { 5 })
+            .map(|id| ev(id, s))
+            .collect();
+        assert_eq!(got, want, "stream s{s}");
+    }
+    assert!(store
+        .events_after("s98", 0, 10)
+        .await
+        .expect("read")
+        .is_empty());
+    eprintln!("appends: 493 calls in {calls} script calls");
+    assert!(calls <= 250, "{calls} script calls for 493 appends");
+}
