@@ -201,8 +201,21 @@ pub fn follow(store: Arc<dyn Store>, stream_id: String, after: u64) -> EventFeed
             if st.done {
                 return None;
             }
-            // Read the status before the page: a stream that had finished by then has all its
-            // events in the page (or a later one).
+            // While events come, one read per page; the status is read only when the log has
+            // nothing new.
+            match st.store.events_after(&st.stream_id, st.after, PAGE).await {
+                Ok(page) if !page.is_empty() => {
+                    st.buf.extend(page);
+                    continue;
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    st.done = true;
+                    return Some((Err(e), st));
+                }
+            }
+            // Nothing new: read the status, then the log once more. A stream that had
+            // finished by then has all its events in that page (or a later one).
             let status = match st.store.stream(&st.stream_id).await {
                 Ok(s) => s.status,
                 Err(e) => {
@@ -210,16 +223,17 @@ pub fn follow(store: Arc<dyn Store>, stream_id: String, after: u64) -> EventFeed
                     return Some((Err(e), st));
                 }
             };
-            match st.store.events_after(&st.stream_id, st.after, PAGE).await {
-                Ok(page) if !page.is_empty() => {
-                    st.buf.extend(page);
-                    continue;
-                }
-                Ok(_) if status.is_finished() => return None,
-                Ok(_) => {}
-                Err(e) => {
-                    st.done = true;
-                    return Some((Err(e), st));
+            if status.is_finished() {
+                match st.store.events_after(&st.stream_id, st.after, PAGE).await {
+                    Ok(page) if !page.is_empty() => {
+                        st.buf.extend(page);
+                        continue;
+                    }
+                    Ok(_) => return None,
+                    Err(e) => {
+                        st.done = true;
+                        return Some((Err(e), st));
+                    }
                 }
             }
             if let Err(e) = st.store.wait_for_events(&st.stream_id, st.after).await {
