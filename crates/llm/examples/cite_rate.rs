@@ -1,9 +1,14 @@
-//! Measures how often the local model cites, per marker syntax, prompt form and grammar.
+//! Measures how often the local model cites, and whether it answers right and cites the
+//! passage that says so, per marker syntax, prompt form and grammar.
 //!
 //! For a fixed set of questions about the bundled books (Alice's Adventures in Wonderland and
 //! Kusamakura), passages are retrieved with the book index, the model answers (temperature
-//! 0, fixed seed) and the core `Rewriter` counts the citations of each answer. An answer
-//! cites when it has at least one resolved citation. Prints a Markdown table.
+//! 0, fixed seed) and the core `Rewriter` finds the citations of each answer. Each question
+//! carries its expected answer (keywords) and the words of the book that hold it, so every
+//! answer is scored three times: it cites (at least one resolved citation), it cites a
+//! passage that holds the answer (the part of the passage shown to the model contains the
+//! evidence), and it states the answer (holds one of the keywords). Prints the citing table
+//! of issue 6 and then the three scores per marker and variant.
 //!
 //! ```text
 //! cargo run -p citeflow-llm --features local-model --example cite_rate -- \
@@ -11,7 +16,10 @@
 //! ```
 //!
 //! `--grammar MODE` measures only the few-shot prompt with that grammar (e.g.
-//! `cite_per_sentence`); `--all-variants` adds the `well_formed` grammar to both prompts.
+//! `cite_per_sentence`); `--all-variants` adds the `well_formed` grammar to both prompts;
+//! `--marker NAME` measures one marker (e.g. `rank`). `--template NAME` is the chat template
+//! for a GGUF file without one (`gemma` for Gemma 3 270M); `--threads N`; retrieval: `-k N`,
+//! `--max-chars N` (characters of each passage shown), `--reverse` (best passage last).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -26,44 +34,145 @@ use citeflow_llm::{ChatMessage, Generate, Job, LlamaModel, ModelSettings, Piece,
 
 const BOOKS: [&str; 2] = ["alice.epub", "kusamakura-japanese-vertical-writing.epub"];
 
-/// (book file, question).
-const QUESTIONS: [(&str, &str); 12] = [
-    (
-        "alice.epub",
-        "What did the White Rabbit take out of its waistcoat-pocket?",
-    ),
-    ("alice.epub", "Who was having tea with the March Hare?"),
-    (
-        "kusamakura-japanese-vertical-writing.epub",
-        "山路を登りながら、こう考えた。智に働けばどうなるか？",
-    ),
-    (
-        "alice.epub",
-        "What was left when the Cheshire Cat vanished?",
-    ),
-    ("alice.epub", "What was the Caterpillar smoking?"),
-    (
-        "kusamakura-japanese-vertical-writing.epub",
-        "住みにくい世から逃れるには何が必要か？",
-    ),
-    (
-        "alice.epub",
-        "What was written on the little bottle that Alice found?",
-    ),
-    (
-        "alice.epub",
-        "What happened to Alice after she ate the cake?",
-    ),
-    ("alice.epub", "What game did the Queen play with flamingos?"),
-    ("alice.epub", "Who stole the tarts?"),
-    (
-        "kusamakura-japanese-vertical-writing.epub",
-        "What does the painter say about poetry and pictures?",
-    ),
-    (
-        "kusamakura-japanese-vertical-writing.epub",
-        "那美さんはどんな女か？",
-    ),
+/// One question of the fixed set, with what a right answer says and where the book says it.
+struct Question {
+    book: &'static str,
+    text: &'static str,
+    /// The answer states it when it holds one of these (case-insensitive).
+    expect: &'static [&'static str],
+    /// A passage holds the answer when the part of it shown to the model holds one of these
+    /// (case-insensitive, whitespace ignored).
+    evidence: &'static [&'static str],
+    /// Where the book says it, for the log.
+    place: &'static str,
+}
+
+const ALICE: &str = "alice.epub";
+const KUSAMAKURA: &str = "kusamakura-japanese-vertical-writing.epub";
+
+/// The 12 questions measured since issue 6 (same order, same wording), then three added for
+/// issue 21: two more in Japanese and one in Chinese about Kusamakura. There is no Chinese
+/// sample book among the fixtures, so the Chinese question asks about the Japanese one.
+const QUESTIONS: [Question; 15] = [
+    Question {
+        book: ALICE,
+        text: "What did the White Rabbit take out of its waistcoat-pocket?",
+        expect: &["watch"],
+        evidence: &["took a watch out of its waistcoat-pocket"],
+        place: "ch. 1, Down the Rabbit-Hole",
+    },
+    Question {
+        book: ALICE,
+        text: "Who was having tea with the March Hare?",
+        expect: &["hatter"],
+        evidence: &["the March Hare and the Hatter were having tea"],
+        place: "ch. 7, A Mad Tea-Party",
+    },
+    Question {
+        book: KUSAMAKURA,
+        text: "山路を登りながら、こう考えた。智に働けばどうなるか？",
+        expect: &["角が立つ", "角が立"],
+        evidence: &["智に働けば角が立つ"],
+        place: "一 (opening)",
+    },
+    Question {
+        book: ALICE,
+        text: "What was left when the Cheshire Cat vanished?",
+        // This edition (abridged) has no lingering grin: "said the Cat, and vanished." The
+        // question is kept for the citing counts; it has no answer to state.
+        expect: &[],
+        evidence: &["said the Cat, and vanished"],
+        place: "ch. 6, Pig and Pepper (no grin is left in this edition)",
+    },
+    Question {
+        book: ALICE,
+        text: "What was the Caterpillar smoking?",
+        expect: &["hookah"],
+        evidence: &["smoking a long hookah"],
+        place: "ch. 4, The Rabbit Sends in a Little Bill (end)",
+    },
+    Question {
+        book: KUSAMAKURA,
+        text: "住みにくい世から逃れるには何が必要か？",
+        expect: &["詩", "画", "芸術"],
+        evidence: &["詩が生れて、画が出来る", "写すのが詩である、画である"],
+        place: "一 (opening)",
+    },
+    Question {
+        book: ALICE,
+        text: "What was written on the little bottle that Alice found?",
+        expect: &["drink me"],
+        evidence: &["DRINK ME"],
+        place: "ch. 1, Down the Rabbit-Hole",
+    },
+    Question {
+        book: ALICE,
+        text: "What happened to Alice after she ate the cake?",
+        expect: &["grew", "grow", "larger", "taller", "telescope", "nine feet"],
+        evidence: &[
+            "opening out like the largest telescope",
+            "more than nine feet high",
+        ],
+        place: "ch. 2, The Pool of Tears (opening)",
+    },
+    Question {
+        book: ALICE,
+        text: "What game did the Queen play with flamingos?",
+        expect: &["croquet"],
+        evidence: &["croquet"],
+        place: "ch. 8, The Queen's Croquet-Ground",
+    },
+    Question {
+        book: ALICE,
+        text: "Who stole the tarts?",
+        expect: &["knave"],
+        evidence: &["The Knave of Hearts, he stole those tarts"],
+        place: "ch. 11, Who Stole the Tarts?",
+    },
+    Question {
+        book: KUSAMAKURA,
+        text: "What does the painter say about poetry and pictures?",
+        expect: &[
+            "hard to live",
+            "difficult to live",
+            "not easy to live",
+            "住みにく",
+            "悟",
+        ],
+        evidence: &["詩が生れて、画が出来る", "写すのが詩である、画である"],
+        place: "一 (opening)",
+    },
+    Question {
+        book: KUSAMAKURA,
+        text: "那美さんはどんな女か？",
+        expect: &["足が強い", "憐れ"],
+        evidence: &[
+            "御那美さんはなかなか足が強い",
+            "憐れの念が少しもあらわれておらぬ",
+        ],
+        place: "九 (the priest), 十 (the painter)",
+    },
+    Question {
+        book: KUSAMAKURA,
+        text: "情に棹させばどうなるか？",
+        expect: &["流される", "流され"],
+        evidence: &["情に棹させば流される"],
+        place: "一 (opening)",
+    },
+    Question {
+        book: KUSAMAKURA,
+        text: "雲雀は何で鳴くのか？",
+        expect: &["魂"],
+        evidence: &["魂全体が鳴く"],
+        place: "一",
+    },
+    Question {
+        book: KUSAMAKURA,
+        text: "在《草枕》的开头，画家说“智に働けば”会怎样？",
+        expect: &["角が立", "角"],
+        evidence: &["智に働けば角が立つ"],
+        place: "一 (opening)",
+    },
 ];
 
 const MARKERS: [(PromptMarker, &str); 5] = [
@@ -84,6 +193,13 @@ struct Args {
     verbose: bool,
     /// Only the few-shot prompt with this grammar (`--grammar MODE`).
     grammar: Option<GrammarMode>,
+    /// Only this marker (`--marker NAME`).
+    marker: Option<PromptMarker>,
+    /// The chat template when the GGUF file has none (`--template gemma`).
+    template: Option<String>,
+    threads: Option<usize>,
+    /// Show the retrieved passages best last (`--reverse`).
+    reverse: bool,
 }
 
 fn args() -> Args {
@@ -99,6 +215,10 @@ fn args() -> Args {
         questions: QUESTIONS.len(),
         verbose: false,
         grammar: None,
+        marker: None,
+        template: None,
+        threads: None,
+        reverse: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -114,6 +234,12 @@ fn args() -> Args {
             "--grammar" => {
                 a.grammar = Some(GrammarMode::from_name(&value()).expect("--grammar MODE"));
             }
+            "--marker" => {
+                a.marker = Some(PromptMarker::from_name(&value()).expect("--marker NAME"));
+            }
+            "--template" => a.template = Some(value()),
+            "--threads" => a.threads = Some(value().parse().expect("--threads N")),
+            "--reverse" => a.reverse = true,
             "--all-variants" => {}
             other => panic!("unknown argument {other}"),
         }
@@ -136,6 +262,40 @@ fn sources_for(passages: &[Source], marker: PromptMarker) -> Sources {
         })
         .collect();
     Sources::from_vec(list).expect("distinct ids")
+}
+
+/// Lowercase, whitespace removed: how answers, passages and keywords are compared.
+fn squash(s: &str) -> String {
+    s.chars()
+        .filter(|c| !c.is_whitespace())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// Whether the part of `source` the model was shown (its title, and its text cut to
+/// `max_chars` characters as the prompt cuts it) holds one of the question's evidence
+/// strings.
+fn holds_answer(source: &Source, q: &Question, max_chars: usize) -> bool {
+    let text = source.text.as_deref().unwrap_or_default();
+    let title = squash(source.title.as_deref().unwrap_or_default());
+    let shown: String = text
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .take(max_chars)
+        .collect();
+    let shown = title + &squash(&shown);
+    q.evidence.iter().any(|e| shown.contains(&squash(e)))
+}
+
+/// Whether the answer states one of the expected keywords (`None`: the book has no answer).
+fn states_answer(answer: &str, q: &Question) -> Option<bool> {
+    if q.expect.is_empty() {
+        return None;
+    }
+    let a = squash(answer);
+    Some(q.expect.iter().any(|k| a.contains(&squash(k))))
 }
 
 async fn answer(
@@ -175,27 +335,43 @@ struct Cell {
     unresolved: u32,
     /// The most citations in one answer (a run of stacked markers shows here).
     most: usize,
+    /// Answers that cite a passage holding the answer.
+    cite_right: u32,
+    /// Answers that state the expected answer, of those whose question has one.
+    states: u32,
+    answerable: u32,
+    /// Answers that state it and cite a passage holding it.
+    both: u32,
+    /// Answers whose shown passages held the answer (retrieval, the same for every variant).
+    retrieved: u32,
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let a = args();
     eprintln!("loading {}", a.model.display());
-    let model = LlamaModel::load(&a.model, ModelSettings::default()).expect("load model");
-    let settings = ChunkSettings::default();
+    let mut settings = ModelSettings::default();
+    if let Some(t) = &a.template {
+        settings = settings.with_fallback_template(t.clone());
+    }
+    if let Some(n) = a.threads {
+        settings = settings.with_threads(n);
+    }
+    let model = LlamaModel::load(&a.model, settings).expect("load model");
+    let chunking = ChunkSettings::default();
     let mut index = Index::in_memory().expect("index");
     let mut keys = std::collections::HashMap::new();
     for b in BOOKS {
         let bytes = std::fs::read(a.books.join(b))
             .unwrap_or_else(|e| panic!("{}: {e}", a.books.join(b).display()));
         let book = Book::open(&bytes, &Limits::default()).expect("open book");
-        let passages = BookPassage::from_book(&book, &settings);
+        let passages = BookPassage::from_book(&book, &chunking);
         let key = passages
             .first()
             .map(|p| p.book_key.clone())
             .expect("passages");
         index
-            .add_book(&passages, &fingerprint(&bytes, &settings))
+            .add_book(&passages, &fingerprint(&bytes, &chunking))
             .expect("index book");
         keys.insert(b, key);
     }
@@ -219,20 +395,54 @@ async fn main() {
         );
         variants.insert(3, ("few-shot", true, Some(GrammarMode::WellFormed)));
     }
-    let mut table = vec![vec![Cell::default(); variants.len()]; MARKERS.len()];
+    let markers: Vec<(PromptMarker, &str)> = MARKERS
+        .iter()
+        .copied()
+        .filter(|(m, _)| a.marker.is_none_or(|only| only == *m))
+        .collect();
+    let mut table = vec![vec![Cell::default(); variants.len()]; markers.len()];
     let mut ttfts = Vec::new();
     let mut speeds = Vec::new();
     let started = Instant::now();
-    for (book, question) in QUESTIONS.iter().take(a.questions) {
+    for q in QUESTIONS.iter().take(a.questions) {
+        let question = q.text;
         let hits = index
-            .search_book(&keys[book], question, a.k)
+            .search_book(&keys[q.book], question, a.k)
             .expect("search");
-        let passages: Vec<Source> = hits.iter().map(|h| h.passage.to_source()).collect();
+        let mut passages: Vec<Source> = hits.iter().map(|h| h.passage.to_source()).collect();
+        if a.reverse {
+            passages.reverse();
+        }
         if passages.is_empty() {
             eprintln!("no passage for {question:?}");
             continue;
         }
-        for (mi, (marker, _)) in MARKERS.iter().enumerate() {
+        let retrieved = passages.iter().any(|s| holds_answer(s, q, a.max_chars));
+        if a.verbose {
+            let shown: Vec<String> = passages
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    format!(
+                        "[{}] {}{}",
+                        i + 1,
+                        s.title.as_deref().unwrap_or_default(),
+                        if holds_answer(s, q, a.max_chars) {
+                            " (holds the answer)"
+                        } else {
+                            ""
+                        }
+                    )
+                })
+                .collect();
+            eprintln!(
+                "Q {question} | expected {:?} ({}) | retrieved: {}",
+                q.expect,
+                q.place,
+                shown.join("; ")
+            );
+        }
+        for (mi, (marker, _)) in markers.iter().enumerate() {
             let sources = sources_for(&passages, *marker);
             let ids: Vec<&str> = sources.iter().map(|s| s.id.as_str()).collect();
             for (vi, (_, few, grammar)) in variants.iter().enumerate() {
@@ -254,23 +464,50 @@ async fn main() {
                     Numbering::new(),
                 )
                 .expect("rewrite");
-                let citations = out
+                let cited: Vec<&str> = out
                     .events
                     .iter()
-                    .filter(|e| matches!(e, Event::Citation { .. }))
-                    .count();
+                    .filter_map(|e| match e {
+                        Event::Citation { source_id, .. } => Some(source_id.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                let citations = cited.len();
                 let unresolved = out
                     .events
                     .iter()
                     .filter(|e| matches!(e, Event::Unresolved { .. }))
                     .count();
+                let cite_right = sources
+                    .iter()
+                    .any(|s| cited.contains(&s.id.as_str()) && holds_answer(s, q, a.max_chars));
+                let states = states_answer(&text, q);
                 let c = &mut table[mi][vi];
                 c.answers += 1;
                 c.citing += u32::from(citations > 0);
                 c.unresolved += u32::from(unresolved > 0);
                 c.most = c.most.max(citations);
+                c.cite_right += u32::from(cite_right);
+                c.retrieved += u32::from(retrieved);
+                if let Some(st) = states {
+                    c.answerable += 1;
+                    c.states += u32::from(st);
+                    c.both += u32::from(st && cite_right);
+                }
                 if a.verbose {
-                    eprintln!("[{:?} v{vi}] {question} -> {text:?} ({citations} cited, {unresolved} unresolved)", marker);
+                    let ranks: Vec<String> = cited
+                        .iter()
+                        .filter_map(|id| sources.iter().position(|s| s.id == *id))
+                        .map(|i| (i + 1).to_string())
+                        .collect();
+                    eprintln!(
+                        "[{:?} v{vi}] {question} -> {text:?} ({citations} cited, {unresolved} unresolved; cites [{}]; right passage retrieved {}, cited {}; states answer {}; ttft {ttft:.0} ms, {tps:.1} tokens/s)",
+                        marker,
+                        ranks.join(","),
+                        yes(retrieved),
+                        yes(cite_right),
+                        states.map_or("n/a", yes),
+                    );
                 }
             }
         }
@@ -286,7 +523,7 @@ async fn main() {
         rule.push_str("---|");
     }
     println!("{header}\n{rule}");
-    for (mi, (_, name)) in MARKERS.iter().enumerate() {
+    for (mi, (_, name)) in markers.iter().enumerate() {
         let mut row = format!("| {name} |");
         for c in &table[mi] {
             let pct = if c.answers == 0 {
@@ -301,6 +538,28 @@ async fn main() {
         }
         println!("{row}");
     }
+    println!(
+        "\n| marker | prompt, grammar | cites | cites a passage that holds the answer | states the answer | states it and cites such a passage | such a passage was shown |\n|---|---|---|---|---|---|---|"
+    );
+    for (mi, (_, name)) in markers.iter().enumerate() {
+        for (vi, (vname, _, g)) in variants.iter().enumerate() {
+            let c = &table[mi][vi];
+            println!(
+                "| {name} | {vname}, {} | {}/{} | {}/{} | {}/{} | {}/{} | {}/{} |",
+                g.map_or("no grammar", GrammarMode::name),
+                c.citing,
+                c.answers,
+                c.cite_right,
+                c.answers,
+                c.states,
+                c.answerable,
+                c.both,
+                c.answerable,
+                c.retrieved,
+                c.answers
+            );
+        }
+    }
     ttfts.sort_by(f64::total_cmp);
     speeds.sort_by(f64::total_cmp);
     let median = |v: &[f64]| if v.is_empty() { 0.0 } else { v[v.len() / 2] };
@@ -312,4 +571,12 @@ async fn main() {
         ttfts.get(ttfts.len() * 9 / 10).copied().unwrap_or(0.0),
         median(&speeds)
     );
+}
+
+fn yes(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
 }

@@ -26,6 +26,7 @@ pub struct ModelSettings {
     threads: usize,
     context_tokens: u32,
     batch_tokens: u32,
+    fallback_template: Option<String>,
 }
 
 impl Default for ModelSettings {
@@ -34,6 +35,7 @@ impl Default for ModelSettings {
             threads: std::thread::available_parallelism().map_or(2, usize::from),
             context_tokens: 4096,
             batch_tokens: 512,
+            fallback_template: None,
         }
     }
 }
@@ -63,6 +65,17 @@ impl ModelSettings {
     /// 512.
     pub fn with_batch_tokens(mut self, tokens: u32) -> Self {
         self.batch_tokens = tokens.max(8);
+        self
+    }
+
+    /// The chat template used when the GGUF file has none: a llama.cpp template name such
+    /// as `"gemma"` or `"chatml"`, or a Jinja template (a base model such as Gemma 3 270M
+    /// ships without one).
+    ///
+    /// ### Default
+    /// None: a file without a template fails to load.
+    pub fn with_fallback_template(mut self, template: impl Into<String>) -> Self {
+        self.fallback_template = Some(template.into());
         self
     }
 
@@ -170,9 +183,13 @@ fn worker(
             return;
         }
     };
-    let template = match model.chat_template(None) {
-        Ok(t) => t,
-        Err(e) => {
+    let fallback = settings
+        .fallback_template
+        .as_deref()
+        .and_then(|t| LlamaChatTemplate::new(t).ok());
+    let template = match (model.chat_template(None), fallback) {
+        (Ok(t), _) | (Err(_), Some(t)) => t,
+        (Err(e), None) => {
             let _ = loaded.send(Err(ModelError::Template {
                 path: path.to_owned(),
                 reason: e.to_string(),
