@@ -16,7 +16,7 @@
 //! ```
 //!
 //! `--grammar MODE` measures only the few-shot prompt with that grammar (e.g.
-//! `cite_per_sentence`); `--all-variants` adds the `well_formed` grammar to both prompts;
+//! `cite_per_sentence`, or `none`); `--all-variants` adds the `well_formed` grammar to both prompts;
 //! `--marker NAME` measures one marker (e.g. `rank`). `--template NAME` is the chat template
 //! for a GGUF file without one (`gemma` for Gemma 3 270M); `--threads N`; retrieval: `-k N`,
 //! `--max-chars N` (characters of each passage shown), `--reverse` (best passage last).
@@ -191,8 +191,8 @@ struct Args {
     max_chars: usize,
     questions: usize,
     verbose: bool,
-    /// Only the few-shot prompt with this grammar (`--grammar MODE`).
-    grammar: Option<GrammarMode>,
+    /// Only the few-shot prompt with this grammar (`--grammar MODE`, `--grammar none`).
+    grammar: Option<Option<GrammarMode>>,
     /// Only this marker (`--marker NAME`).
     marker: Option<PromptMarker>,
     /// The chat template when the GGUF file has none (`--template gemma`).
@@ -232,7 +232,12 @@ fn args() -> Args {
             "--questions" => a.questions = value().parse().expect("--questions N"),
             "-v" | "--verbose" => a.verbose = true,
             "--grammar" => {
-                a.grammar = Some(GrammarMode::from_name(&value()).expect("--grammar MODE"));
+                let v = value();
+                a.grammar = Some(if v == "none" {
+                    None
+                } else {
+                    Some(GrammarMode::from_name(&v).expect("--grammar MODE"))
+                });
             }
             "--marker" => {
                 a.marker = Some(PromptMarker::from_name(&value()).expect("--marker NAME"));
@@ -383,7 +388,7 @@ async fn main() {
         ("few-shot", true, Some(GrammarMode::CitePerSentence)),
     ];
     if let Some(g) = a.grammar {
-        variants = vec![("few-shot", true, Some(g))];
+        variants = vec![("few-shot", true, g)];
     } else if all {
         variants.insert(
             1,
