@@ -19,7 +19,8 @@
 //! `cite_per_sentence`, or `none`); `--all-variants` adds the `well_formed` grammar to both prompts;
 //! `--marker NAME` measures one marker (e.g. `rank`). `--template NAME` is the chat template
 //! for a GGUF file without one (`gemma` for Gemma 3 270M); `--threads N`; retrieval: `-k N`,
-//! `--max-chars N` (characters of each passage shown), `--reverse` (best passage last).
+//! `--max-chars N` (characters of each passage shown), `--reverse` (best passage last); `--label-after` puts each rank label after its source's
+//! text instead of before it.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -200,6 +201,8 @@ struct Args {
     threads: Option<usize>,
     /// Show the retrieved passages best last (`--reverse`).
     reverse: bool,
+    /// Move each source's rank label after its text (`--label-after`).
+    label_after: bool,
 }
 
 fn args() -> Args {
@@ -219,6 +222,7 @@ fn args() -> Args {
         template: None,
         threads: None,
         reverse: false,
+        label_after: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -245,6 +249,7 @@ fn args() -> Args {
             "--template" => a.template = Some(value()),
             "--threads" => a.threads = Some(value().parse().expect("--threads N")),
             "--reverse" => a.reverse = true,
+            "--label-after" => a.label_after = true,
             "--all-variants" => {}
             other => panic!("unknown argument {other}"),
         }
@@ -451,11 +456,16 @@ async fn main() {
             let sources = sources_for(&passages, *marker);
             let ids: Vec<&str> = sources.iter().map(|s| s.id.as_str()).collect();
             for (vi, (_, few, grammar)) in variants.iter().enumerate() {
-                let messages = if *few {
+                let mut messages = if *few {
                     few_shot_messages(&sources, *marker, question, a.max_chars)
                 } else {
                     zero_shot_messages(&sources, *marker, question, a.max_chars)
                 };
+                if a.label_after {
+                    for m in messages.iter_mut().filter(|m| m.role == "user") {
+                        m.content = labels_after(&m.content);
+                    }
+                }
                 let g = grammar.map(|m| citation_grammar(*marker, &ids, m));
                 let (text, ttft, tps) = answer(&model, messages, g, a.max_tokens).await;
                 ttfts.push(ttft);
@@ -576,6 +586,26 @@ async fn main() {
         ttfts.get(ttfts.len() * 9 / 10).copied().unwrap_or(0.0),
         median(&speeds)
     );
+}
+
+/// Moves a leading rank label to the end of its line: `[2] Title: text` becomes
+/// `Title: text [2]`, so the label follows the words a model copies (an experiment on the
+/// few-shot prompt's source lines and worked examples, issue 21 §4).
+fn labels_after(content: &str) -> String {
+    content
+        .lines()
+        .map(|line| {
+            let label = line
+                .strip_prefix('[')
+                .and_then(|r| r.split_once("] "))
+                .filter(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+            match label {
+                Some((n, rest)) => format!("{rest} [{n}]"),
+                None => line.to_owned(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn yes(b: bool) -> &'static str {
