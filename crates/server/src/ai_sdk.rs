@@ -17,7 +17,8 @@ use citeflow_store::follow;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 
-use crate::proxy::{Drained, Failure, Wire};
+use crate::error::StreamError;
+use crate::proxy::{Drained, Wire};
 use crate::state::AppState;
 
 /// The id of the one text part.
@@ -170,7 +171,7 @@ impl Wire for AiSdkWire {
         self.parts(d)
     }
 
-    fn end(&mut self, d: Drained) -> Result<Vec<Value>, Failure> {
+    fn end(&mut self, d: Drained) -> Result<Vec<Value>, StreamError> {
         let mut out = self.parts(d);
         if self.text_open {
             self.text_open = false;
@@ -181,8 +182,8 @@ impl Wire for AiSdkWire {
         Ok(out)
     }
 
-    fn error_event(&mut self, code: &str, message: &str) -> Value {
-        json!({"type": "error", "errorText": format!("{code}: {message}")})
+    fn error_event(&mut self, e: &StreamError) -> Value {
+        json!({"type": "error", "errorText": format!("{}: {}", e.code, e.message)})
     }
 }
 

@@ -1,37 +1,14 @@
 //! [`Engine`]: a provider's payloads through a `ProviderStream`, numbered from the store, and
 //! [`Wire`], one provider API's wire format around it.
 
-use citeflow_core::provider::{Dialect, ProviderError, ProviderStream};
+use citeflow_core::provider::{Dialect, ProviderStream};
 use citeflow_core::{Event, NumberSource, Numbering};
 use citeflow_store::NumberScope;
 use serde_json::Value;
 
-use crate::error::ApiError;
+use crate::error::{ApiError, StreamError};
 use crate::proxy::Plan;
 use crate::state::AppState;
-
-/// Why a stream stops early: the code and message of its error event.
-#[derive(Debug)]
-pub(crate) struct Failure {
-    pub(crate) code: &'static str,
-    pub(crate) message: String,
-}
-
-pub(crate) fn failure(code: &'static str, message: impl Into<String>) -> Failure {
-    Failure {
-        code,
-        message: message.into(),
-    }
-}
-
-impl From<ProviderError> for Failure {
-    fn from(e: ProviderError) -> Self {
-        match e {
-            ProviderError::Upstream { .. } => failure("upstream_error", e.to_string()),
-            _ => failure("upstream_malformed", e.to_string()),
-        }
-    }
-}
 
 /// A citation of the answer, in characters of the whole rewritten text.
 #[derive(Debug, Clone)]
@@ -99,27 +76,20 @@ impl Engine {
     }
 
     /// Moves the events out, answering number requests from the store.
-    pub(crate) async fn drain(&mut self) -> Result<Drained, Failure> {
+    pub(crate) async fn drain(&mut self) -> Result<Drained, StreamError> {
         let mut d = Drained::default();
         while let Some(ev) = self.ps.poll_event() {
             match ev {
                 Event::NumberNeeded { key, source_id } => {
-                    let scope = self
-                        .scope
-                        .as_ref()
-                        .ok_or_else(|| internal(&"number needed without a shared scope"))?;
+                    let scope = self.scope.as_ref().ok_or_else(|| {
+                        StreamError::internal(&"number needed without a shared scope")
+                    })?;
                     let a = self
                         .state
                         .store
                         .allocate(scope, &key, &source_id)
                         .await
-                        .map_err(|e| {
-                            tracing::error!(error = %e, "store error in a stream");
-                            failure(
-                                "store_unavailable",
-                                "the store failed; the stream cannot go on",
-                            )
-                        })?;
+                        .map_err(|e| StreamError::store(&e))?;
                     self.ps.provide_number(&key, a.number)?;
                 }
                 Event::Text { text } => {
@@ -127,7 +97,7 @@ impl Engine {
                     d.text.push_str(&text);
                 }
                 e @ Event::Done { .. } => {
-                    d.done = Some(serde_json::to_value(&e).map_err(|e| internal(&e))?);
+                    d.done = Some(serde_json::to_value(&e).map_err(|e| StreamError::internal(&e))?);
                 }
                 e => {
                     crate::generate::count(&self.state, &e);
@@ -143,12 +113,12 @@ impl Engine {
                             .push(self.cite(*number, source_id, *char_offset, provider)),
                         Event::Source { number, source, .. } => d.new_sources.push((
                             *number,
-                            serde_json::to_value(source).map_err(|e| internal(&e))?,
+                            serde_json::to_value(source).map_err(|e| StreamError::internal(&e))?,
                         )),
                         _ => {}
                     }
                     d.events
-                        .push(serde_json::to_value(&e).map_err(|e| internal(&e))?);
+                        .push(serde_json::to_value(&e).map_err(|e| StreamError::internal(&e))?);
                 }
             }
         }
@@ -186,11 +156,6 @@ impl Engine {
     }
 }
 
-pub(crate) fn internal(e: &dyn std::fmt::Display) -> Failure {
-    tracing::error!(error = %e, "internal error in a stream");
-    failure("internal_error", "internal error")
-}
-
 /// One provider API's wire format: upstream payloads in, the events the client gets out.
 pub(crate) trait Wire: Send + 'static {
     /// Called before `payload` goes into the engine.
@@ -203,7 +168,7 @@ pub(crate) trait Wire: Send + 'static {
     ///
     /// # Errors
     /// `upstream_cut` when the upstream never sent its final event.
-    fn end(&mut self, drained: Drained) -> Result<Vec<Value>, Failure>;
+    fn end(&mut self, drained: Drained) -> Result<Vec<Value>, StreamError>;
     /// The error event that ends a failed stream.
-    fn error_event(&mut self, code: &str, message: &str) -> Value;
+    fn error_event(&mut self, e: &StreamError) -> Value;
 }

@@ -2,8 +2,11 @@
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use citeflow_core::provider::ProviderError;
 use citeflow_core::{RewriteError, SettingsError, SourceError};
 use citeflow_store::StoreError;
+
+use crate::code::ErrorCode;
 
 /// An API request that failed. Renders as
 /// `{"error": {"code": "…", "message": "…", "type": "…", "param": null}}`.
@@ -249,35 +252,40 @@ impl ApiError {
 
     /// The stable snake_case code.
     pub fn code(&self) -> &'static str {
+        self.error_code().as_str()
+    }
+
+    /// The code, from the table shared with [`StreamError`].
+    pub(crate) fn error_code(&self) -> ErrorCode {
         match self {
-            ApiError::Unauthorized => "invalid_api_key",
-            ApiError::ForbiddenOrigin { .. } => "forbidden_origin",
-            ApiError::RequestTimeout { .. } => "request_timeout",
-            ApiError::UnsupportedMediaType { .. } => "unsupported_media_type",
-            ApiError::NotFound { .. } => "not_found",
-            ApiError::NoRoute { .. } => "unknown_route",
-            ApiError::MethodNotAllowed { .. } => "method_not_allowed",
-            ApiError::BookNotFound { .. } => "book_not_found",
-            ApiError::BookFileMissing { .. } => "book_file_missing",
-            ApiError::CfiNotFound { .. } => "cfi_not_found",
-            ApiError::NoBookIndex => "no_book_index",
-            ApiError::InvalidEpub(_) | ApiError::EpubOverBudget { .. } => "invalid_epub",
-            ApiError::BodyTooLarge { .. } => "body_too_large",
-            ApiError::InvalidRequest { .. } => "invalid_request",
-            ApiError::TooManySources { .. } => "too_many_sources",
-            ApiError::TooManyStreams { .. } => "too_many_streams",
-            ApiError::TooManyRounds { .. } => "too_many_rounds",
-            ApiError::TooManySessions { .. } => "too_many_sessions",
-            ApiError::SourceTooLarge { .. } => "source_too_large",
-            ApiError::SourceFieldTooLarge { .. } => "source_field_too_large",
-            ApiError::InvalidSources(_) => "invalid_sources",
-            ApiError::InvalidSetting(_) => "invalid_setting",
-            ApiError::UpstreamUnreachable => "upstream_unreachable",
-            ApiError::UpstreamTimeout { .. } => "upstream_timeout",
-            ApiError::UpstreamStatus { .. } => "upstream_error",
-            ApiError::UpstreamMalformed(_) => "upstream_malformed",
-            ApiError::StoreUnavailable => "store_unavailable",
-            ApiError::Internal(_) => "internal_error",
+            ApiError::Unauthorized => ErrorCode::InvalidApiKey,
+            ApiError::ForbiddenOrigin { .. } => ErrorCode::ForbiddenOrigin,
+            ApiError::RequestTimeout { .. } => ErrorCode::RequestTimeout,
+            ApiError::UnsupportedMediaType { .. } => ErrorCode::UnsupportedMediaType,
+            ApiError::NotFound { .. } => ErrorCode::NotFound,
+            ApiError::NoRoute { .. } => ErrorCode::UnknownRoute,
+            ApiError::MethodNotAllowed { .. } => ErrorCode::MethodNotAllowed,
+            ApiError::BookNotFound { .. } => ErrorCode::BookNotFound,
+            ApiError::BookFileMissing { .. } => ErrorCode::BookFileMissing,
+            ApiError::CfiNotFound { .. } => ErrorCode::CfiNotFound,
+            ApiError::NoBookIndex => ErrorCode::NoBookIndex,
+            ApiError::InvalidEpub(_) | ApiError::EpubOverBudget { .. } => ErrorCode::InvalidEpub,
+            ApiError::BodyTooLarge { .. } => ErrorCode::BodyTooLarge,
+            ApiError::InvalidRequest { .. } => ErrorCode::InvalidRequest,
+            ApiError::TooManySources { .. } => ErrorCode::TooManySources,
+            ApiError::TooManyStreams { .. } => ErrorCode::TooManyStreams,
+            ApiError::TooManyRounds { .. } => ErrorCode::TooManyRounds,
+            ApiError::TooManySessions { .. } => ErrorCode::TooManySessions,
+            ApiError::SourceTooLarge { .. } => ErrorCode::SourceTooLarge,
+            ApiError::SourceFieldTooLarge { .. } => ErrorCode::SourceFieldTooLarge,
+            ApiError::InvalidSources(_) => ErrorCode::InvalidSources,
+            ApiError::InvalidSetting(_) => ErrorCode::InvalidSetting,
+            ApiError::UpstreamUnreachable => ErrorCode::UpstreamUnreachable,
+            ApiError::UpstreamTimeout { .. } => ErrorCode::UpstreamTimeout,
+            ApiError::UpstreamStatus { .. } => ErrorCode::UpstreamError,
+            ApiError::UpstreamMalformed(_) => ErrorCode::UpstreamMalformed,
+            ApiError::StoreUnavailable => ErrorCode::StoreUnavailable,
+            ApiError::Internal(_) => ErrorCode::InternalError,
         }
     }
 
@@ -288,8 +296,7 @@ impl ApiError {
             403 => "permission_error",
             404 => "not_found_error",
             400..=499 => "invalid_request_error",
-            _ if self.code().starts_with("upstream") => "upstream_error",
-            _ => "server_error",
+            _ => self.error_code().server_kind(),
         }
     }
 
@@ -361,5 +368,75 @@ impl From<citeflow_index::IndexError> for ApiError {
 impl From<RewriteError> for ApiError {
     fn from(e: RewriteError) -> Self {
         ApiError::Internal(format!("rewrite: {e}"))
+    }
+}
+
+/// Why a stream stops early: the code and message of the error event that ends it. Each
+/// wire writes it in its own form (the envelope of [`StreamError::payload`] for chat
+/// completions, a named `error` event for responses and messages, an `error` part for the AI
+/// SDK stream); a non-streaming answer turns it into an [`ApiError`].
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{code}: {message}")]
+pub(crate) struct StreamError {
+    pub(crate) code: ErrorCode,
+    pub(crate) message: String,
+}
+
+impl StreamError {
+    pub(crate) fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        StreamError {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// `internal_error`; the cause is logged, never sent.
+    pub(crate) fn internal(cause: &dyn std::fmt::Display) -> Self {
+        tracing::error!(error = %cause, "internal error in a stream");
+        StreamError::new(ErrorCode::InternalError, "internal error")
+    }
+
+    /// `store_unavailable` when the store fails mid-stream; the cause is logged, never sent.
+    pub(crate) fn store(cause: &dyn std::fmt::Display) -> Self {
+        tracing::error!(error = %cause, "store error in a stream");
+        StreamError::new(
+            ErrorCode::StoreUnavailable,
+            "the store failed; the stream cannot go on",
+        )
+    }
+
+    /// The payload of a chat completions error event: the envelope, typed by
+    /// [`ErrorCode::server_kind`].
+    pub(crate) fn payload(&self) -> String {
+        envelope(
+            self.code.as_str(),
+            &self.message,
+            self.code.server_kind(),
+            None,
+        )
+        .to_string()
+    }
+}
+
+impl From<ProviderError> for StreamError {
+    fn from(e: ProviderError) -> Self {
+        match e {
+            ProviderError::Upstream { .. } => {
+                StreamError::new(ErrorCode::UpstreamError, e.to_string())
+            }
+            _ => StreamError::new(ErrorCode::UpstreamMalformed, e.to_string()),
+        }
+    }
+}
+
+/// A failure of a non-streaming answer as its error response: the upstream's as
+/// `upstream_malformed`, any other as an internal error.
+impl From<StreamError> for ApiError {
+    fn from(e: StreamError) -> Self {
+        if e.code.is_upstream() {
+            ApiError::UpstreamMalformed(e.message)
+        } else {
+            ApiError::Internal(e.message)
+        }
     }
 }

@@ -12,8 +12,8 @@ use citeflow_store::{NumberScope, StoredEvent, StreamStatus};
 use futures_util::FutureExt;
 use serde_json::{json, Value};
 
-use crate::engine::{failure, Failure};
-use crate::error::envelope;
+use crate::code::ErrorCode;
+use crate::error::StreamError;
 use crate::metrics::OPENAI;
 use crate::state::AppState;
 use crate::unrecorded::{record_failure, with_retries};
@@ -216,16 +216,6 @@ pub(crate) fn count(state: &AppState, e: &Event) {
     }
 }
 
-/// The payload of an error event.
-pub(crate) fn error_payload(code: &str, message: &str) -> String {
-    let kind = if code.starts_with("upstream") {
-        "upstream_error"
-    } else {
-        "server_error"
-    };
-    envelope(code, message, kind, None).to_string()
-}
-
 impl Generation {
     pub(crate) fn new(
         state: AppState,
@@ -291,7 +281,7 @@ impl Generation {
     /// The position in `choices` of choice `index`, made on first sight: its own rewriter
     /// over the same sources, numbered in the session's table when the scope is the
     /// session's, else on its own (each choice is a whole answer).
-    async fn choice(&mut self, index: u64) -> Result<usize, Failure> {
+    async fn choice(&mut self, index: u64) -> Result<usize, StreamError> {
         if let Some(at) = self.choices.iter().position(|c| c.index == index) {
             return Ok(at);
         }
@@ -304,7 +294,7 @@ impl Generation {
                     .store
                     .numbering(&self.scope)
                     .await
-                    .map_err(|e| store_failure(&e))?;
+                    .map_err(|e| StreamError::store(&e))?;
                 Rewriter::new(settings, sources, numbering)
             }
             _ => Rewriter::new(
@@ -334,7 +324,7 @@ impl Generation {
         at: usize,
         a: &Value,
         d: &mut Drained,
-    ) -> Result<(), Failure> {
+    ) -> Result<(), StreamError> {
         let u = a.get("url_citation").unwrap_or(a);
         let Some(url) = u
             .get("url")
@@ -360,7 +350,8 @@ impl Generation {
             u.get("end_index").and_then(Value::as_u64),
         );
         let (Some(start), Some(end)) = (start, end) else {
-            rw.write_citation(url, None).map_err(|e| internal(&e))?;
+            rw.write_citation(url, None)
+                .map_err(|e| StreamError::internal(&e))?;
             d.append(self.drain(at).await?);
             return Ok(());
         };
@@ -383,14 +374,14 @@ impl Generation {
         self.choices[at]
             .rewriter
             .cite_late(url, span, CitationDetail::default())
-            .map_err(|e| internal(&e))?;
+            .map_err(|e| StreamError::internal(&e))?;
         d.append(self.drain(at).await?);
         Ok(())
     }
 
     /// Drains choice `at`'s rewriter: answers number requests from the store, returns the
     /// text, the other events as JSON, the citations as annotations; `Done` apart.
-    async fn drain(&mut self, at: usize) -> Result<Drained, Failure> {
+    async fn drain(&mut self, at: usize) -> Result<Drained, StreamError> {
         let mut d = Drained::default();
         while let Some(ev) = self.choices[at].rewriter.poll_event() {
             match ev {
@@ -400,18 +391,19 @@ impl Generation {
                         .store
                         .allocate(&self.scope, &key, &source_id)
                         .await
-                        .map_err(|e| store_failure(&e))?;
+                        .map_err(|e| StreamError::store(&e))?;
                     self.choices[at]
                         .rewriter
                         .provide_number(&key, a.number)
-                        .map_err(|e| internal(&e))?;
+                        .map_err(|e| StreamError::internal(&e))?;
                 }
                 Event::Text { text: t } => {
                     self.choices[at].out.push_str(&t);
                     d.text.push_str(&t);
                 }
                 e @ Event::Done { .. } => {
-                    let mut done = serde_json::to_value(&e).map_err(|e| internal(&e))?;
+                    let mut done =
+                        serde_json::to_value(&e).map_err(|e| StreamError::internal(&e))?;
                     let c = &mut self.choices[at];
                     if !c.late.is_empty() {
                         done["text"] = Value::String(final_text(&c.out, &mut c.late));
@@ -445,7 +437,7 @@ impl Generation {
                         ));
                     }
                     d.events
-                        .push(serde_json::to_value(&e).map_err(|e| internal(&e))?);
+                        .push(serde_json::to_value(&e).map_err(|e| StreamError::internal(&e))?);
                 }
             }
         }
@@ -472,10 +464,10 @@ impl Generation {
     /// (the upstream's own annotations point into text that was rewritten: they are
     /// removed). A choice's content after its `finish_reason` is dropped, and a chunk left
     /// with no choice is dropped whole unless it carries usage.
-    async fn on_chunk(&mut self, mut chunk: Value) -> Result<Vec<StoredEvent>, Failure> {
+    async fn on_chunk(&mut self, mut chunk: Value) -> Result<Vec<StoredEvent>, StreamError> {
         let shape = |what: &str| {
-            failure(
-                "upstream_malformed",
+            StreamError::new(
+                ErrorCode::UpstreamMalformed,
                 format!("the upstream sent a chunk whose {what} is not a JSON object"),
             )
         };
@@ -506,7 +498,7 @@ impl Generation {
                 .and_then(Value::as_str)
                 .unwrap_or("the upstream sent an error")
                 .to_owned();
-            return Err(failure("upstream_error", message));
+            return Err(StreamError::new(ErrorCode::UpstreamError, message));
         }
         for k in ["id", "object", "created", "model", "system_fingerprint"] {
             if let Some(v) = chunk.get(k) {
@@ -556,7 +548,7 @@ impl Generation {
             let c = &mut self.choices[at];
             if let Some(t) = input.as_deref() {
                 c.input.push_str(t);
-                c.rewriter.write(t).map_err(|e| internal(&e))?;
+                c.rewriter.write(t).map_err(|e| StreamError::internal(&e))?;
             }
             let mut d = Drained::default();
             // The upstream's own annotations: numbered and mapped into the rewritten text.
@@ -620,7 +612,7 @@ impl Generation {
     }
 
     /// Ends the rewriters the upstream did not end, and logs their tails and source lists.
-    async fn on_end(&mut self) -> Result<Vec<StoredEvent>, Failure> {
+    async fn on_end(&mut self) -> Result<Vec<StoredEvent>, StreamError> {
         let mut out = Vec::new();
         for at in 0..self.choices.len() {
             let c = &mut self.choices[at];
@@ -641,7 +633,8 @@ impl Generation {
                 let choices = json!([{"index": index, "delta": delta, "finish_reason": null}]);
                 let mut data = self.own_chunk(choices, d.events);
                 if index != 0 {
-                    let mut v: Value = serde_json::from_str(&data).map_err(|e| internal(&e))?;
+                    let mut v: Value =
+                        serde_json::from_str(&data).map_err(|e| StreamError::internal(&e))?;
                     v["citeflow"]["choice"] = json!(index);
                     data = v.to_string();
                 }
@@ -658,14 +651,14 @@ impl Generation {
 
     /// Appends events to the log, tried [`STORE_ATTEMPTS`](crate::unrecorded::STORE_ATTEMPTS)
     /// times.
-    async fn log(&mut self, events: Vec<StoredEvent>) -> Result<(), Failure> {
+    async fn log(&mut self, events: Vec<StoredEvent>) -> Result<(), StreamError> {
         let store = &self.state.store;
         let last = events.last().map(|e| e.id);
         with_retries("stream events", || {
             store.append_events(&self.stream_id, events.clone())
         })
         .await
-        .map_err(|e| store_failure(&e))?;
+        .map_err(|e| StreamError::store(&e))?;
         self.logged = last.unwrap_or(self.logged);
         Ok(())
     }
@@ -679,12 +672,12 @@ impl Generation {
     }
 
     /// Logs an error event and marks the stream failed.
-    async fn fail(&mut self, f: Failure) {
-        tracing::warn!(stream_id = %self.stream_id, code = f.code, message = %f.message, "stream failed");
-        if f.code.starts_with("upstream") {
+    async fn fail(&mut self, f: StreamError) {
+        tracing::warn!(stream_id = %self.stream_id, code = %f.code, message = %f.message, "stream failed");
+        if f.code.is_upstream() {
             self.state.metrics.upstream_errors.inc(OPENAI);
         }
-        let data = error_payload(f.code, &f.message);
+        let data = f.payload();
         // Right after the last event the log took (events it refused are lost).
         self.next_id = self.logged + 1;
         let e = self.event(data);
@@ -692,25 +685,12 @@ impl Generation {
     }
 }
 
-fn internal(e: &dyn std::fmt::Display) -> Failure {
-    tracing::error!(error = %e, "internal error in a stream");
-    failure("internal_error", "internal error")
-}
-
-fn store_failure(e: &citeflow_store::StoreError) -> Failure {
-    tracing::error!(error = %e, "store error in a stream");
-    failure(
-        "store_unavailable",
-        "the store failed; the stream cannot go on",
-    )
-}
-
 /// Reads the upstream body to its end, logging every rewritten chunk before it is sent.
 pub(crate) async fn run(mut g: Generation, resp: reqwest::Response) {
     g.state.metrics.stream_opened(OPENAI);
     let mut upstream = UpstreamEvents::new(resp, &g.state.settings.limits);
     let mut saw_finish = false;
-    let result: Result<(), Failure> = supervised(async {
+    let result: Result<(), StreamError> = supervised(async {
         loop {
             let batch = upstream.next_batch().await?;
             let mut out = Vec::new();
@@ -731,8 +711,8 @@ pub(crate) async fn run(mut g: Generation, resp: reqwest::Response) {
                 if !out.is_empty() {
                     g.log(out).await?;
                 }
-                return Err(failure(
-                    "upstream_cut",
+                return Err(StreamError::new(
+                    ErrorCode::UpstreamCut,
                     "the upstream closed the stream before it finished",
                 ));
             }
@@ -759,9 +739,9 @@ pub(crate) async fn run(mut g: Generation, resp: reqwest::Response) {
 /// Runs a generation's work; a panic inside it becomes an `internal_error`
 /// failure (logged with its message), so that the caller still writes the
 /// error event and closes the stream.
-async fn supervised<F>(work: F) -> Result<(), Failure>
+async fn supervised<F>(work: F) -> Result<(), StreamError>
 where
-    F: Future<Output = Result<(), Failure>>,
+    F: Future<Output = Result<(), StreamError>>,
 {
     match AssertUnwindSafe(work).catch_unwind().await {
         Ok(result) => result,
@@ -771,18 +751,18 @@ where
                 .map(|s| (*s).to_owned())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "non-string panic payload".to_owned());
-            Err(internal(&format_args!(
+            Err(StreamError::internal(&format_args!(
                 "the generation task panicked: {message}"
             )))
         }
     }
 }
 
-fn parse(data: &str) -> Result<Value, Failure> {
+fn parse(data: &str) -> Result<Value, StreamError> {
     serde_json::from_str(data).map_err(|e| {
         let excerpt: String = data.chars().take(80).collect();
-        failure(
-            "upstream_malformed",
+        StreamError::new(
+            ErrorCode::UpstreamMalformed,
             format!("the upstream sent an event that is not JSON ({e}): {excerpt}"),
         )
     })
@@ -804,10 +784,10 @@ mod tests {
         .err()
         .unwrap();
         assert_eq!(
-            (f.code, f.message.as_str()),
+            (f.code.as_str(), f.message.as_str()),
             ("internal_error", "internal error")
         );
-        let f = supervised(async { Err(failure("upstream_cut", "x")) })
+        let f = supervised(async { Err(StreamError::new(ErrorCode::UpstreamCut, "x")) })
             .await
             .err()
             .unwrap();

@@ -29,6 +29,7 @@ mod auth;
 mod body;
 mod books;
 mod chat;
+mod code;
 mod conn;
 mod engine;
 mod error;

@@ -23,12 +23,12 @@ use serde_json::{json, Map, Value};
 
 use crate::ai_sdk::AiSdkWire;
 use crate::body::read_json;
-use crate::error::ApiError;
+use crate::code::ErrorCode;
+use crate::error::{ApiError, StreamError};
 use crate::proxy::{
-    self, answer_scope, citeflow_of, failure, named_sse, open_stream, pump, spawn_stream,
-    stream_headers, upstream_key, Drained, Engine, Failure, Wire,
+    self, answer_scope, citeflow_of, named_sse, open_stream, pump, spawn_stream, stream_headers,
+    upstream_key, Drained, Engine, Wire,
 };
-use crate::responses::failure_response;
 use crate::state::AppState;
 
 /// One content block as the stream built it.
@@ -266,13 +266,13 @@ impl Wire for MessagesWire {
         self.attach(out)
     }
 
-    fn end(&mut self, d: Drained) -> Result<Vec<Value>, Failure> {
+    fn end(&mut self, d: Drained) -> Result<Vec<Value>, StreamError> {
         self.pending.extend(d.events.iter().cloned());
         self.cur = None;
         let mut out = self.text_events(&d.text);
         let Some(mut terminal) = self.terminal.take() else {
-            return Err(failure(
-                "upstream_cut",
+            return Err(StreamError::new(
+                ErrorCode::UpstreamCut,
                 "the upstream closed the stream before message_stop",
             ));
         };
@@ -283,13 +283,10 @@ impl Wire for MessagesWire {
         Ok(out)
     }
 
-    fn error_event(&mut self, code: &str, message: &str) -> Value {
-        let kind = if code.starts_with("upstream") {
-            "api_error"
-        } else {
-            "overloaded_error"
-        };
-        json!({"type": "error", "error": {"type": kind, "message": message, "code": code}})
+    fn error_event(&mut self, e: &StreamError) -> Value {
+        json!({"type": "error", "error": {
+            "type": e.code.anthropic_kind(), "message": e.message, "code": e.code.as_str()
+        }})
     }
 }
 
@@ -527,7 +524,7 @@ pub(crate) async fn create(
     let mut events: Vec<Value> = Vec::new();
     pump(&state, &mut engine, &mut wire, resp, &mut events)
         .await
-        .map_err(failure_response)?;
+        .map_err(ApiError::from)?;
     let mut answer = wire.message();
     answer["citeflow"] = citeflow_of(&events, plan.session_id.as_deref());
     state.metrics.completions.inc(crate::metrics::ANTHROPIC);

@@ -271,7 +271,7 @@ pub(crate) fn answer_scope(plan: &Plan) -> Option<NumberScope> {
     }
 }
 
-pub(crate) use crate::engine::{failure, Cite, Drained, Engine, Failure, Wire};
+pub(crate) use crate::engine::{Cite, Drained, Engine, Wire};
 pub(crate) use crate::relay::{
     citeflow_of, named_sse, open_stream, pump, resume_named, spawn_stream, stream_headers,
 };

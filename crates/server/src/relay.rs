@@ -15,8 +15,10 @@ use futures_util::StreamExt;
 use serde_json::{json, Value};
 
 use crate::auth::owner;
-use crate::engine::{failure, internal, Engine, Failure, Wire};
+use crate::code::ErrorCode;
+use crate::engine::{Engine, Wire};
 use crate::error::ApiError;
+use crate::error::StreamError;
 use crate::proxy::Plan;
 use crate::quota::StreamSlot;
 use crate::state::{now_ms, random_id, AppState};
@@ -30,7 +32,7 @@ pub(crate) async fn pump<W: Wire>(
     wire: &mut W,
     resp: reqwest::Response,
     mut sink: impl AsyncSink,
-) -> Result<(), Failure> {
+) -> Result<(), StreamError> {
     let wire_upstream = state.metrics.upstream_of(resp.url().as_str());
     let mut upstream = UpstreamEvents::new(resp, &state.settings.limits);
     loop {
@@ -43,14 +45,14 @@ pub(crate) async fn pump<W: Wire>(
             }
             let v: Value = serde_json::from_str(&ev.data).map_err(|e| {
                 let excerpt: String = ev.data.chars().take(80).collect();
-                failure(
-                    "upstream_malformed",
+                StreamError::new(
+                    ErrorCode::UpstreamMalformed,
                     format!("the upstream sent an event that is not JSON ({e}): {excerpt}"),
                 )
             })?;
             if !v.is_object() {
-                return Err(failure(
-                    "upstream_malformed",
+                return Err(StreamError::new(
+                    ErrorCode::UpstreamMalformed,
                     "the upstream sent an event that is not a JSON object",
                 ));
             }
@@ -89,12 +91,12 @@ pub(crate) trait AsyncSink {
     fn send(
         &mut self,
         events: Vec<Value>,
-    ) -> impl std::future::Future<Output = Result<(), Failure>> + Send;
+    ) -> impl std::future::Future<Output = Result<(), StreamError>> + Send;
 }
 
 /// Collects the events (a non-streaming answer).
 impl AsyncSink for &mut Vec<Value> {
-    async fn send(&mut self, events: Vec<Value>) -> Result<(), Failure> {
+    async fn send(&mut self, events: Vec<Value>) -> Result<(), StreamError> {
         self.extend(events);
         Ok(())
     }
@@ -108,7 +110,7 @@ pub(crate) struct Log {
 }
 
 impl AsyncSink for &mut Log {
-    async fn send(&mut self, events: Vec<Value>) -> Result<(), Failure> {
+    async fn send(&mut self, events: Vec<Value>) -> Result<(), StreamError> {
         let events = events
             .into_iter()
             .map(|v| {
@@ -129,13 +131,7 @@ impl AsyncSink for &mut Log {
             .store
             .append_events(&self.stream_id, events)
             .await
-            .map_err(|e| {
-                tracing::error!(error = %e, "store error in a stream");
-                failure(
-                    "store_unavailable",
-                    "the store failed; the stream cannot go on",
-                )
-            })
+            .map_err(|e| StreamError::store(&e))
     }
 }
 
@@ -191,16 +187,16 @@ pub(crate) fn spawn_stream<W: Wire>(
         let result =
             match futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(work)).await {
                 Ok(r) => r,
-                Err(_) => Err(internal(&"the generation task panicked")),
+                Err(_) => Err(StreamError::internal(&"the generation task panicked")),
             };
         let status = match result {
             Ok(()) => StreamStatus::Completed,
             Err(f) => {
-                tracing::warn!(stream_id = %stream_id, code = f.code, message = %f.message, "stream failed");
-                if f.code.starts_with("upstream") {
+                tracing::warn!(stream_id = %stream_id, code = %f.code, message = %f.message, "stream failed");
+                if f.code.is_upstream() {
                     m.upstream_errors.inc(up);
                 }
-                let ev = wire.error_event(f.code, &f.message);
+                let ev = wire.error_event(&f);
                 if let Err(e) = (&mut log).send(vec![ev]).await {
                     tracing::error!(stream_id = %stream_id, error = %e.message, "cannot log error event");
                 }

@@ -18,10 +18,11 @@ use serde_json::{json, Value};
 
 use crate::ai_sdk::AiSdkWire;
 use crate::body::read_json;
-use crate::error::ApiError;
+use crate::code::ErrorCode;
+use crate::error::{ApiError, StreamError};
 use crate::proxy::{
-    self, answer_scope, citeflow_of, failure, named_sse, open_stream, pump, spawn_stream,
-    stream_headers, upstream_key, Cite, Drained, Engine, Failure, Wire,
+    self, answer_scope, citeflow_of, named_sse, open_stream, pump, spawn_stream, stream_headers,
+    upstream_key, Cite, Drained, Engine, Wire,
 };
 use crate::state::AppState;
 
@@ -260,12 +261,12 @@ impl Wire for ResponsesWire {
         self.stamp(out)
     }
 
-    fn end(&mut self, d: Drained) -> Result<Vec<Value>, Failure> {
+    fn end(&mut self, d: Drained) -> Result<Vec<Value>, StreamError> {
         self.pending.extend(d.events.iter().cloned());
         let mut out = self.text_events(&d, None);
         let Some(mut terminal) = self.terminal.take() else {
-            return Err(failure(
-                "upstream_cut",
+            return Err(StreamError::new(
+                ErrorCode::UpstreamCut,
                 "the upstream closed the stream before response.completed",
             ));
         };
@@ -281,20 +282,11 @@ impl Wire for ResponsesWire {
         Ok(self.stamp(out))
     }
 
-    fn error_event(&mut self, code: &str, message: &str) -> Value {
+    fn error_event(&mut self, e: &StreamError) -> Value {
         let seq = self.seq;
         self.seq += 1;
-        json!({"type": "error", "code": code, "message": message, "param": null,
+        json!({"type": "error", "code": e.code.as_str(), "message": e.message, "param": null,
             "sequence_number": seq})
-    }
-}
-
-/// Maps a failure of a non-streaming answer to the error response.
-pub(crate) fn failure_response(f: Failure) -> ApiError {
-    if f.code.starts_with("upstream") {
-        ApiError::UpstreamMalformed(f.message)
-    } else {
-        ApiError::Internal(f.message)
     }
 }
 
@@ -354,7 +346,7 @@ pub(crate) async fn create(
     let mut events: Vec<Value> = Vec::new();
     pump(&state, &mut engine, &mut wire, resp, &mut events)
         .await
-        .map_err(failure_response)?;
+        .map_err(ApiError::from)?;
     let mut answer = events
         .last()
         .and_then(|e| e.get("response"))

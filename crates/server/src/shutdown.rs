@@ -17,11 +17,12 @@ use axum::response::sse::Event as SseEvent;
 use futures_util::{Stream, StreamExt};
 use serde_json::json;
 
-use crate::generate::error_payload;
+use crate::code::ErrorCode;
+use crate::error::StreamError;
 use crate::state::AppState;
 
 /// The code of the error event an interrupted stream ends with.
-pub(crate) const CODE: &str = "shutting_down";
+pub(crate) const CODE: ErrorCode = ErrorCode::ShuttingDown;
 
 /// Its message.
 pub(crate) const MESSAGE: &str = "the server is shutting down before this answer finished; \
@@ -32,13 +33,13 @@ const FLUSH: Duration = Duration::from_secs(2);
 
 /// The final event of a chat completions stream (the envelope of every stream error).
 pub(crate) fn chat_event() -> SseEvent {
-    SseEvent::default().data(error_payload(CODE, MESSAGE))
+    SseEvent::default().data(StreamError::new(CODE, MESSAGE).payload())
 }
 
 /// The final event of a responses or messages stream (named `error`, as their errors are).
 pub(crate) fn named_event() -> SseEvent {
     SseEvent::default().event("error").data(
-        json!({"type": "error", "error": {"type": "api_error", "code": CODE, "message": MESSAGE}})
+        json!({"type": "error", "error": {"type": "api_error", "code": CODE.as_str(), "message": MESSAGE}})
             .to_string(),
     )
 }

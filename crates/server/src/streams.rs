@@ -12,8 +12,9 @@ use citeflow_store::{follow, StreamStatus};
 use futures_util::StreamExt;
 
 use crate::auth::owner;
+use crate::code::ErrorCode;
 use crate::error::ApiError;
-use crate::generate::error_payload;
+use crate::error::StreamError;
 use crate::state::AppState;
 
 /// An SSE response with the events of `stream_id` after `after`, then the live tail.
@@ -23,10 +24,13 @@ pub(crate) fn sse_response(state: &AppState, stream_id: String, after: u64) -> R
             Ok(e) => SseEvent::default().id(e.id.to_string()).data(e.data),
             Err(e) => {
                 tracing::error!(error = %e, "cannot read stream log");
-                SseEvent::default().data(error_payload(
-                    "store_unavailable",
-                    "the stream log cannot be read; reconnect with Last-Event-ID",
-                ))
+                SseEvent::default().data(
+                    StreamError::new(
+                        ErrorCode::StoreUnavailable,
+                        "the stream log cannot be read; reconnect with Last-Event-ID",
+                    )
+                    .payload(),
+                )
             }
         })
     });
@@ -130,11 +134,12 @@ pub async fn recover_interrupted(state: &AppState) -> Result<usize, citeflow_sto
         let last = last_event_id(state, id).await?;
         let event = citeflow_store::StoredEvent {
             id: last + 1,
-            data: error_payload(
-                "stream_interrupted",
+            data: StreamError::new(
+                ErrorCode::StreamInterrupted,
                 "the server stopped while this answer was being generated; the events before \
                  this one are complete, the rest of the answer is lost",
-            ),
+            )
+            .payload(),
         };
         state.store.append_events(id, vec![event]).await?;
         state

@@ -16,6 +16,8 @@ use std::time::Duration;
 use citeflow_store::{StoreError, StoredEvent, StreamStatus};
 use tokio::sync::watch;
 
+use crate::code::ErrorCode;
+use crate::error::StreamError;
 use crate::state::AppState;
 
 /// Tries of one store write of a stream before the stream fails.
@@ -80,7 +82,7 @@ impl Unrecorded {
     pub(crate) fn error_of(&self, stream_id: &str) -> Option<String> {
         self.lock().get(stream_id).map(|p| {
             p.event.as_ref().map_or_else(
-                || crate::generate::error_payload("store_unavailable", "the store failed"),
+                || StreamError::new(ErrorCode::StoreUnavailable, "the store failed").payload(),
                 |e| e.data.clone(),
             )
         })

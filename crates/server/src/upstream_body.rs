@@ -11,7 +11,8 @@ use bytes::Bytes;
 use citeflow_core::sse::{SseDecoder, SseEvent};
 use futures_util::{Stream, StreamExt};
 
-use crate::engine::{failure, Failure};
+use crate::code::ErrorCode;
+use crate::error::StreamError;
 use crate::settings::Limits;
 
 type Body = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
@@ -55,37 +56,38 @@ impl UpstreamEvents {
     /// The next chunk's events; the last batch has `last` set.
     ///
     /// # Errors
-    /// A [`Failure`] naming the budget exceeded, a broken body, or a malformed line.
-    pub(crate) async fn next_batch(&mut self) -> Result<Batch, Failure> {
-        let malformed =
-            |e: citeflow_core::sse::SseError| failure("upstream_malformed", e.to_string());
+    /// A [`StreamError`] naming the budget exceeded, a broken body, or a malformed line.
+    pub(crate) async fn next_batch(&mut self) -> Result<Batch, StreamError> {
+        let malformed = |e: citeflow_core::sse::SseError| {
+            StreamError::new(ErrorCode::UpstreamMalformed, e.to_string())
+        };
         let wait_until = (tokio::time::Instant::now() + self.idle).min(self.deadline);
         let next = tokio::time::timeout_at(wait_until, self.body.next()).await;
         let received = Instant::now();
         let last = match next {
             Err(_) if tokio::time::Instant::now() >= self.deadline => {
-                return Err(failure(
-                    "stream_too_long",
+                return Err(StreamError::new(
+                    ErrorCode::StreamTooLong,
                     format!("the stream ran longer than {} ms", self.max_duration_ms),
                 ))
             }
             Err(_) => {
-                return Err(failure(
-                    "upstream_timeout",
+                return Err(StreamError::new(
+                    ErrorCode::UpstreamTimeout,
                     format!("the upstream sent nothing for {} ms", self.idle.as_millis()),
                 ))
             }
             Ok(Some(Err(e))) => {
-                return Err(failure(
-                    "upstream_cut",
+                return Err(StreamError::new(
+                    ErrorCode::UpstreamCut,
                     format!("the upstream stream broke: {e}"),
                 ))
             }
             Ok(Some(Ok(b))) => {
                 self.received += b.len() as u64;
                 if self.received > self.max_bytes {
-                    return Err(failure(
-                        "upstream_too_large",
+                    return Err(StreamError::new(
+                        ErrorCode::UpstreamTooLarge,
                         format!(
                             "the upstream sent more than {} bytes (max_upstream_bytes)",
                             self.max_bytes
