@@ -1,25 +1,61 @@
-//! Bearer API keys and the owner they stand for.
+//! Bearer API keys and the owner they stand for: the [`Owner`] extractor (and
+//! [`AnthropicOwner`], which also reads `x-api-key`).
 
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
 use axum::http::HeaderMap;
 use sha2::{Digest, Sha256};
 
 use crate::error::ApiError;
 use crate::state::AppState;
+use crate::tenancy::Owner;
 
-/// Who makes a request: the hash of their API key, or empty without keys.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Owner(pub(crate) String);
+/// Who makes the request, from its `Authorization: Bearer` key: 401 `invalid_api_key`
+/// when the server has keys and this is none of them.
+impl FromRequestParts<AppState> for Owner {
+    type Rejection = ApiError;
 
-pub(crate) fn owner(state: &AppState, headers: &HeaderMap) -> Result<Owner, ApiError> {
-    if state.settings.api_keys.is_empty() {
-        return Ok(Owner(String::new()));
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        owner_of(state, bearer(&parts.headers))
     }
-    let key = headers
+}
+
+/// [`Owner`] for the Anthropic-shaped routes: without an `Authorization` header,
+/// `x-api-key` counts as the bearer key.
+pub(crate) struct AnthropicOwner(pub(crate) Owner);
+
+impl FromRequestParts<AppState> for AnthropicOwner {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let headers = &parts.headers;
+        let key = if headers.contains_key(axum::http::header::AUTHORIZATION) {
+            bearer(headers)
+        } else {
+            headers
+                .get("x-api-key")
+                .and_then(|v| v.to_str().ok())
+                .map(str::trim)
+        };
+        owner_of(state, key).map(AnthropicOwner)
+    }
+}
+
+/// The key of `Authorization: Bearer KEY`.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim)
-        .ok_or(ApiError::Unauthorized)?;
+}
+
+/// The owner of `key`: anyone when the server has no keys, else the hash of a known key.
+fn owner_of(state: &AppState, key: Option<&str>) -> Result<Owner, ApiError> {
+    if state.settings.api_keys.is_empty() {
+        return Ok(Owner(String::new()));
+    }
+    let key = key.ok_or(ApiError::Unauthorized)?;
     let known = state
         .settings
         .api_keys

@@ -1,15 +1,57 @@
-//! Reading JSON bodies under the size limit, and checking sources against the limits.
+//! Reading JSON bodies under the size limit ([`ApiJson`]), and checking sources against the
+//! limits.
 
 use axum::body::Body;
+use axum::extract::{FromRequest, Request};
 use citeflow_core::Source;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::conn::body_error;
 use crate::error::ApiError;
 use crate::settings::Limits;
+use crate::state::AppState;
+
+/// A request body read as JSON under [`Limits::max_body_bytes`] (an empty body is `{}`), then
+/// as `T` ([`ApiRequest`]); every refusal is an [`ApiError`]: `body_too_large`,
+/// `request_timeout`, or `invalid_request` with the message of `T`'s route.
+#[derive(Debug)]
+pub(crate) struct ApiJson<T>(pub(crate) T);
+
+/// A request body the API reads as JSON: how it is read from the JSON value, and how a
+/// value of the wrong shape is answered.
+pub(crate) trait ApiRequest: Sized {
+    /// `body` as this request.
+    ///
+    /// # Errors
+    /// `invalid_request` naming what does not fit.
+    fn from_json(body: Value) -> Result<Self, ApiError>;
+}
+
+impl<T: ApiRequest> FromRequest<AppState> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        let body = read_json(req.into_body(), &state.settings.limits).await?;
+        T::from_json(body).map(ApiJson)
+    }
+}
+
+/// A provider-shaped body (chat completions, responses, messages): any object, passed on to
+/// the upstream once the citeflow fields are taken out.
+impl ApiRequest for Map<String, Value> {
+    fn from_json(body: Value) -> Result<Self, ApiError> {
+        match body {
+            Value::Object(map) => Ok(map),
+            _ => Err(ApiError::invalid(
+                "request body must be a JSON object",
+                None,
+            )),
+        }
+    }
+}
 
 /// The body as JSON, refused past `max_body_bytes`.
-pub(crate) async fn read_json(body: Body, limits: &Limits) -> Result<Value, ApiError> {
+async fn read_json(body: Body, limits: &Limits) -> Result<Value, ApiError> {
     let max_bytes = limits.max_body_bytes;
     let bytes = axum::body::to_bytes(body, max_bytes)
         .await

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use citeflow_core::Source;
@@ -21,12 +21,11 @@ use citeflow_epub::{Book, Cfi, ChunkSettings, ControlFlow, PageProgression, Prog
 use citeflow_index::{fingerprint, BookInfo, BookPassage, Index, IndexError};
 use serde_json::{json, Value};
 
-use crate::auth::{owner, Owner};
-use crate::body::read_json;
+use crate::body::{ApiJson, ApiRequest};
 use crate::error::ApiError;
 use crate::settings::Limits;
 use crate::state::AppState;
-use crate::tenancy::{is_visible, owned_book_key, rekey, shared_book_key};
+use crate::tenancy::{is_visible, owned_book_key, rekey, shared_book_key, Owner};
 
 /// The book index a server answers from.
 pub(crate) struct Library {
@@ -292,9 +291,8 @@ fn view(b: &BookInfo) -> Value {
 /// `GET /v1/books`: the books of the index; an empty list when the server has none.
 pub(crate) async fn list(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    owner: Owner,
 ) -> Result<Json<Value>, ApiError> {
-    let owner = owner(&state, &headers)?;
     let books = match &state.books {
         Some(lib) => {
             let lib = Arc::clone(lib);
@@ -312,10 +310,9 @@ pub(crate) async fn list(
 /// found already indexed as it is (200).
 pub(crate) async fn upload(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    owner: Owner,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let owner = owner(&state, &headers)?;
     let lib = state.books.clone().ok_or(ApiError::NoBookIndex)?;
     let max_bytes = state.settings.limits.max_book_bytes;
     let bytes = axum::body::to_bytes(body, max_bytes)
@@ -373,11 +370,10 @@ pub(crate) struct ReadQuery {
 /// chapter longer than `max_reading_chars` is cut to whole paragraphs around the mark.
 pub(crate) async fn read(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    owner: Owner,
     Path(key): Path<String>,
     query: Result<Query<ReadQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let owner = owner(&state, &headers)?;
     let Query(query) = query.map_err(|e| ApiError::invalid(e.body_text(), None))?;
     let text = query
         .cfi
@@ -553,22 +549,24 @@ pub(crate) struct SearchRequest {
     top_k: Option<usize>,
 }
 
+impl ApiRequest for SearchRequest {
+    fn from_json(body: Value) -> Result<Self, ApiError> {
+        serde_json::from_value(body)
+            .map_err(|e| ApiError::invalid(format!("search request: {e}"), None))
+    }
+}
+
 /// `POST /v1/books/{key}/search`: the passages of the book that best match `query`, as
 /// sources with chapter and CFI: what `citeflow.book` gives the model for that question. An
 /// app (or the page's client-side rendering) can show or filter them, then send them as
 /// `sources`.
 pub(crate) async fn search(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    owner: Owner,
     Path(key): Path<String>,
-    body: Body,
+    ApiJson(req): ApiJson<SearchRequest>,
 ) -> Result<Json<Value>, ApiError> {
-    let owner = owner(&state, &headers)?;
-    let limits = &state.settings.limits;
-    let body = read_json(body, limits).await?;
-    let req: SearchRequest = serde_json::from_value(body)
-        .map_err(|e| ApiError::invalid(format!("search request: {e}"), None))?;
-    let k = top_k(req.top_k, limits, "top_k")?;
+    let k = top_k(req.top_k, &state.settings.limits, "top_k")?;
     if req.query.trim().is_empty() {
         return Err(ApiError::invalid("query is empty", Some("query")));
     }

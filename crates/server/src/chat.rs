@@ -2,7 +2,6 @@
 
 use std::time::{Duration, Instant};
 
-use axum::body::Body;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
@@ -14,14 +13,16 @@ use citeflow_core::{
 use citeflow_store::{NumberScope, StreamRecord, StreamStatus};
 use serde_json::{json, Map, Value};
 
-use crate::auth::{owner, Owner};
-use crate::body::{read_json, sources};
+use crate::body::{sources, ApiJson};
 use crate::books::last_user_text;
 use crate::error::ApiError;
 use crate::generate::{self, Generation};
-use crate::plan::{answer_sources, book_passages, rewriter_settings, session_scope, wants_ai_sdk};
+use crate::plan::{
+    answer_sources, book_passages, rewriter_settings, session_scope, take_citeflow, wants_ai_sdk,
+};
 use crate::state::{now_ms, random_id, AppState};
 use crate::streams::sse_response;
+use crate::tenancy::Owner;
 
 /// The `citeflow` field of a request.
 #[derive(Debug, Default, serde::Deserialize)]
@@ -69,20 +70,14 @@ pub(crate) struct Plan {
     pub(crate) ai_sdk: bool,
 }
 
-async fn plan(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Plan, ApiError> {
-    let owner = owner(state, headers)?;
+async fn plan(
+    state: &AppState,
+    owner: Owner,
+    headers: &HeaderMap,
+    mut body: Map<String, Value>,
+) -> Result<Plan, ApiError> {
     let limits = &state.settings.limits;
-    let Value::Object(mut body) = read_json(body, limits).await? else {
-        return Err(ApiError::invalid(
-            "request body must be a JSON object",
-            None,
-        ));
-    };
-    let opts: Options = match body.remove("citeflow") {
-        None | Some(Value::Null) => Options::default(),
-        Some(v) => serde_json::from_value(v)
-            .map_err(|e| ApiError::invalid(format!("citeflow: {e}"), Some("citeflow")))?,
-    };
+    let opts: Options = take_citeflow(&mut body)?;
     let mut given = sources(body.remove("sources"), limits)?;
     if !matches!(body.get("messages"), Some(Value::Array(_))) {
         return Err(ApiError::invalid(
@@ -230,10 +225,11 @@ pub(crate) async fn call_upstream(
 
 pub(crate) async fn completions(
     State(state): State<AppState>,
+    owner: Owner,
     headers: HeaderMap,
-    body: Body,
+    ApiJson(body): ApiJson<Map<String, Value>>,
 ) -> Result<Response, ApiError> {
-    let plan = plan(&state, &headers, body).await?;
+    let plan = plan(&state, owner, &headers, body).await?;
     // A slot of the key's quota, taken before the upstream is called; it goes with the
     // generation task (or ends with this request when not streaming).
     let slot = state

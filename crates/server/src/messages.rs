@@ -12,7 +12,6 @@
 
 use std::collections::BTreeMap;
 
-use axum::body::Body;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
@@ -22,7 +21,8 @@ use citeflow_core::Source;
 use serde_json::{json, Map, Value};
 
 use crate::ai_sdk::AiSdkWire;
-use crate::body::read_json;
+use crate::auth::AnthropicOwner;
+use crate::body::ApiJson;
 use crate::code::ErrorCode;
 use crate::error::{ApiError, StreamError};
 use crate::proxy::{
@@ -290,21 +290,6 @@ impl Wire for MessagesWire {
     }
 }
 
-/// The headers the checks of this server read: `x-api-key` counts as a bearer key.
-fn auth_headers(headers: &HeaderMap) -> HeaderMap {
-    let mut h = headers.clone();
-    if !h.contains_key(axum::http::header::AUTHORIZATION) {
-        if let Some(v) = headers
-            .get("x-api-key")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|k| format!("Bearer {k}").parse().ok())
-        {
-            h.insert(axum::http::header::AUTHORIZATION, v);
-        }
-    }
-    h
-}
-
 /// A book's passage as an Anthropic `search_result` block: Claude's `search_result_location`
 /// citations name its `source`, the passage's id, so they map back to the passage (chapter
 /// and CFI).
@@ -451,24 +436,21 @@ fn add_search_results(plan: &mut proxy::Plan) {
 /// `POST /v1/messages`.
 pub(crate) async fn create(
     State(state): State<AppState>,
+    owner: Result<AnthropicOwner, ApiError>,
     headers: HeaderMap,
-    body: Body,
+    body: Result<ApiJson<Map<String, Value>>, ApiError>,
 ) -> Result<Response, ApiError> {
+    // In this order, as this route always checked: the upstream, the body, then the key.
     let Some(base) = state.settings.anthropic_upstream.clone() else {
         return Err(ApiError::invalid(
             "this server has no Anthropic upstream (start it with --anthropic-upstream URL)",
             None,
         ));
     };
-    let headers = auth_headers(&headers);
-    let Value::Object(body) = read_json(body, &state.settings.limits).await? else {
-        return Err(ApiError::invalid(
-            "request body must be a JSON object",
-            None,
-        ));
-    };
+    let ApiJson(body) = body?;
+    let AnthropicOwner(owner) = owner?;
     let native = native_sources(&body, state.settings.limits.max_source_text_bytes);
-    let mut plan = proxy::plan_with(&state, &headers, body, true, native).await?;
+    let mut plan = proxy::plan_with(&state, owner, &headers, body, true, native).await?;
     add_search_results(&mut plan);
     if let Some(system) = &plan.system {
         let block = json!({"type": "text", "text": system});
@@ -539,10 +521,10 @@ pub(crate) struct ResumeQuery {
 /// `GET /v1/messages/{stream_id}`: the stream again after `Last-Event-ID`, with named events.
 pub(crate) async fn resume(
     State(state): State<AppState>,
+    AnthropicOwner(owner): AnthropicOwner,
     headers: HeaderMap,
     Path(id): Path<String>,
     Query(q): Query<ResumeQuery>,
 ) -> Result<Response, ApiError> {
-    let headers = auth_headers(&headers);
-    proxy::resume_named(&state, &headers, id, q.last_event_id.as_deref()).await
+    proxy::resume_named(&state, &owner, &headers, id, q.last_event_id.as_deref()).await
 }

@@ -10,10 +10,10 @@ use axum::http::{HeaderName, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 
-use crate::auth::owner;
 use crate::error::ApiError;
 use crate::proxy::upstream_key;
 use crate::state::AppState;
+use crate::tenancy::Owner;
 
 /// Request headers passed on (besides the key, which is this server's unless
 /// `--forward-client-key`).
@@ -37,7 +37,7 @@ const RESPONSE_HEADERS: &[&str] = &[
 ];
 
 /// `ANY /v1/{*path}`.
-pub(crate) async fn forward(State(state): State<AppState>, req: Request) -> Response {
+pub(crate) async fn forward(State(state): State<AppState>, _: Owner, req: Request) -> Response {
     match run(state, req).await {
         Ok(r) => r,
         Err(e) => e.into_response(),
@@ -46,7 +46,6 @@ pub(crate) async fn forward(State(state): State<AppState>, req: Request) -> Resp
 
 async fn run(state: AppState, req: Request) -> Result<Response, ApiError> {
     let (parts, body) = req.into_parts();
-    owner(&state, &parts.headers)?;
     let limits = &state.settings.limits;
     let max_bytes = limits.max_body_bytes;
     let body = axum::body::to_bytes(body, max_bytes)

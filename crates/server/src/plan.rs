@@ -9,11 +9,26 @@ use citeflow_core::{
     UnknownPolicy,
 };
 
-use crate::auth::Owner;
 use crate::books;
 use crate::error::ApiError;
 use crate::sessions::{add_round, owned_session};
 use crate::state::{now_ms, AppState};
+use crate::tenancy::Owner;
+
+/// Takes the `citeflow` field out of a provider-shaped body and reads it as the route's
+/// options (`None` or `null`: the defaults).
+///
+/// # Errors
+/// `invalid_request` naming `citeflow` when it does not fit.
+pub(crate) fn take_citeflow<T: serde::de::DeserializeOwned + Default>(
+    body: &mut serde_json::Map<String, serde_json::Value>,
+) -> Result<T, ApiError> {
+    match body.remove("citeflow") {
+        None | Some(serde_json::Value::Null) => Ok(T::default()),
+        Some(v) => serde_json::from_value(v)
+            .map_err(|e| ApiError::invalid(format!("citeflow: {e}"), Some("citeflow"))),
+    }
+}
 
 /// Adds the passages of `book` that best match `question` to `given` (ids already given are
 /// kept as they are); returns the passages added. `param` names the field to blame when the

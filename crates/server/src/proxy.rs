@@ -9,12 +9,14 @@ use citeflow_core::{citation_instruction, context_block, PromptMarker, Settings,
 use citeflow_store::NumberScope;
 use serde_json::{Map, Value};
 
-use crate::auth::{owner, Owner};
 use crate::body::sources;
 use crate::books::last_user_text;
 use crate::error::ApiError;
-use crate::plan::{answer_sources, book_passages, rewriter_settings, session_scope, wants_ai_sdk};
+use crate::plan::{
+    answer_sources, book_passages, rewriter_settings, session_scope, take_citeflow, wants_ai_sdk,
+};
 use crate::state::AppState;
+use crate::tenancy::Owner;
 
 /// The `citeflow` field of a responses or messages request.
 #[derive(Debug, Default, serde::Deserialize)]
@@ -75,10 +77,11 @@ fn question_of(body: &Map<String, Value>) -> Option<String> {
 /// builds the rewriter settings.
 pub(crate) async fn plan(
     state: &AppState,
+    owner: Owner,
     headers: &HeaderMap,
     body: Map<String, Value>,
 ) -> Result<Plan, ApiError> {
-    plan_with(state, headers, body, false, Vec::new()).await
+    plan_with(state, owner, headers, body, false, Vec::new()).await
 }
 
 /// [`plan`]; with `native_passages` a book's passages are left out of `system` (the route
@@ -88,18 +91,14 @@ pub(crate) async fn plan(
 /// title and text, and never repeated in `system`.
 pub(crate) async fn plan_with(
     state: &AppState,
+    owner: Owner,
     headers: &HeaderMap,
     mut body: Map<String, Value>,
     native_passages: bool,
     native: Vec<Source>,
 ) -> Result<Plan, ApiError> {
-    let owner = owner(state, headers)?;
     let limits = &state.settings.limits;
-    let opts: Options = match body.remove("citeflow") {
-        None | Some(Value::Null) => Options::default(),
-        Some(v) => serde_json::from_value(v)
-            .map_err(|e| ApiError::invalid(format!("citeflow: {e}"), Some("citeflow")))?,
-    };
+    let opts: Options = take_citeflow(&mut body)?;
     let mut given = sources(body.remove("sources"), limits)?;
     let native_ids: Vec<String> = native.iter().map(|s| s.id.clone()).collect();
     for s in native {

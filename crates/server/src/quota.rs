@@ -7,8 +7,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::auth::Owner;
 use crate::error::ApiError;
+use crate::tenancy::Owner;
 
 /// Running answers per key.
 #[derive(Debug, Default)]

@@ -14,14 +14,13 @@ use citeflow_store::{follow, NumberScope, StoredEvent, StreamRecord, StreamStatu
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 
-use crate::auth::owner;
 use crate::code::ErrorCode;
 use crate::engine::{Engine, Wire};
-use crate::error::ApiError;
-use crate::error::StreamError;
+use crate::error::{ApiError, StreamError};
 use crate::proxy::Plan;
 use crate::quota::StreamSlot;
 use crate::state::{now_ms, random_id, AppState};
+use crate::tenancy::Owner;
 use crate::upstream_body::UpstreamEvents;
 
 /// Reads the upstream's SSE body through `wire`, calling `sink` with each batch of events.
@@ -287,11 +286,11 @@ pub(crate) fn last_event_id(headers: &HeaderMap, query: Option<&str>) -> Result<
 /// Resumes a stream this owner started, after `Last-Event-ID`, with named events.
 pub(crate) async fn resume_named(
     state: &AppState,
+    owner: &Owner,
     headers: &HeaderMap,
     id: String,
     query_last: Option<&str>,
 ) -> Result<Response, ApiError> {
-    let owner = owner(state, headers)?;
     let s = state.store.stream(&id).await?;
     if s.owner != owner.0 {
         return Err(ApiError::NotFound { what: "stream", id });

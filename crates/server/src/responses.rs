@@ -8,16 +8,15 @@
 //! events and `response.completed` carry the rewritten text. Citeflow's own events ride in a
 //! `citeflow` field. A non-streaming request gets `response.completed`'s response.
 
-use axum::body::Body;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use citeflow_core::provider::Dialect;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::ai_sdk::AiSdkWire;
-use crate::body::read_json;
+use crate::body::ApiJson;
 use crate::code::ErrorCode;
 use crate::error::{ApiError, StreamError};
 use crate::proxy::{
@@ -25,6 +24,7 @@ use crate::proxy::{
     upstream_key, Cite, Drained, Engine, Wire,
 };
 use crate::state::AppState;
+use crate::tenancy::Owner;
 
 /// One text part of the answer (`item_id`, `content_index`).
 #[derive(Debug, Clone)]
@@ -293,16 +293,12 @@ impl Wire for ResponsesWire {
 /// `POST /v1/responses`.
 pub(crate) async fn create(
     State(state): State<AppState>,
+    owner: Result<Owner, ApiError>,
     headers: HeaderMap,
-    body: Body,
+    ApiJson(body): ApiJson<Map<String, Value>>,
 ) -> Result<Response, ApiError> {
-    let Value::Object(body) = read_json(body, &state.settings.limits).await? else {
-        return Err(ApiError::invalid(
-            "request body must be a JSON object",
-            None,
-        ));
-    };
-    let mut plan = proxy::plan(&state, &headers, body).await?;
+    // The body is read before the key is checked (as this route always did).
+    let mut plan = proxy::plan(&state, owner?, &headers, body).await?;
     if let Some(system) = &plan.system {
         let instructions = match plan.body.get("instructions").and_then(Value::as_str) {
             Some(i) if !i.is_empty() => format!("{system}\n\n{i}"),
@@ -368,6 +364,7 @@ pub(crate) struct ResumeQuery {
 /// `starting_after`, a `sequence_number`), with named events.
 pub(crate) async fn resume(
     State(state): State<AppState>,
+    owner: Owner,
     headers: HeaderMap,
     Path(id): Path<String>,
     Query(q): Query<ResumeQuery>,
@@ -375,5 +372,5 @@ pub(crate) async fn resume(
     let last = q
         .last_event_id
         .or_else(|| q.starting_after.map(|s| (s + 1).to_string()));
-    proxy::resume_named(&state, &headers, id, last.as_deref()).await
+    proxy::resume_named(&state, &owner, &headers, id, last.as_deref()).await
 }

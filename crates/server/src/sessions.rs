@@ -1,18 +1,17 @@
 //! `/v1/sessions`: create, read, add rounds, delete.
 
-use axum::body::Body;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::Json;
 use citeflow_core::{Source, Sources};
 use citeflow_store::{NumberScope, SessionRecord};
 use serde_json::{json, Value};
 
-use crate::auth::{owner, Owner};
-use crate::body::{read_json, sources};
+use crate::body::{sources, ApiJson, ApiRequest};
 use crate::error::ApiError;
 use crate::state::{now_ms, random_id, AppState};
+use crate::tenancy::Owner;
 
 /// The session if it exists and belongs to `owner` (else 404, whoever owns it).
 pub(crate) async fn owned_session(
@@ -48,11 +47,34 @@ pub(crate) async fn add_round(
         .await?)
 }
 
-fn query_of(body: &Value) -> Result<Option<String>, ApiError> {
-    match body.get("query") {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(ApiError::invalid("query must be a string", Some("query"))),
+/// The body of `POST /v1/sessions` and `POST /v1/sessions/{id}/rounds`: a round of sources
+/// and the query it answers. Other fields are ignored; a body that is not an object names
+/// neither.
+#[derive(Debug, Default, serde::Deserialize)]
+pub(crate) struct RoundRequest {
+    /// Checked against the limits by [`sources`] when read.
+    #[serde(default)]
+    sources: Option<Value>,
+    /// Checked by [`RoundRequest::query`] when a round is added.
+    #[serde(default)]
+    query: Option<Value>,
+}
+
+impl ApiRequest for RoundRequest {
+    fn from_json(body: Value) -> Result<Self, ApiError> {
+        // Any object fits (both fields take any JSON value); anything else is no fields.
+        Ok(serde_json::from_value(body).unwrap_or_default())
+    }
+}
+
+impl RoundRequest {
+    /// The round's query: a string, or none.
+    fn query(&self) -> Result<Option<String>, ApiError> {
+        match &self.query {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(ApiError::invalid("query must be a string", Some("query"))),
+        }
     }
 }
 
@@ -86,18 +108,13 @@ async fn view(state: &AppState, s: &SessionRecord) -> Result<Value, ApiError> {
 
 pub(crate) async fn create(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Body,
+    owner: Owner,
+    ApiJson(mut req): ApiJson<RoundRequest>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let owner = owner(&state, &headers)?;
-    let mut body = read_json(body, &state.settings.limits).await?;
-    let list = sources(
-        body.get_mut("sources").map(Value::take),
-        &state.settings.limits,
-    )?;
+    let list = sources(req.sources.take(), &state.settings.limits)?;
     let mut src = Sources::new();
     if !list.is_empty() {
-        src.append_round(query_of(&body)?, list)?;
+        src.append_round(req.query()?, list)?;
     }
     let max = state.settings.limits.max_sessions_per_key;
     if state.store.count_sessions(&owner.0).await? >= max as u64 {
@@ -117,28 +134,22 @@ pub(crate) async fn create(
 
 pub(crate) async fn get(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    owner: Owner,
     Path(id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let owner = owner(&state, &headers)?;
     let s = owned_session(&state, &owner, &id).await?;
     Ok(Json(view(&state, &s).await?))
 }
 
 pub(crate) async fn append_round(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    owner: Owner,
     Path(id): Path<String>,
-    body: Body,
+    ApiJson(mut req): ApiJson<RoundRequest>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let owner = owner(&state, &headers)?;
-    let mut body = read_json(body, &state.settings.limits).await?;
     let s = owned_session(&state, &owner, &id).await?;
-    let list = sources(
-        body.get_mut("sources").map(Value::take),
-        &state.settings.limits,
-    )?;
-    let s = add_round(&state, &s, query_of(&body)?, list).await?;
+    let list = sources(req.sources.take(), &state.settings.limits)?;
+    let s = add_round(&state, &s, req.query()?, list).await?;
     let round = s.sources.rounds().len();
     Ok((
         StatusCode::CREATED,
@@ -148,10 +159,9 @@ pub(crate) async fn append_round(
 
 pub(crate) async fn delete(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    owner: Owner,
     Path(id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let owner = owner(&state, &headers)?;
     owned_session(&state, &owner, &id).await?;
     state.store.delete_session(&id).await?;
     Ok(StatusCode::NO_CONTENT)

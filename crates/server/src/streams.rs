@@ -11,11 +11,11 @@ use axum::response::{IntoResponse, Response};
 use citeflow_store::{follow, StreamStatus};
 use futures_util::StreamExt;
 
-use crate::auth::owner;
 use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::error::StreamError;
 use crate::state::AppState;
+use crate::tenancy::Owner;
 
 /// An SSE response with the events of `stream_id` after `after`, then the live tail.
 pub(crate) fn sse_response(state: &AppState, stream_id: String, after: u64) -> Response {
@@ -86,11 +86,11 @@ fn parse_last_id(s: &str) -> Result<u64, ApiError> {
 /// follow.
 pub(crate) async fn resume(
     State(state): State<AppState>,
+    owner: Owner,
     headers: HeaderMap,
     Path(id): Path<String>,
     Query(q): Query<ResumeQuery>,
 ) -> Result<Response, ApiError> {
-    let owner = owner(&state, &headers)?;
     let s = state.store.stream(&id).await?;
     if s.owner != owner.0 {
         return Err(ApiError::NotFound { what: "stream", id });

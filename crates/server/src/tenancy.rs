@@ -12,7 +12,10 @@
 use citeflow_index::{book_key, BookInfo, BookPassage};
 use sha2::{Digest, Sha256};
 
-use crate::auth::Owner;
+/// Who makes a request: the hash of their API key, or empty without keys (the extractor is in
+/// `auth.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Owner(pub(crate) String);
 
 /// Hex digits of hash in the key of an uploaded book (64 bits: a collision between two
 /// books is not a concern below billions of books).
