@@ -17,8 +17,8 @@ use citeflow_store::follow;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 
+use crate::engine::{Drained, Wire};
 use crate::error::StreamError;
-use crate::proxy::{Drained, Wire};
 use crate::state::AppState;
 
 /// The id of the one text part.

@@ -1,15 +1,11 @@
-//! Books: the optional book index (`citeflow-index`), `GET /v1/books`, `POST /v1/books`, the
-//! passages of a book as the sources of a chat (`citeflow.book`), and a book opened at a
-//! cited place (`GET /v1/books/{key}/read`).
+//! The book routes: `GET /v1/books`, `POST /v1/books`, the passages of a book as the sources
+//! of a chat (`citeflow.book`), and a book opened at a cited place
+//! (`GET /v1/books/{key}/read`), over the server's [`Library`](crate::library::Library).
 //!
-//! Every index call (reading, searching, cutting an uploaded book into passages) runs in
-//! `spawn_blocking`. Searches share a read lock; adding a book takes the write lock only for
-//! the index write, after the book was read and cut.
+//! Every library call (reading, searching, cutting an uploaded book into passages) runs in
+//! `spawn_blocking`.
 
-use std::path::Path as FsPath;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
@@ -17,258 +13,25 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use citeflow_core::Source;
-use citeflow_epub::{Book, Cfi, ChunkSettings, ControlFlow, PageProgression, Progress, Reading};
-use citeflow_index::{fingerprint, BookInfo, BookPassage, Index, IndexError};
+use citeflow_epub::{Cfi, PageProgression, Reading};
+use citeflow_index::BookInfo;
 use serde_json::{json, Value};
 
 use crate::body::{ApiJson, ApiRequest};
 use crate::error::ApiError;
+use crate::library::Ingest;
 use crate::settings::Limits;
 use crate::state::AppState;
-use crate::tenancy::{is_visible, owned_book_key, rekey, shared_book_key, Owner};
+use crate::tenancy::Owner;
 
-/// The book index a server answers from.
-pub(crate) struct Library {
-    index: RwLock<Index>,
-    /// Books opened for reading, newest first: (key, fingerprint, book).
-    opened: Mutex<Vec<(String, String, Arc<Book>)>>,
-    /// Uploads being read and cut at once ([`Limits::max_concurrent_ingests`]).
-    ingests: Arc<tokio::sync::Semaphore>,
-}
-
-/// One upload's reading and cutting: stopped at its deadline or when its client leaves.
-struct Ingest {
-    deadline: Instant,
-    timeout_ms: u64,
-    /// Set when the request is dropped (the client left).
-    gone: Arc<AtomicBool>,
-}
-
-impl Ingest {
-    fn check(&self, _: Progress<'_>) -> ControlFlow<()> {
-        if self.gone.load(Ordering::Relaxed) || Instant::now() >= self.deadline {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
-        }
-    }
-
-    /// The error for a job its check stopped before `what`.
-    fn stopped(&self, what: &str) -> ApiError {
-        if self.gone.load(Ordering::Relaxed) {
-            // Nobody reads this answer; it ends the task.
-            return ApiError::invalid("the client left during the upload", None);
-        }
-        ApiError::EpubOverBudget {
-            message: format!(
-                "the book took longer than {} ms to read and cut (stopped before {what}); \
-                 --ingest-timeout-ms sets the limit",
-                self.timeout_ms
-            ),
-            limit: "ingest_timeout_ms",
-        }
-    }
-}
-
-/// Sets its flag when dropped: an upload whose request future is dropped stops its job.
-struct SetOnDrop(Arc<AtomicBool>);
-
-impl Drop for SetOnDrop {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-}
-
-/// How many opened books [`Library::open_book`] keeps.
-const OPENED_BOOKS: usize = 4;
-
-impl Library {
-    /// Opens (or creates) the index in `dir`.
-    pub(crate) fn open(dir: &FsPath, limits: &Limits) -> Result<Library, IndexError> {
-        Ok(Library {
-            index: RwLock::new(Index::open_or_create(dir)?),
-            opened: Mutex::new(Vec::new()),
-            ingests: Arc::new(tokio::sync::Semaphore::new(
-                limits.max_concurrent_ingests.max(1),
-            )),
-        })
-    }
-
-    fn read(&self) -> RwLockReadGuard<'_, Index> {
-        self.index.read().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Book `key` as `owner` may see it: a book of another key is answered as if absent.
-    /// `param` is the request field that named the book, for the `book_not_found` error
-    /// (`None`: the path).
-    fn info(
-        &self,
-        index: &Index,
-        owner: &Owner,
-        key: &str,
-        param: Option<&'static str>,
-    ) -> Result<BookInfo, ApiError> {
-        let find = || -> Result<Option<BookInfo>, ApiError> {
-            Ok(index.books()?.into_iter().find(|b| b.key == key))
-        };
-        let found = match find()? {
-            Some(info) => Some(info),
-            None => {
-                // Another process may have added it since: look again.
-                index.reload()?;
-                find()?
-            }
-        };
-        found
-            .filter(|info| is_visible(owner, info))
-            .ok_or_else(|| ApiError::BookNotFound {
-                key: key.to_owned(),
-                param,
-            })
-    }
-
-    /// The passages of book `key` that best match `query`, as sources.
-    fn retrieve(
-        &self,
-        owner: &Owner,
-        key: &str,
-        query: &str,
-        k: usize,
-        param: Option<&'static str>,
-    ) -> Result<Vec<Source>, ApiError> {
-        let index = self.read();
-        self.info(&index, owner, key, param)?;
-        Ok(index
-            .search_book(key, query, k)?
-            .iter()
-            .map(|h| h.passage.to_source())
-            .collect())
-    }
-
-    /// The books `owner` may see: the shared ones and its own.
-    fn books(&self, owner: &Owner) -> Result<Vec<BookInfo>, ApiError> {
-        let index = self.read();
-        index.reload()?;
-        let mut books = index.books()?;
-        books.retain(|b| is_visible(owner, b));
-        Ok(books)
-    }
-
-    /// Reads an EPUB and adds it as `owner`'s, unless a shared book or one of `owner`'s holds
-    /// it already as it is. Returns the book, whether it was added, and the reader's
-    /// warnings. It never replaces a book of another key, nor a shared one: `owner`'s copy
-    /// has a key of its own (see [`owned_book_key`]).
-    fn add(
-        &self,
-        owner: &Owner,
-        bytes: &[u8],
-        job: &Ingest,
-    ) -> Result<(BookInfo, bool, Vec<String>), ApiError> {
-        let book = Book::open_checked(bytes, &citeflow_epub::Limits::default(), &mut |p| {
-            job.check(p)
-        })
-        .map_err(|e| match e {
-            citeflow_epub::OpenError::Stopped { path } => job.stopped(&path),
-            e => epub_error(e),
-        })?;
-        let warnings: Vec<String> = book.warnings().iter().map(ToString::to_string).collect();
-        let meta = book.metadata();
-        let (id, title) = (
-            meta.identifier.as_deref().unwrap_or(""),
-            meta.title.as_deref().unwrap_or(""),
-        );
-        let settings = ChunkSettings::default();
-        let print = fingerprint(bytes, &settings);
-        let shared = shared_book_key(id, title);
-        let key = if self.read().fingerprint(&shared)?.as_deref() == Some(print.as_str()) {
-            // A shared book as it is (a start-up book): every key reads it already.
-            shared
-        } else {
-            owned_book_key(owner, id, title)
-        };
-        let current = self.read().fingerprint(&key)?;
-        let added = current.as_deref() != Some(print.as_str());
-        if added {
-            let mut passages =
-                BookPassage::from_book_checked(&book, &settings, &mut |p| job.check(p))
-                    .ok_or_else(|| job.stopped("cutting it into passages"))?;
-            rekey(&mut passages, &key);
-            if passages.is_empty() {
-                return Err(ApiError::InvalidEpub(
-                    "the book has no text to index".to_owned(),
-                ));
-            }
-            self.index
-                .write()
-                .unwrap_or_else(|e| e.into_inner())
-                .add_book(&passages, &print)?;
-        }
-        let index = self.read();
-        if added || index.epub(&key)?.is_none() {
-            index.keep_epub(&key, bytes)?;
-        }
-        let info = index
-            .books()?
-            .into_iter()
-            .find(|b| b.key == key)
-            .ok_or_else(|| ApiError::Internal(format!("book {key} missing after indexing")))?;
-        Ok((info, added, warnings))
-    }
-
-    /// Book `key` opened from the file the index keeps (re-used while its fingerprint holds).
-    fn open_book(&self, owner: &Owner, key: &str) -> Result<(Arc<Book>, BookInfo), ApiError> {
-        let index = self.read();
-        let info = self.info(&index, owner, key, None)?;
-        {
-            let mut opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(i) = opened
-                .iter()
-                .position(|(k, f, _)| k == key && *f == info.fingerprint)
-            {
-                let entry = opened.remove(i);
-                let book = Arc::clone(&entry.2);
-                opened.insert(0, entry);
-                return Ok((book, info));
-            }
-        }
-        // Not open yet: read it without holding the cache, so other books are served meanwhile.
-        let bytes = index.epub(key)?.ok_or_else(|| ApiError::BookFileMissing {
-            key: key.to_owned(),
-        })?;
-        drop(index);
-        let book = Book::open(&bytes, &citeflow_epub::Limits::default())
-            .map_err(|e| ApiError::Internal(format!("book {key}: its kept file: {e}")))?;
-        let book = Arc::new(book);
-        let mut opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
-        opened.retain(|(k, _, _)| k != key);
-        opened.insert(
-            0,
-            (key.to_owned(), info.fingerprint.clone(), Arc::clone(&book)),
-        );
-        opened.truncate(OPENED_BOOKS);
-        Ok((book, info))
-    }
-}
-
-/// An upload that cannot be read: 413 naming the budget when it exceeds one
-/// of the reader's [`citeflow_epub::Limits`], else 400.
-fn epub_error(e: citeflow_epub::OpenError) -> ApiError {
-    match e.limit() {
-        Some(limit) => ApiError::EpubOverBudget {
-            message: e.to_string(),
-            limit,
-        },
-        None => ApiError::InvalidEpub(e.to_string()),
-    }
-}
-
-/// Runs blocking index work off the async threads.
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+/// Runs blocking library work off the async threads.
+async fn blocking<T: Send + 'static, E: Into<ApiError> + Send + 'static>(
+    f: impl FnOnce() -> Result<T, E> + Send + 'static,
 ) -> Result<T, ApiError> {
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| ApiError::Internal(format!("book index task: {e}")))?
+        .map_err(Into::into)
 }
 
 /// A book as the API shows it.
@@ -326,18 +89,8 @@ pub(crate) async fn upload(
     }
     // A bounded pool: at most max_concurrent_ingests books are read at once; the permit
     // goes with the job, so a job whose client left still counts until it stops.
-    let permit = Arc::clone(&lib.ingests)
-        .acquire_owned()
-        .await
-        .map_err(|e| ApiError::Internal(format!("ingest pool: {e}")))?;
-    let timeout_ms = state.settings.limits.ingest_timeout_ms;
-    let gone = Arc::new(AtomicBool::new(false));
-    let _stop_when_dropped = SetOnDrop(Arc::clone(&gone));
-    let job = Ingest {
-        deadline: Instant::now() + Duration::from_millis(timeout_ms),
-        timeout_ms,
-        gone,
-    };
+    let permit = lib.ingest_permit().await?;
+    let (job, _stop_when_dropped) = Ingest::new(state.settings.limits.ingest_timeout_ms);
     let (info, added, warnings) = blocking(move || {
         let _permit = permit;
         lib.add(&owner, &bytes, &job)
@@ -384,7 +137,7 @@ pub(crate) async fn read(
         return Err(ApiError::BookNotFound { key, param: None });
     };
     let max_chars = state.settings.limits.max_reading_chars;
-    blocking(move || {
+    blocking(move || -> Result<_, ApiError> {
         let (book, info) = lib.open_book(&owner, &key)?;
         let reading = book
             .reading(&cfi, false)

@@ -666,7 +666,14 @@ impl Generation {
     /// Sets the final status (and logs `error` first, for a failure), with retries; what the
     /// store does not take is kept and retried apart ([`record_failure`]).
     async fn finish(&self, status: StreamStatus, error: Option<StoredEvent>) {
-        record_failure(&self.state, &self.stream_id, error, status).await;
+        record_failure(
+            &self.state.unrecorded,
+            &self.state.store,
+            &self.stream_id,
+            error,
+            status,
+        )
+        .await;
         let m = &self.state.metrics;
         m.stream_closed(OPENAI, status == StreamStatus::Completed);
     }

@@ -35,6 +35,7 @@ mod engine;
 mod error;
 mod generate;
 mod guard;
+mod library;
 mod messages;
 mod metrics;
 mod passthrough;
@@ -138,7 +139,7 @@ pub fn router(state: AppState) -> Router {
             guard::browser_guard,
         ))
         .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
+            Arc::clone(&state.metrics),
             metrics::track,
         ))
         .layer(tower_http::trace::TraceLayer::new_for_http())

@@ -24,10 +24,11 @@ use crate::ai_sdk::AiSdkWire;
 use crate::auth::AnthropicOwner;
 use crate::body::ApiJson;
 use crate::code::ErrorCode;
+use crate::engine::{Drained, Engine, Wire};
 use crate::error::{ApiError, StreamError};
-use crate::proxy::{
-    self, answer_scope, citeflow_of, named_sse, open_stream, pump, spawn_stream, stream_headers,
-    upstream_key, Drained, Engine, Wire,
+use crate::proxy::{self, answer_scope, upstream_key};
+use crate::relay::{
+    citeflow_of, named_sse, open_stream, pump, resume_named, spawn_stream, stream_headers,
 };
 use crate::state::AppState;
 
@@ -526,5 +527,5 @@ pub(crate) async fn resume(
     Path(id): Path<String>,
     Query(q): Query<ResumeQuery>,
 ) -> Result<Response, ApiError> {
-    proxy::resume_named(&state, &owner, &headers, id, q.last_event_id.as_deref()).await
+    resume_named(&state, &owner, &headers, id, q.last_event_id.as_deref()).await
 }

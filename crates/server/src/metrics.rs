@@ -14,6 +14,7 @@
 //! `citeflow_first_token_seconds`, …); `docs/operations.md` lists them.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::extract::{MatchedPath, Request};
@@ -28,7 +29,6 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use crate::settings::{ServerSettings, StoreLocation};
-use crate::state::AppState;
 
 /// The `upstream` label of `--upstream` (OpenAI-compatible: chat completions, responses).
 pub(crate) const OPENAI: &str = "openai";
@@ -386,7 +386,7 @@ pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0
 /// The middleware counting each request by its matched route, method and status, and timing
 /// it to its response headers.
 pub(crate) async fn track(
-    axum::extract::State(state): axum::extract::State<AppState>,
+    axum::extract::State(m): axum::extract::State<Arc<Metrics>>,
     req: Request,
     next: Next,
 ) -> Response {
@@ -408,7 +408,6 @@ pub(crate) async fn track(
         _ => "other".to_owned(),
     };
     let resp = next.run(req).await;
-    let m = &state.metrics;
     m.http_response
         .get_or_create(&RouteOnly {
             route: route.clone(),

@@ -269,8 +269,3 @@ pub(crate) fn answer_scope(plan: &Plan) -> Option<NumberScope> {
         _ => None,
     }
 }
-
-pub(crate) use crate::engine::{Cite, Drained, Engine, Wire};
-pub(crate) use crate::relay::{
-    citeflow_of, named_sse, open_stream, pump, resume_named, spawn_stream, stream_headers,
-};

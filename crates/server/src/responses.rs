@@ -18,10 +18,11 @@ use serde_json::{json, Map, Value};
 use crate::ai_sdk::AiSdkWire;
 use crate::body::ApiJson;
 use crate::code::ErrorCode;
+use crate::engine::{Cite, Drained, Engine, Wire};
 use crate::error::{ApiError, StreamError};
-use crate::proxy::{
-    self, answer_scope, citeflow_of, named_sse, open_stream, pump, spawn_stream, stream_headers,
-    upstream_key, Cite, Drained, Engine, Wire,
+use crate::proxy::{self, answer_scope, upstream_key};
+use crate::relay::{
+    citeflow_of, named_sse, open_stream, pump, resume_named, spawn_stream, stream_headers,
 };
 use crate::state::AppState;
 use crate::tenancy::Owner;
@@ -372,5 +373,5 @@ pub(crate) async fn resume(
     let last = q
         .last_event_id
         .or_else(|| q.starting_after.map(|s| (s + 1).to_string()));
-    proxy::resume_named(&state, &owner, &headers, id, last.as_deref()).await
+    resume_named(&state, &owner, &headers, id, last.as_deref()).await
 }

@@ -7,7 +7,7 @@ use citeflow_index::IndexError;
 use citeflow_store::Store;
 use tokio::sync::watch;
 
-use crate::books::Library;
+use crate::library::Library;
 use crate::metrics::Metrics;
 use crate::quota::StreamQuota;
 use crate::settings::ServerSettings;

@@ -96,7 +96,7 @@ pub(crate) async fn resume(
         return Err(ApiError::NotFound { what: "stream", id });
     }
     // Its failure is not in the store yet: record it now, else say so (no endless wait).
-    if !crate::unrecorded::repair(&state, &id).await {
+    if !crate::unrecorded::repair(&state.unrecorded, &state.store, &id).await {
         return Err(ApiError::StoreUnavailable);
     }
     let header = headers

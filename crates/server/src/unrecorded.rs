@@ -10,15 +10,14 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use citeflow_store::{StoreError, StoredEvent, StreamStatus};
+use citeflow_store::{Store, StoreError, StoredEvent, StreamStatus};
 use tokio::sync::watch;
 
 use crate::code::ErrorCode;
 use crate::error::StreamError;
-use crate::state::AppState;
 
 /// Tries of one store write of a stream before the stream fails.
 pub(crate) const STORE_ATTEMPTS: u32 = 4;
@@ -115,26 +114,31 @@ impl Unrecorded {
 /// the store does not take them, keeps the failure in [`Unrecorded`] and starts a task that
 /// retries until it does.
 pub(crate) async fn record_failure(
-    state: &AppState,
+    unrecorded: &Arc<Unrecorded>,
+    store: &Arc<dyn Store>,
     stream_id: &str,
     event: Option<StoredEvent>,
     status: StreamStatus,
 ) {
     let pending = Pending { event, status };
-    let Err(pending) = try_record(state, stream_id, pending, true).await else {
+    let Err(pending) = try_record(store, stream_id, pending, true).await else {
         return;
     };
     tracing::error!(
         stream_id,
         "the store did not take the stream's failure; retrying in the background"
     );
-    state.unrecorded.insert(stream_id, pending);
-    let (state, id) = (state.clone(), stream_id.to_owned());
+    unrecorded.insert(stream_id, pending);
+    let (unrecorded, store, id) = (
+        Arc::clone(unrecorded),
+        Arc::clone(store),
+        stream_id.to_owned(),
+    );
     tokio::spawn(async move {
         let mut pause = 1_000;
         loop {
             tokio::time::sleep(Duration::from_millis(pause)).await;
-            if repair(&state, &id).await {
+            if repair(&unrecorded, &store, &id).await {
                 tracing::info!(stream_id = %id, "recorded the stream's failure");
                 return;
             }
@@ -145,17 +149,21 @@ pub(crate) async fn record_failure(
 
 /// Tries once more to record a kept failure of `stream_id`; true when nothing is left to
 /// record.
-pub(crate) async fn repair(state: &AppState, stream_id: &str) -> bool {
-    let Some(pending) = state.unrecorded.lock().get(stream_id).cloned() else {
+pub(crate) async fn repair(
+    unrecorded: &Unrecorded,
+    store: &Arc<dyn Store>,
+    stream_id: &str,
+) -> bool {
+    let Some(pending) = unrecorded.lock().get(stream_id).cloned() else {
         return true;
     };
-    match try_record(state, stream_id, pending, false).await {
+    match try_record(store, stream_id, pending, false).await {
         Ok(()) => {
-            state.unrecorded.remove(stream_id);
+            unrecorded.remove(stream_id);
             true
         }
         Err(left) => {
-            if let Some(p) = state.unrecorded.lock().get_mut(stream_id) {
+            if let Some(p) = unrecorded.lock().get_mut(stream_id) {
                 *p = left;
             }
             false
@@ -165,12 +173,11 @@ pub(crate) async fn repair(state: &AppState, stream_id: &str) -> bool {
 
 /// Appends the event, then sets the status; returns what is left to do on failure.
 async fn try_record(
-    state: &AppState,
+    store: &Arc<dyn Store>,
     stream_id: &str,
     mut pending: Pending,
     retries: bool,
 ) -> Result<(), Pending> {
-    let store = state.store.clone();
     if let Some(event) = pending.event.clone() {
         let write = || store.append_events(stream_id, vec![event.clone()]);
         let r = if retries {

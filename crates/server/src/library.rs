@@ -1,0 +1,393 @@
+//! [`Library`]: the book index a server answers from (`citeflow-index`), behind a lock, with
+//! a cache of opened books and a bounded pool of uploads being read ([`Ingest`]). Its calls
+//! block: the routes (`books.rs`) run them in `spawn_blocking`. Searches share a read lock;
+//! adding a book takes the write lock only for the index write, after the book was read and
+//! cut. Errors are [`LibraryError`], which the API answers as an [`ApiError`].
+
+use std::path::Path as FsPath;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
+use std::time::{Duration, Instant};
+
+use citeflow_core::Source;
+use citeflow_epub::{Book, ChunkSettings, ControlFlow, OpenError, Progress};
+use citeflow_index::{fingerprint, BookInfo, BookPassage, Index, IndexError};
+
+use crate::error::ApiError;
+use crate::settings::Limits;
+use crate::tenancy::{is_visible, owned_book_key, rekey, shared_book_key, Owner};
+
+/// Why a [`Library`] call failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum LibraryError {
+    /// No book with this key that the owner may see.
+    #[error("book {key:?} not found")]
+    BookNotFound {
+        key: String,
+        /// The request field that named it (`None`: the path).
+        param: Option<&'static str>,
+    },
+    /// The index keeps no copy of the book's file (added by an older citeflow).
+    #[error("the book index keeps no copy of book {key:?}'s file")]
+    FileMissing { key: String },
+    /// The kept file of a book cannot be opened again.
+    #[error("book {key}: its kept file: {source}")]
+    KeptFile { key: String, source: OpenError },
+    /// An upload that is not a readable EPUB, or is past one of the reader's budgets.
+    #[error("not a readable EPUB: {0}")]
+    Unreadable(#[source] OpenError),
+    /// An upload with no text to index.
+    #[error("the book has no text to index")]
+    NoText,
+    /// An upload that took longer than `ingest_timeout_ms` to read and cut.
+    #[error(
+        "the book took longer than {timeout_ms} ms to read and cut (stopped before {before}); \
+         --ingest-timeout-ms sets the limit"
+    )]
+    TooSlow { timeout_ms: u64, before: String },
+    /// The client of an upload left before it was read.
+    #[error("the client left during the upload")]
+    ClientLeft,
+    /// A book just added is not in the index.
+    #[error("book {key} missing after indexing")]
+    MissingAfterAdd { key: String },
+    /// The pool of uploads is closed (it never is while the library lives).
+    #[error("ingest pool: {0}")]
+    IngestPool(#[from] tokio::sync::AcquireError),
+    /// The index failed.
+    #[error(transparent)]
+    Index(#[from] IndexError),
+}
+
+impl From<LibraryError> for ApiError {
+    fn from(e: LibraryError) -> Self {
+        match e {
+            LibraryError::BookNotFound { key, param } => ApiError::BookNotFound { key, param },
+            LibraryError::FileMissing { key } => ApiError::BookFileMissing { key },
+            // 413 naming the budget when the upload exceeds one of the reader's limits.
+            LibraryError::Unreadable(e) => match e.limit() {
+                Some(limit) => ApiError::EpubOverBudget {
+                    message: e.to_string(),
+                    limit,
+                },
+                None => ApiError::InvalidEpub(e.to_string()),
+            },
+            e @ LibraryError::NoText => ApiError::InvalidEpub(e.to_string()),
+            e @ LibraryError::TooSlow { .. } => ApiError::EpubOverBudget {
+                message: e.to_string(),
+                limit: "ingest_timeout_ms",
+            },
+            // Nobody reads this answer; it ends the task.
+            e @ LibraryError::ClientLeft => ApiError::invalid(e.to_string(), None),
+            LibraryError::Index(e) => ApiError::from(e),
+            e @ (LibraryError::KeptFile { .. }
+            | LibraryError::MissingAfterAdd { .. }
+            | LibraryError::IngestPool(_)) => ApiError::Internal(e.to_string()),
+        }
+    }
+}
+
+/// The book index a server answers from.
+pub(crate) struct Library {
+    index: RwLock<Index>,
+    /// Books opened for reading, newest first: (key, fingerprint, book).
+    opened: Mutex<Vec<(String, String, Arc<Book>)>>,
+    /// Uploads being read and cut at once ([`Limits::max_concurrent_ingests`]).
+    ingests: Arc<tokio::sync::Semaphore>,
+}
+
+/// One upload's reading and cutting: stopped at its deadline or when its client leaves (the
+/// request future that holds [`Ingest::new`]'s guard is dropped).
+pub(crate) struct Ingest {
+    deadline: Instant,
+    timeout_ms: u64,
+    /// Set when the request is dropped (the client left).
+    gone: Arc<AtomicBool>,
+}
+
+impl Ingest {
+    /// A job stopped after `timeout_ms`, or when the returned guard is dropped.
+    pub(crate) fn new(timeout_ms: u64) -> (Ingest, impl Drop) {
+        let gone = Arc::new(AtomicBool::new(false));
+        let guard = SetOnDrop(Arc::clone(&gone));
+        let job = Ingest {
+            deadline: Instant::now() + Duration::from_millis(timeout_ms),
+            timeout_ms,
+            gone,
+        };
+        (job, guard)
+    }
+
+    fn check(&self, _: Progress<'_>) -> ControlFlow<()> {
+        if self.gone.load(Ordering::Relaxed) || Instant::now() >= self.deadline {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    }
+
+    /// The error for a job its check stopped before `what`.
+    fn stopped(&self, what: &str) -> LibraryError {
+        if self.gone.load(Ordering::Relaxed) {
+            return LibraryError::ClientLeft;
+        }
+        LibraryError::TooSlow {
+            timeout_ms: self.timeout_ms,
+            before: what.to_owned(),
+        }
+    }
+}
+
+/// Sets its flag when dropped: an upload whose request future is dropped stops its job.
+struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// How many opened books [`Library::open_book`] keeps.
+const OPENED_BOOKS: usize = 4;
+
+impl Library {
+    /// Opens (or creates) the index in `dir`.
+    pub(crate) fn open(dir: &FsPath, limits: &Limits) -> Result<Library, IndexError> {
+        Ok(Library {
+            index: RwLock::new(Index::open_or_create(dir)?),
+            opened: Mutex::new(Vec::new()),
+            ingests: Arc::new(tokio::sync::Semaphore::new(
+                limits.max_concurrent_ingests.max(1),
+            )),
+        })
+    }
+
+    /// A place in the pool of uploads being read ([`Limits::max_concurrent_ingests`]); it
+    /// goes with the job, so a job whose client left still counts until it stops.
+    pub(crate) async fn ingest_permit(
+        &self,
+    ) -> Result<tokio::sync::OwnedSemaphorePermit, LibraryError> {
+        Ok(Arc::clone(&self.ingests).acquire_owned().await?)
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Index> {
+        self.index.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Book `key` as `owner` may see it: a book of another key is answered as if absent.
+    /// `param` is the request field that named the book, for the `book_not_found` error
+    /// (`None`: the path).
+    fn info(
+        &self,
+        index: &Index,
+        owner: &Owner,
+        key: &str,
+        param: Option<&'static str>,
+    ) -> Result<BookInfo, LibraryError> {
+        let find = || -> Result<Option<BookInfo>, LibraryError> {
+            Ok(index.books()?.into_iter().find(|b| b.key == key))
+        };
+        let found = match find()? {
+            Some(info) => Some(info),
+            None => {
+                // Another process may have added it since: look again.
+                index.reload()?;
+                find()?
+            }
+        };
+        found
+            .filter(|info| is_visible(owner, info))
+            .ok_or_else(|| LibraryError::BookNotFound {
+                key: key.to_owned(),
+                param,
+            })
+    }
+
+    /// The passages of book `key` that best match `query`, as sources.
+    pub(crate) fn retrieve(
+        &self,
+        owner: &Owner,
+        key: &str,
+        query: &str,
+        k: usize,
+        param: Option<&'static str>,
+    ) -> Result<Vec<Source>, LibraryError> {
+        let index = self.read();
+        self.info(&index, owner, key, param)?;
+        Ok(index
+            .search_book(key, query, k)?
+            .iter()
+            .map(|h| h.passage.to_source())
+            .collect())
+    }
+
+    /// The books `owner` may see: the shared ones and its own.
+    pub(crate) fn books(&self, owner: &Owner) -> Result<Vec<BookInfo>, LibraryError> {
+        let index = self.read();
+        index.reload()?;
+        let mut books = index.books()?;
+        books.retain(|b| is_visible(owner, b));
+        Ok(books)
+    }
+
+    /// Reads an EPUB and adds it as `owner`'s, unless a shared book or one of `owner`'s holds
+    /// it already as it is. Returns the book, whether it was added, and the reader's
+    /// warnings. It never replaces a book of another key, nor a shared one: `owner`'s copy
+    /// has a key of its own (see [`owned_book_key`]).
+    pub(crate) fn add(
+        &self,
+        owner: &Owner,
+        bytes: &[u8],
+        job: &Ingest,
+    ) -> Result<(BookInfo, bool, Vec<String>), LibraryError> {
+        let book = Book::open_checked(bytes, &citeflow_epub::Limits::default(), &mut |p| {
+            job.check(p)
+        })
+        .map_err(|e| match e {
+            OpenError::Stopped { path } => job.stopped(&path),
+            e => LibraryError::Unreadable(e),
+        })?;
+        let warnings: Vec<String> = book.warnings().iter().map(ToString::to_string).collect();
+        let meta = book.metadata();
+        let (id, title) = (
+            meta.identifier.as_deref().unwrap_or(""),
+            meta.title.as_deref().unwrap_or(""),
+        );
+        let settings = ChunkSettings::default();
+        let print = fingerprint(bytes, &settings);
+        let shared = shared_book_key(id, title);
+        let key = if self.read().fingerprint(&shared)?.as_deref() == Some(print.as_str()) {
+            // A shared book as it is (a start-up book): every key reads it already.
+            shared
+        } else {
+            owned_book_key(owner, id, title)
+        };
+        let current = self.read().fingerprint(&key)?;
+        let added = current.as_deref() != Some(print.as_str());
+        if added {
+            let mut passages =
+                BookPassage::from_book_checked(&book, &settings, &mut |p| job.check(p))
+                    .ok_or_else(|| job.stopped("cutting it into passages"))?;
+            rekey(&mut passages, &key);
+            if passages.is_empty() {
+                return Err(LibraryError::NoText);
+            }
+            self.index
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .add_book(&passages, &print)?;
+        }
+        let index = self.read();
+        if added || index.epub(&key)?.is_none() {
+            index.keep_epub(&key, bytes)?;
+        }
+        let info = index
+            .books()?
+            .into_iter()
+            .find(|b| b.key == key)
+            .ok_or(LibraryError::MissingAfterAdd { key })?;
+        Ok((info, added, warnings))
+    }
+
+    /// Book `key` opened from the file the index keeps (re-used while its fingerprint holds).
+    pub(crate) fn open_book(
+        &self,
+        owner: &Owner,
+        key: &str,
+    ) -> Result<(Arc<Book>, BookInfo), LibraryError> {
+        let index = self.read();
+        let info = self.info(&index, owner, key, None)?;
+        {
+            let mut opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(i) = opened
+                .iter()
+                .position(|(k, f, _)| k == key && *f == info.fingerprint)
+            {
+                let entry = opened.remove(i);
+                let book = Arc::clone(&entry.2);
+                opened.insert(0, entry);
+                return Ok((book, info));
+            }
+        }
+        // Not open yet: read it without holding the cache, so other books are served meanwhile.
+        let bytes = index.epub(key)?.ok_or_else(|| LibraryError::FileMissing {
+            key: key.to_owned(),
+        })?;
+        drop(index);
+        let book = Book::open(&bytes, &citeflow_epub::Limits::default()).map_err(|source| {
+            LibraryError::KeptFile {
+                key: key.to_owned(),
+                source,
+            }
+        })?;
+        let book = Arc::new(book);
+        let mut opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
+        opened.retain(|(k, _, _)| k != key);
+        opened.insert(
+            0,
+            (key.to_owned(), info.fingerprint.clone(), Arc::clone(&book)),
+        );
+        opened.truncate(OPENED_BOOKS);
+        Ok((book, info))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LibraryError;
+    use crate::error::ApiError;
+
+    #[test]
+    fn library_errors_answer_with_the_api_codes_and_messages() {
+        let answer = |e: LibraryError| {
+            let e = ApiError::from(e);
+            (e.status().as_u16(), e.code(), e.to_string())
+        };
+        assert_eq!(
+            answer(LibraryError::TooSlow {
+                timeout_ms: 5,
+                before: "cutting it into passages".into()
+            }),
+            (
+                413,
+                "invalid_epub",
+                "the EPUB exceeds the limit ingest_timeout_ms: the book took longer than 5 ms to \
+                 read and cut (stopped before cutting it into passages); --ingest-timeout-ms \
+                 sets the limit"
+                    .into()
+            )
+        );
+        assert_eq!(
+            answer(LibraryError::NoText),
+            (
+                400,
+                "invalid_epub",
+                "not a readable EPUB: the book has no text to index".into()
+            )
+        );
+        assert_eq!(
+            answer(LibraryError::ClientLeft),
+            (
+                400,
+                "invalid_request",
+                "the client left during the upload".into()
+            )
+        );
+        assert_eq!(
+            answer(LibraryError::BookNotFound {
+                key: "k".into(),
+                param: Some("citeflow.book")
+            }),
+            (
+                404,
+                "book_not_found",
+                "book \"k\" not found: GET /v1/books lists the books of this server".into()
+            )
+        );
+        assert_eq!(
+            answer(LibraryError::MissingAfterAdd { key: "k".into() }),
+            (500, "internal_error", "internal error".into())
+        );
+    }
+}
