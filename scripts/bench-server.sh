@@ -21,7 +21,8 @@ SHARED="${CITEFLOW_SHARED_DIR:-$(cd "$ROOT/.." && pwd)/shared}"
 [ -d "$SHARED/fixtures/streams" ] || { echo "shared fixtures not found at $SHARED" >&2; exit 1; }
 
 cargo build --quiet --locked --release -p citeflow-cli
-cargo build --quiet --locked --release -p citeflow-server --features _replay --example replay_upstream --example passthrough --example bench
+cargo build --quiet --locked --release -p citeflow-replay --example replay_upstream
+cargo build --quiet --locked --release -p citeflow-server --example passthrough --example bench
 
 WORK="$(mktemp -d)"
 PIDS=()

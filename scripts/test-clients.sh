@@ -3,7 +3,7 @@
 # `anthropic` (messages), npm `openai` and the AI SDK (`ai`'s useChat transport read with
 # readUIMessageStream, `@ai-sdk/openai` streamText), all at exact versions, then the examples
 # of examples/ (curl, Python openai and anthropic, Node openai and AI SDK), whose output must
-# show the numbered text and the sources. Starts the replaying upstream (crates/server/examples/replay_upstream.rs, fed
+# show the numbered text and the sources. Starts the replaying upstream (crates/server/replay/examples/replay_upstream.rs, fed
 # by ../shared/fixtures/streams) and `citeflow serve --anthropic-upstream` on free loopback
 # ports, and stops both on exit whatever happens.
 #
@@ -40,7 +40,7 @@ done
 
 step "build citeflow and the replaying upstream (debug, as scripts/test-server.sh)"
 cargo build --quiet --locked -p citeflow-cli
-cargo build --quiet --locked -p citeflow-server --features _replay --example replay_upstream
+cargo build --quiet --locked -p citeflow-replay --example replay_upstream
 
 WORK="$(mktemp -d)"
 PIDS=()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Hostile input against a real `citeflow serve` (issue 15): a misbehaving upstream (the replaying
-# upstream of crates/server/examples/replay_upstream.rs, fed hostile recordings) and a set of
+# upstream of crates/server/replay/examples/replay_upstream.rs, fed hostile recordings) and a set of
 # hostile EPUB uploads, each checked for its documented error within a stated time, with the
 # server under an address-space cap; after each attack the server must answer /healthz and a
 # normal streamed chat, and at the end its peak RSS (VmHWM) must be under MAX_RSS_MB.
@@ -52,7 +52,7 @@ if [ -z "${CITEFLOW_BIN:-}" ]; then
     cargo build --quiet --locked -p citeflow-cli
     CITEFLOW_BIN="$TARGET_DIR/debug/citeflow"
 fi
-cargo build --quiet --locked -p citeflow-server --features _replay --example replay_upstream
+cargo build --quiet --locked -p citeflow-replay --example replay_upstream
 
 WORK="$(mktemp -d)"
 PIDS=()

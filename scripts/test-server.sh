@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # citeflow serve with the official `openai` Python client: builds the `citeflow` binary and
-# the replaying upstream (crates/server/examples/replay_upstream.rs), starts both on free
+# the replaying upstream (crates/server/replay/examples/replay_upstream.rs), starts both on free
 # loopback ports, and runs crates/server/tests/python with pytest (warnings are errors).
 #
 # Needs: python3 (3.9+) with the venv module, cargo. Installs `openai` and `pytest` (exact
@@ -26,7 +26,7 @@ fi
     -r crates/server/tests/python/requirements.txt
 
 cargo build --quiet --locked -p citeflow-cli
-cargo build --quiet --locked -p citeflow-server --features _replay --example replay_upstream
+cargo build --quiet --locked -p citeflow-replay --example replay_upstream
 
 WORK="$(mktemp -d)"
 PIDS=()

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use citeflow_server::replay::{Replay, Script};
+use citeflow_replay::{Replay, Script};
 use serde_json::{json, Value};
 
 use crate::books_support::book_path;

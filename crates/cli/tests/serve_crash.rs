@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use citeflow_server::replay::{self, Replay, Script};
+use citeflow_replay::{self as replay, Replay, Script};
 use serde_json::{json, Value};
 
 use crate::{shared_dir, start_serve, Server};

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use citeflow_server::replay::{self, Replay, Script};
+use citeflow_replay::{self as replay, Replay, Script};
 use serde_json::{json, Value};
 
 use crate::{start_serve, Server};

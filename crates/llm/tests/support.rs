@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use citeflow_llm::{
     FinishReason, Generate, GenerateError, GenerationStats, Job, LocalServer, ModelState, Piece,
 };
-pub(crate) use citeflow_server::replay::{read_sse, Received};
+pub(crate) use citeflow_replay::{read_sse, Received};
 use serde_json::Value;
 use tokio::sync::mpsc;
 

@@ -43,9 +43,6 @@ mod plan;
 mod proxy;
 mod quota;
 mod relay;
-#[cfg(feature = "_replay")]
-#[doc(hidden)]
-pub mod replay;
 mod request_id;
 mod responses;
 mod sessions;

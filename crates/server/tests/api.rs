@@ -5,7 +5,7 @@ use std::sync::Arc;
 use axum::body::Body;
 use axum::http::Request;
 use citeflow_core::{GrammarMode, PromptMarker};
-use citeflow_server::replay::{Script, Step};
+use citeflow_replay::{Script, Step};
 use citeflow_server::{router, AppState, PromptDefaults, ServerSettings, OPENAPI_JSON, ROUTES};
 use citeflow_store::MemoryStore;
 use http_body_util::BodyExt;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use citeflow_epub::{Book, ChunkSettings, Limits};
 use citeflow_index::{fingerprint, BookPassage, Index};
-use citeflow_server::replay::Script;
+use citeflow_replay::Script;
 use citeflow_store::MemoryStore;
 use serde_json::{json, Value};
 

@@ -3,7 +3,7 @@
 //! rewritten content), the upstream's own annotations never passed on stale, and `n > 1`
 //! with each choice through its own rewriter.
 
-use citeflow_server::replay::{Script, Step};
+use citeflow_replay::{Script, Step};
 use serde_json::{json, Value};
 
 use crate::support::{read_sse, Harness};

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use citeflow_server::replay::{Replay, Script, Step};
+use citeflow_replay::{Replay, Script, Step};
 use citeflow_store::{MemoryStore, StreamStatus};
 use serde_json::{json, Value};
 

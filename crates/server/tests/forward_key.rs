@@ -7,7 +7,7 @@ use std::sync::Arc;
 use axum::http::HeaderMap;
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
-use citeflow_server::replay::Replay;
+use citeflow_replay::Replay;
 use citeflow_store::MemoryStore;
 use serde_json::{json, Value};
 

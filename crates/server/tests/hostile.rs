@@ -6,7 +6,7 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
-use citeflow_server::replay::{Script, Step};
+use citeflow_replay::{Script, Step};
 use citeflow_store::{MemoryStore, StreamStatus};
 use serde_json::{json, Value};
 

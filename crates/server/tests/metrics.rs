@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use citeflow_server::replay::Script;
+use citeflow_replay::Script;
 use citeflow_server::StoreLocation;
 use citeflow_store_sqlite::SqliteStore;
 use serde_json::json;

@@ -2,7 +2,7 @@
 //! garbage, errors, content after the finish, cut at any bytes. The server never panics and
 //! every stream ends with `[DONE]` or an error event; no stream is left open.
 
-use citeflow_server::replay::{Script, Step};
+use citeflow_replay::{Script, Step};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::{json, Value};

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use citeflow_epub::{Book, ChunkSettings, Limits};
 use citeflow_index::{fingerprint, BookPassage, Index};
-use citeflow_server::replay::{Replay, Script, Step};
+use citeflow_replay::{Replay, Script, Step};
 use citeflow_store::MemoryStore;
 use serde_json::{json, Value};
 

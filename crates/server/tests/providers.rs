@@ -12,7 +12,7 @@ mod support;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use citeflow_server::replay::{Replay, Script};
+use citeflow_replay::{Replay, Script};
 use citeflow_store::MemoryStore;
 use serde_json::{json, Value};
 use support::{read_sse, shared_dir, Harness, Received};

@@ -2,7 +2,7 @@
 //! core's whole-string oracle.
 
 use citeflow_core::{rewrite_str, Event, Numbering, PromptMarker, Settings, Source, Sources};
-use citeflow_server::replay::Script;
+use citeflow_replay::Script;
 use serde_json::{json, Value};
 
 use crate::support::{citeflow_events, read_sse, shared_dir, text_of, Harness, Received};

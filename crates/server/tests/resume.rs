@@ -3,7 +3,7 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use citeflow_server::replay::Script;
+use citeflow_replay::Script;
 use citeflow_store::StreamStatus;
 use serde_json::{json, Value};
 

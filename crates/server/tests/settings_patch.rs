@@ -1,6 +1,6 @@
 //! `citeflow.settings`: every rewriter setting by the core's names, on the chat route.
 
-use citeflow_server::replay::Script;
+use citeflow_replay::Script;
 use serde_json::{json, Value};
 
 use crate::support::{read_sse, text_of, Harness};

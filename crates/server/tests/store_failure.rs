@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use citeflow_core::{Numbering, Source};
-use citeflow_server::replay::Script;
+use citeflow_replay::Script;
 use citeflow_store::{
     Allocation, MemoryStore, NumberScope, SessionRecord, Store, StoreError, StoredEvent,
     StreamRecord, StreamStatus,

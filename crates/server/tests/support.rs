@@ -3,8 +3,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use citeflow_server::replay::{self, Replay};
-pub(crate) use citeflow_server::replay::{read_sse, Received};
+use citeflow_replay as replay;
+use citeflow_replay::Replay;
+pub(crate) use citeflow_replay::{read_sse, Received};
 use citeflow_server::{router, AppState, Limits, ServerSettings};
 use citeflow_store::{MemoryStore, Store};
 use serde_json::Value;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use citeflow_epub::{Book, ChunkSettings, Limits};
 use citeflow_index::{fingerprint, BookPassage, Index};
-use citeflow_server::replay::Script;
+use citeflow_replay::Script;
 use citeflow_store::MemoryStore;
 use serde_json::{json, Value};
 
@@ -187,7 +187,7 @@ async fn books_belong_to_the_key_that_added_them() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_past_its_running_answers_gets_429_and_others_do_not() {
-    use citeflow_server::replay::{Script, Step};
+    use citeflow_replay::{Script, Step};
     let h = Harness::with(
         |s| {
             s.with_api_keys(vec!["key-a".into(), "key-b".into()])

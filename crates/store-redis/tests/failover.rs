@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use citeflow_server::replay::{read_sse, Received, Replay, Script};
+use citeflow_replay::{read_sse, Received, Replay, Script};
 use citeflow_store::{Allocation, NumberScope, Store, StoreError};
 use citeflow_store_redis::{RedisSettings, RedisStore};
 use serde_json::{json, Value};

@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
-use citeflow_server::replay::{self, read_sse, Received, Replay, Script};
+use citeflow_replay::{self as replay, read_sse, Received, Replay, Script};
 use serde_json::{json, Value};
 
 use crate::support::{fresh_prefix, redis_url};

@@ -1,6 +1,11 @@
-//! A replaying upstream for tests and benchmarks (feature `_replay`): an OpenAI-style server
-//! that answers `POST …/chat/completions` with a scripted SSE stream named by the request's
-//! `model`. Not part of the public API.
+//! Test support for citeflow: a replaying upstream for tests and benchmarks, an OpenAI-style
+//! server that answers `POST …/chat/completions` (and the responses and messages routes) with
+//! a scripted SSE stream named by the request's `model`.
+//!
+//! [`Replay`] holds the [`Script`]s (each a status and [`Step`]s) by model name and serves them
+//! ([`Replay::spawn`]); [`read_sse`] reads a response's SSE events as a test client does
+//! ([`Received`]). The `replay_upstream` example serves a directory of recorded streams. Not
+//! published: the server, the CLI and the store tests use it as a dev-dependency.
 
 use std::collections::HashMap;
 use std::path::Path;

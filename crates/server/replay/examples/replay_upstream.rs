@@ -1,13 +1,13 @@
 //! A replaying OpenAI-style upstream for the Python test and the benchmark.
 //!
-//! `cargo run -p citeflow-server --features _replay --example replay_upstream -- DIR [PACE_MS]`
+//! `cargo run -p citeflow-replay --example replay_upstream -- DIR [PACE_MS]`
 //! serves every recorded stream of DIR (named by file, e.g. `"model": "smollm2-17.sse"`) on a
 //! free loopback port and prints `http://127.0.0.1:PORT/v1` on its first line. With
 //! `CITEFLOW_REPLAY_STAMPS=1` every event carries its send time (for the benchmark).
 
 use std::io::Write;
 
-use citeflow_server::replay::{Replay, Script, Step};
+use citeflow_replay::{Replay, Script, Step};
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
