@@ -5,17 +5,18 @@
 # and mypy.stubtest on the native module.
 #
 # Needs: python3 (3.11+) with the venv module, cargo. Installs everything else into
-# target/venv-py. Idempotent: a second run reuses the venv and the cargo cache.
+# target/venv-py (CITEFLOW_PY_VENV names another). Idempotent: a second run reuses the venv and
+# the cargo cache.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 PYTHON="${PYTHON:-python3}"
-VENV="$ROOT/target/venv-py"
+VENV="${CITEFLOW_PY_VENV:-$ROOT/target/venv-py}"
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 
 if [ ! -x "$VENV/bin/python" ]; then
-    mkdir -p "$ROOT/target"
+    mkdir -p "$(dirname "$VENV")"
     "$PYTHON" -m venv "$VENV"
 fi
 # Exact versions (maturin, pytest, hypothesis, mypy, openai, anthropic, langchain-core and their

@@ -17,6 +17,9 @@
 //! epub.js 0.3.93 writes them ([`cfi::epubjs`]: [`Book::text_nodes_as`],
 //! [`Book::resolve_as`], [`Book::resolve_any`],
 //! [`ChunkSettings::with_cfi_flavor`]).
+//! [`book_key`] gives a book's short key; with the `source` feature,
+//! `BookPassage` is a passage's record as `citeflow ingest` writes it, which
+//! reads as a `citeflow-core` `Source`.
 //!
 //! The crate never touches the file system, the network, the clock or the
 //! environment, and builds for `wasm32-unknown-unknown`.
@@ -70,6 +73,7 @@ mod package;
 mod passage;
 mod progress;
 mod reading;
+mod record;
 mod text;
 mod toc;
 mod xml;
@@ -83,6 +87,9 @@ pub use package::{ManifestItem, Metadata, PageProgression, SpineItem};
 pub use passage::{ChunkSettings, Passage};
 pub use progress::{Check, ControlFlow, Progress, Stage};
 pub use reading::{Reading, ReadingParagraph, Ruby, Span, TextPosition};
+pub use record::book_key;
+#[cfg(feature = "source")]
+pub use record::BookPassage;
 pub use text::{Point, Resolved, TextNode};
 pub use toc::TocEntry;
 pub use xml::NodeId;

@@ -2,13 +2,11 @@
 //! passages cut exactly as `citeflow ingest` cuts them (same options, ids and JSON objects), the
 //! reading view at a CFI, and CFIs parsed, compared and resolved.
 //!
-//! The binding converts and never decides: cutting, CFIs and reading are the epub crate's. The
-//! passage record (`id`, `title`, `url`, `book_key`) must equal `citeflow_index::BookPassage`
-//! field for field; that crate cannot be a dependency (tantivy does not build for wasm), so
+//! The binding converts and never decides: cutting, CFIs, reading and the passage record
+//! (`citeflow_epub::BookPassage`, the one `citeflow ingest` writes) are the epub crate's;
 //! `tests/js/book.test.mjs` compares every passage of the fixture books with the CLI's
 //! `citeflow ingest` output byte for byte.
 
-use citeflow_core::Locator;
 use citeflow_epub as epub;
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
@@ -146,105 +144,6 @@ fn parse(cfi: &str) -> Result<epub::Cfi, BindingError> {
     epub::Cfi::parse(cfi).map_err(parse_error)
 }
 
-/// One passage as `citeflow ingest` writes it: `citeflow_index::BookPassage`'s JSON, field for
-/// field and in the same order.
-#[derive(Serialize)]
-pub(crate) struct Record {
-    id: String,
-    title: String,
-    url: String,
-    text: String,
-    locator: Locator,
-    book_key: String,
-    book_id: String,
-    book_title: String,
-    passage_index: usize,
-    chapter_index: usize,
-    chapter_title: Option<String>,
-    spine_index: usize,
-    href: String,
-    cfi: String,
-    start_cfi: String,
-}
-
-impl Record {
-    /// As `citeflow_index::BookPassage::from_passage`.
-    pub(crate) fn of(p: &epub::Passage) -> Record {
-        let key = book_key(&p.book_id, &p.book_title);
-        let title = match (&p.chapter_title, p.book_title.is_empty()) {
-            (Some(c), false) => format!("{} — {c}", p.book_title),
-            (Some(c), true) => c.clone(),
-            (None, false) => p.book_title.clone(),
-            (None, true) => key.clone(),
-        };
-        let cfi = p.cfi.to_string();
-        let url = if p.book_id.trim().is_empty() {
-            format!("book:{key}")
-        } else {
-            format!("book:{}", p.book_id.trim())
-        };
-        Record {
-            id: format!("{key}#p{}", p.index),
-            title,
-            url,
-            text: p.text.clone(),
-            locator: Locator {
-                chapter_index: u32::try_from(p.chapter_index).ok(),
-                chapter_title: p.chapter_title.clone(),
-                cfi: Some(cfi.clone()),
-                page: None,
-            },
-            book_key: key,
-            book_id: p.book_id.clone(),
-            book_title: p.book_title.clone(),
-            passage_index: p.index,
-            chapter_index: p.chapter_index,
-            chapter_title: p.chapter_title.clone(),
-            spine_index: p.spine_index,
-            href: p.href.clone(),
-            cfi,
-            start_cfi: p.start_cfi.to_string(),
-        }
-    }
-}
-
-/// As `citeflow_index::book_key`: up to 12 characters of the title's ASCII letters and digits
-/// (lowercase, words joined by `-`), `-`, and 6 hex digits of an FNV-1a hash of the identifier
-/// (or title).
-pub(crate) fn book_key(book_id: &str, book_title: &str) -> String {
-    let mut slug = String::new();
-    for word in book_title
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|w| !w.is_empty())
-    {
-        if !slug.is_empty() {
-            if slug.len() + 1 >= 12 {
-                break;
-            }
-            slug.push('-');
-        }
-        for c in word.chars() {
-            if slug.len() >= 12 {
-                break;
-            }
-            slug.push(c.to_ascii_lowercase());
-        }
-    }
-    let slug = slug.trim_end_matches('-');
-    let slug = if slug.is_empty() { "b" } else { slug };
-    let seed = if book_id.trim().is_empty() {
-        book_title
-    } else {
-        book_id.trim()
-    };
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in seed.as_bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{slug}-{:06x}", h & 0xff_ffff)
-}
-
 #[derive(Deserialize, Default)]
 #[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 struct PassageOptionsIn {
@@ -312,12 +211,8 @@ pub struct Book {
 
 impl Book {
     /// The passages as records (for Rust callers and tests).
-    pub(crate) fn records(&self, settings: &epub::ChunkSettings) -> Vec<Record> {
-        self.inner
-            .passages(settings)
-            .iter()
-            .map(Record::of)
-            .collect()
+    pub(crate) fn records(&self, settings: &epub::ChunkSettings) -> Vec<epub::BookPassage> {
+        epub::BookPassage::from_book(&self.inner, settings)
     }
 }
 
@@ -348,7 +243,7 @@ impl Book {
     /// The short key passage ids start with (as `citeflow ingest`).
     #[wasm_bindgen(getter, js_name = bookKey)]
     pub fn book_key(&self) -> String {
-        book_key(&self.book_id(), &self.title())
+        epub::book_key(&self.book_id(), &self.title())
     }
 
     /// The language (`dc:language`), if named.
@@ -563,6 +458,8 @@ pub fn compare_cfi(a: &str, b: &str) -> Result<Option<i8>, JsValue> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use citeflow_core::Locator;
+    use epub::book_key;
 
     #[test]
     fn book_keys_are_ingests() {

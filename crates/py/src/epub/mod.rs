@@ -2,11 +2,10 @@
 //! chapters, its passages cut exactly as `citeflow ingest` cuts them (same settings, same ids,
 //! same JSON), the reading view at a CFI, and CFIs parsed, compared and resolved.
 //!
-//! The binding converts and never decides: cutting, CFIs and reading are the epub crate's. The
-//! one thing written here is the passage record (`id`, `title`, `url`, `book_key`), which must
-//! equal `citeflow_index::BookPassage` field for field; that crate cannot be a dependency (it
-//! brings tantivy), so the test suite compares every passage of every fixture book with the
-//! CLI's `citeflow ingest` output.
+//! The binding converts and never decides: cutting, CFIs, reading and the passage record
+//! (`citeflow_epub::BookPassage`, the one `citeflow ingest` writes) are the epub crate's; the
+//! test suite compares every passage of every fixture book with the CLI's `citeflow ingest`
+//! output.
 
 mod passage;
 mod reading;
@@ -18,7 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyString};
 use pyo3::PyTypeInfo;
 
-use self::passage::{book_key, Chapter, Passage, Record};
+use self::passage::{Chapter, Passage};
 use self::reading::{Reading, ReadingParagraph};
 use crate::convert::repr_str;
 use crate::errors::{raise, CiteflowError};
@@ -230,7 +229,7 @@ impl Book {
     /// The short key passage ids start with (as `citeflow ingest`).
     #[getter]
     fn book_key(&self) -> String {
-        book_key(self.book_id(), self.title())
+        epub::book_key(self.book_id(), self.title())
     }
     /// The language (`dc:language`), if named.
     #[getter]
@@ -288,7 +287,7 @@ impl Book {
                 .passages(&settings)
                 .iter()
                 .map(|p| Passage {
-                    record: Record::of(p),
+                    record: epub::BookPassage::from_passage(p),
                     language: language.clone(),
                 })
                 .collect()

@@ -1,6 +1,5 @@
 //! Chapters and passages: the records `citeflow ingest` writes, field for field.
 
-use citeflow_core as core;
 use citeflow_epub as epub;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -39,110 +38,11 @@ impl Chapter {
     }
 }
 
-/// One passage as `citeflow ingest` writes it (the JSON of `citeflow_index::BookPassage`, field
-/// for field and in the same order).
-#[derive(Clone, PartialEq, serde::Serialize)]
-pub(super) struct Record {
-    id: String,
-    title: String,
-    url: String,
-    text: String,
-    locator: core::Locator,
-    book_key: String,
-    book_id: String,
-    book_title: String,
-    passage_index: usize,
-    chapter_index: usize,
-    chapter_title: Option<String>,
-    spine_index: usize,
-    href: String,
-    cfi: String,
-    start_cfi: String,
-}
-
-impl Record {
-    /// As `citeflow_index::BookPassage::from_passage`.
-    pub(super) fn of(p: &epub::Passage) -> Record {
-        let key = book_key(&p.book_id, &p.book_title);
-        let title = match (&p.chapter_title, p.book_title.is_empty()) {
-            (Some(c), false) => format!("{} — {c}", p.book_title),
-            (Some(c), true) => c.clone(),
-            (None, false) => p.book_title.clone(),
-            (None, true) => key.clone(),
-        };
-        let cfi = p.cfi.to_string();
-        let url = if p.book_id.trim().is_empty() {
-            format!("book:{key}")
-        } else {
-            format!("book:{}", p.book_id.trim())
-        };
-        Record {
-            id: format!("{key}#p{}", p.index),
-            title,
-            url,
-            text: p.text.clone(),
-            locator: core::Locator {
-                chapter_index: u32::try_from(p.chapter_index).ok(),
-                chapter_title: p.chapter_title.clone(),
-                cfi: Some(cfi.clone()),
-                page: None,
-            },
-            book_key: key,
-            book_id: p.book_id.clone(),
-            book_title: p.book_title.clone(),
-            passage_index: p.index,
-            chapter_index: p.chapter_index,
-            chapter_title: p.chapter_title.clone(),
-            spine_index: p.spine_index,
-            href: p.href.clone(),
-            cfi,
-            start_cfi: p.start_cfi.to_string(),
-        }
-    }
-}
-
-/// As `citeflow_index::book_key`: up to 12 characters of the title's ASCII letters and digits
-/// (lowercase, words joined by `-`), `-`, and 6 hex digits of an FNV-1a hash of the identifier
-/// (or title).
-pub(super) fn book_key(book_id: &str, book_title: &str) -> String {
-    let mut slug = String::new();
-    for word in book_title
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|w| !w.is_empty())
-    {
-        if !slug.is_empty() {
-            if slug.len() + 1 >= 12 {
-                break;
-            }
-            slug.push('-');
-        }
-        for c in word.chars() {
-            if slug.len() >= 12 {
-                break;
-            }
-            slug.push(c.to_ascii_lowercase());
-        }
-    }
-    let slug = slug.trim_end_matches('-');
-    let slug = if slug.is_empty() { "b" } else { slug };
-    let seed = if book_id.trim().is_empty() {
-        book_title
-    } else {
-        book_id.trim()
-    };
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in seed.as_bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{slug}-{:06x}", h & 0xff_ffff)
-}
-
 /// A passage of a book: its text, chapter, range CFI and the ids `citeflow ingest` gives it.
 #[pyclass(frozen, eq, module = "citeflow._citeflow")]
 #[derive(Clone, PartialEq)]
 pub(crate) struct Passage {
-    pub(super) record: Record,
+    pub(super) record: epub::BookPassage,
     pub(super) language: Option<String>,
 }
 
@@ -255,13 +155,8 @@ impl Passage {
     /// The passage as a citeflow `Source` (id, title, url, text, locator with chapter and CFI),
     /// the source `citeflow ingest`'s line reads as.
     fn to_source(&self) -> crate::types::Source {
-        let r = &self.record;
         crate::types::Source {
-            inner: core::Source::new(&r.id)
-                .with_title(&r.title)
-                .with_url(&r.url)
-                .with_text(&r.text)
-                .with_locator(r.locator.clone()),
+            inner: self.record.to_source(),
         }
     }
 
