@@ -7,8 +7,8 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use citeflow_core::{
-    citation_grammar, citation_instruction, context_block, few_shot_messages, Event, GrammarMode,
-    NumberSource, Numbering, PromptMarker, RankMode, Rewriter, Settings, Sources,
+    citation_grammar, few_shot_messages, Event, GrammarMode, NumberSource, Numbering, PromptMarker,
+    RankMode, Rewriter, Settings, Sources,
 };
 use citeflow_store::{NumberScope, StreamRecord, StreamStatus};
 use serde_json::{json, Map, Value};
@@ -18,8 +18,10 @@ use crate::books::last_user_text;
 use crate::error::ApiError;
 use crate::generate::{self, Generation};
 use crate::plan::{
-    answer_sources, book_passages, rewriter_settings, session_scope, take_citeflow, wants_ai_sdk,
+    gather_sources, prompt_marker, rewriter_settings, system_prompt, take_citeflow, wants_ai_sdk,
+    AnswerSources, SourceChoice, DEFAULT_MAX_CHARS_PER_SOURCE,
 };
+use crate::settings::PromptDefaults;
 use crate::state::{now_ms, random_id, AppState};
 use crate::streams::sse_response;
 use crate::tenancy::Owner;
@@ -70,72 +72,44 @@ pub(crate) struct Plan {
     pub(crate) ai_sdk: bool,
 }
 
+/// Parses a chat completions request in four steps: the options (the `citeflow` field, the
+/// given sources, the messages), the sources (a book's passages, the session's round), the
+/// settings (the prompt's marker and form, the grammar, the rewriter's settings), then the
+/// prompt written into the messages.
 async fn plan(
     state: &AppState,
     owner: Owner,
     headers: &HeaderMap,
     mut body: Map<String, Value>,
 ) -> Result<Plan, ApiError> {
-    let limits = &state.settings.limits;
+    // Options.
     let opts: Options = take_citeflow(&mut body)?;
-    let mut given = sources(body.remove("sources"), limits)?;
+    let given = sources(body.remove("sources"), &state.settings.limits)?;
     if !matches!(body.get("messages"), Some(Value::Array(_))) {
         return Err(ApiError::invalid(
             "messages must be an array",
             Some("messages"),
         ));
     }
-    // A book: its passages for the question join the given sources (before any streaming,
-    // so an unknown key is a plain error response).
     let question = last_user_text(&body["messages"]);
-    book_passages(
-        state,
-        &owner,
-        opts.book.as_deref(),
-        opts.top_k,
-        question.clone(),
-        "messages",
-        &mut given,
-    )
-    .await?;
-    let session_scope = session_scope(opts.scope.as_deref())?;
-    // A book's retrieval is a round whose query is the question.
-    let round_query = opts
-        .round_query
-        .clone()
-        .or(question.filter(|_| opts.book.is_some()));
-    let (sources, session_id) = answer_sources(
-        state,
-        &owner,
-        opts.session.as_deref(),
+    // Sources.
+    let choice = SourceChoice {
+        session: opts.session.as_deref(),
+        scope: opts.scope.as_deref(),
+        round_query: opts.round_query.as_deref(),
+        book: opts.book.as_deref(),
+        top_k: opts.top_k,
+    };
+    let AnswerSources {
+        sources,
+        session_id,
         session_scope,
-        round_query,
-        given,
-    )
-    .await?;
-    let defaults = state.settings.prompt;
-    let marker = match opts.marker.as_deref() {
-        Some(m) => PromptMarker::from_name(m)?,
-        None => defaults.marker,
-    };
-    let few_shot = match opts.prompt.as_deref() {
-        None => defaults.few_shot,
-        Some("zero_shot") => false,
-        Some("few_shot") => true,
-        Some(other) => {
-            return Err(ApiError::invalid(
-                format!("citeflow.prompt {other:?} is not zero_shot or few_shot"),
-                Some("citeflow.prompt"),
-            ))
-        }
-    };
-    let grammar = match opts.grammar.as_deref() {
-        None => defaults.grammar,
-        Some("off") => None,
-        Some(g) => Some(GrammarMode::from_name(g)?),
-    };
+        ..
+    } = gather_sources(state, &owner, choice, question.clone(), "messages", given).await?;
+    // Settings.
+    let prompt = PromptForm::of(&opts, state.settings.prompt)?;
     let settings = rewriter_settings(
-        marker,
+        prompt.marker,
         opts.style.as_deref(),
         opts.unknown.as_deref(),
         opts.rank.as_deref(),
@@ -152,42 +126,20 @@ async fn plan(
             ))
         }
     };
-    let question = body.get("messages").and_then(last_user_text);
-    if opts.inject_prompt.unwrap_or(true) && !sources.is_empty() && few_shot {
-        let max_chars = opts.max_chars_per_source.unwrap_or(2_000);
-        let question = question.clone().unwrap_or_default();
-        let mut prompt = few_shot_messages(&sources, marker, &question, max_chars);
-        if let (Some(last), Some(Value::Array(messages))) = (prompt.pop(), body.get_mut("messages"))
-        {
-            // The examples go first; the last user message becomes the sources and question.
-            match messages
-                .iter_mut()
-                .rev()
-                .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
-            {
-                Some(m) => m["content"] = Value::String(last.content),
-                None => messages.push(json!({"role": last.role, "content": last.content})),
-            }
-            for (i, p) in prompt.into_iter().enumerate() {
-                messages.insert(i, json!({"role": p.role, "content": p.content}));
-            }
-        }
-    } else if opts.inject_prompt.unwrap_or(true) && !sources.is_empty() {
-        let max_chars = opts.max_chars_per_source.unwrap_or(2_000);
-        let system = format!(
-            "{}\n\nSources:\n{}",
-            citation_instruction(&sources, marker),
-            context_block(&sources, marker, max_chars)
-        );
+    // Prompt.
+    if opts.inject_prompt.unwrap_or(true) && !sources.is_empty() {
+        let max_chars = opts
+            .max_chars_per_source
+            .unwrap_or(DEFAULT_MAX_CHARS_PER_SOURCE);
         if let Some(Value::Array(messages)) = body.get_mut("messages") {
-            messages.insert(0, json!({"role": "system", "content": system}));
+            prompt.write(messages, &sources, question.as_deref(), max_chars);
         }
     }
-    if let Some(mode) = grammar.filter(|_| !sources.is_empty()) {
+    if let Some(mode) = prompt.grammar.filter(|_| !sources.is_empty()) {
         let ids: Vec<&str> = sources.iter().map(|s| s.id.as_str()).collect();
         body.insert(
             "grammar".to_owned(),
-            Value::String(citation_grammar(marker, &ids, mode)),
+            Value::String(citation_grammar(prompt.marker, &ids, mode)),
         );
     }
     let ai_sdk = wants_ai_sdk(opts.protocol.as_deref(), headers)?;
@@ -206,6 +158,82 @@ async fn plan(
         stream,
         ai_sdk,
     })
+}
+
+/// How the prompt tells the model about the sources: `citeflow.marker`, `citeflow.prompt`
+/// and `citeflow.grammar`, else the server's defaults.
+#[derive(Debug, Clone, Copy)]
+struct PromptForm {
+    marker: PromptMarker,
+    /// Worked examples first (`few_shot`), or a system message (`zero_shot`).
+    few_shot: bool,
+    /// A GBNF grammar for the markers, sent upstream as `grammar`.
+    grammar: Option<GrammarMode>,
+}
+
+impl PromptForm {
+    /// # Errors
+    /// A name that is not a marker, a prompt form or a grammar mode.
+    fn of(opts: &Options, defaults: PromptDefaults) -> Result<PromptForm, ApiError> {
+        let marker = prompt_marker(opts.marker.as_deref(), defaults.marker)?;
+        let few_shot = match opts.prompt.as_deref() {
+            None => defaults.few_shot,
+            Some("zero_shot") => false,
+            Some("few_shot") => true,
+            Some(other) => {
+                return Err(ApiError::invalid(
+                    format!("citeflow.prompt {other:?} is not zero_shot or few_shot"),
+                    Some("citeflow.prompt"),
+                ))
+            }
+        };
+        let grammar = match opts.grammar.as_deref() {
+            None => defaults.grammar,
+            Some("off") => None,
+            Some(g) => Some(GrammarMode::from_name(g)?),
+        };
+        Ok(PromptForm {
+            marker,
+            few_shot,
+            grammar,
+        })
+    }
+
+    /// Writes the prompt into `messages`: zero-shot, the system text of the core's zero-shot
+    /// prompt first ([`system_prompt`]); few-shot, the core's worked examples
+    /// ([`few_shot_messages`]) first and the last user message replaced by the sources and
+    /// the question.
+    fn write(
+        self,
+        messages: &mut Vec<Value>,
+        sources: &Sources,
+        question: Option<&str>,
+        max_chars: usize,
+    ) {
+        let message = |role: &str, content: String| json!({"role": role, "content": content});
+        if !self.few_shot {
+            let system = system_prompt(sources, self.marker, max_chars);
+            messages.insert(0, message("system", system));
+            return;
+        }
+        let question = question.unwrap_or_default();
+        let mut prompt = few_shot_messages(sources, self.marker, question, max_chars);
+        let Some(last) = prompt.pop() else {
+            return;
+        };
+        // The examples go first; the last user message becomes the sources and question.
+        match messages
+            .iter_mut()
+            .rev()
+            .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+        {
+            Some(m) => m["content"] = Value::String(last.content),
+            None => messages.push(message(last.role, last.content)),
+        }
+        for (i, p) in prompt.into_iter().enumerate() {
+            messages.insert(i, message(p.role, p.content));
+        }
+    }
 }
 
 /// Sends the request upstream with `key` (see [`crate::proxy::upstream_key`]) and waits for

@@ -1,12 +1,13 @@
-//! The parts of a request's plan that the chat route (`chat.rs`) and the provider routes
-//! (`proxy.rs`) share: a book's passages joining the sources, the numbering scope, the
-//! session's round, the rewriter settings named in `citeflow`, and the wire protocol of the
-//! answer.
+//! The steps of a request's plan that the chat route (`chat.rs`) and the provider routes
+//! (`proxy.rs`) share, in the order they run: the options ([`take_citeflow`]), the sources
+//! ([`gather_sources`]: a book's passages, the numbering scope, the session's round), the
+//! settings ([`prompt_marker`], [`rewriter_settings`]) and the prompt ([`system_prompt`], the
+//! core's zero-shot prompt), and the wire protocol of the answer ([`wants_ai_sdk`]).
 
 use axum::http::HeaderMap;
 use citeflow_core::{
-    NumberSource, PromptMarker, RankMode, Settings, SettingsPatch, Source, Sources, Style,
-    UnknownPolicy,
+    zero_shot_messages, NumberSource, PromptMarker, RankMode, Settings, SettingsPatch, Source,
+    Sources, Style, UnknownPolicy,
 };
 
 use crate::books;
@@ -30,13 +31,86 @@ pub(crate) fn take_citeflow<T: serde::de::DeserializeOwned + Default>(
     }
 }
 
+/// The `citeflow` fields that choose an answer's sources (both routes' options have them).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct SourceChoice<'a> {
+    /// `citeflow.session`: the session whose table numbers the answer.
+    pub(crate) session: Option<&'a str>,
+    /// `citeflow.scope`: `answer` or `session`.
+    pub(crate) scope: Option<&'a str>,
+    /// `citeflow.round_query`: the query of the round the given sources make.
+    pub(crate) round_query: Option<&'a str>,
+    /// `citeflow.book`: a book whose passages for the question join the sources.
+    pub(crate) book: Option<&'a str>,
+    /// `citeflow.top_k`: how many passages of `book`.
+    pub(crate) top_k: Option<usize>,
+}
+
+/// The sources an answer may cite, and where its numbers come from.
+#[derive(Debug)]
+pub(crate) struct AnswerSources {
+    pub(crate) sources: Sources,
+    pub(crate) session_id: Option<String>,
+    /// Numbers in the session's table (`citeflow.scope` `session`), else per answer.
+    pub(crate) session_scope: bool,
+    /// The passages retrieved from the book (also among `sources`).
+    pub(crate) passages: Vec<Source>,
+}
+
+/// The sources step: `given`, then the passages of `choice.book` that best match `question`
+/// (before any streaming, so an unknown key is a plain error response), joined to the
+/// session as a new round when one is named (a book's retrieval is a round whose query is
+/// the question). `question_param` names the field to blame when there is no question.
+///
+/// # Errors
+/// Those of [`book_passages`], [`session_scope`] and [`answer_sources`], in that order.
+pub(crate) async fn gather_sources(
+    state: &AppState,
+    owner: &Owner,
+    choice: SourceChoice<'_>,
+    question: Option<String>,
+    question_param: &'static str,
+    mut given: Vec<Source>,
+) -> Result<AnswerSources, ApiError> {
+    let passages = book_passages(
+        state,
+        owner,
+        choice.book,
+        choice.top_k,
+        question.clone(),
+        question_param,
+        &mut given,
+    )
+    .await?;
+    let session_scope = session_scope(choice.scope)?;
+    let round_query = choice
+        .round_query
+        .map(str::to_owned)
+        .or(question.filter(|_| choice.book.is_some()));
+    let (sources, session_id) = answer_sources(
+        state,
+        owner,
+        choice.session,
+        session_scope,
+        round_query,
+        given,
+    )
+    .await?;
+    Ok(AnswerSources {
+        sources,
+        session_id,
+        session_scope,
+        passages,
+    })
+}
+
 /// Adds the passages of `book` that best match `question` to `given` (ids already given are
 /// kept as they are); returns the passages added. `param` names the field to blame when the
 /// request has no question to search for.
 ///
 /// # Errors
 /// `citeflow.top_k` without a book, no question, an unknown book, or too many sources.
-pub(crate) async fn book_passages(
+async fn book_passages(
     state: &AppState,
     owner: &Owner,
     book: Option<&str>,
@@ -83,7 +157,7 @@ pub(crate) async fn book_passages(
 ///
 /// # Errors
 /// A name other than `answer` or `session`.
-pub(crate) fn session_scope(scope: Option<&str>) -> Result<bool, ApiError> {
+fn session_scope(scope: Option<&str>) -> Result<bool, ApiError> {
     match scope {
         None | Some("answer") => Ok(false),
         Some("session") => Ok(true),
@@ -101,7 +175,7 @@ pub(crate) fn session_scope(scope: Option<&str>) -> Result<bool, ApiError> {
 /// # Errors
 /// An unknown session (or another key's), too many rounds, `scope session` without a session,
 /// or sources that cannot be registered.
-pub(crate) async fn answer_sources(
+async fn answer_sources(
     state: &AppState,
     owner: &Owner,
     session: Option<&str>,
@@ -126,6 +200,34 @@ pub(crate) async fn answer_sources(
         )),
         None => Ok((Sources::from_vec(given)?, None)),
     }
+}
+
+/// `citeflow.marker` by name, else the server's default.
+///
+/// # Errors
+/// A name that is not a prompt marker.
+pub(crate) fn prompt_marker(
+    name: Option<&str>,
+    default: PromptMarker,
+) -> Result<PromptMarker, ApiError> {
+    Ok(match name {
+        Some(m) => PromptMarker::from_name(m)?,
+        None => default,
+    })
+}
+
+/// Characters of each source's text in the prompt when `citeflow.max_chars_per_source` is
+/// not given.
+pub(crate) const DEFAULT_MAX_CHARS_PER_SOURCE: usize = 2_000;
+
+/// The system text that tells the model about `sources`: the system message of the core's
+/// zero-shot prompt ([`zero_shot_messages`]), the citation instruction and the sources block.
+pub(crate) fn system_prompt(sources: &Sources, marker: PromptMarker, max_chars: usize) -> String {
+    zero_shot_messages(sources, marker, "", max_chars)
+        .into_iter()
+        .find(|m| m.role == "system")
+        .map(|m| m.content)
+        .unwrap_or_default()
 }
 
 /// The rewriter's settings for `marker` with the `citeflow` fields `style`, `unknown` and
@@ -183,5 +285,34 @@ pub(crate) fn wants_ai_sdk(protocol: Option<&str>, headers: &HeaderMap) -> Resul
             format!("citeflow.protocol {other:?} is not native or ai-sdk"),
             Some("citeflow.protocol"),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use citeflow_core::{citation_instruction, context_block, PromptMarker, Source, Sources};
+
+    use super::system_prompt;
+
+    #[test]
+    fn the_system_prompt_is_the_cores_zero_shot_system_message() {
+        let sources = Sources::from_vec(vec![
+            Source::new("alice#p3")
+                .with_title("Alice — Chapter I")
+                .with_text("She fell down a very deep well."),
+            Source::new("alice#p9").with_text("Tears."),
+        ])
+        .unwrap();
+        for marker in [PromptMarker::DoubleBracket, PromptMarker::RankFullWidth] {
+            // What the routes wrote by hand before they took the core's prompt.
+            let by_hand = format!(
+                "{}\n\nSources:\n{}",
+                citation_instruction(&sources, marker),
+                context_block(&sources, marker, 12)
+            );
+            assert_eq!(system_prompt(&sources, marker, 12), by_hand);
+        }
+        assert!(system_prompt(&sources, PromptMarker::DoubleBracket, 12)
+            .ends_with("[[alice#p3]] Alice — Chapter I: She fell dow\n[[alice#p9]] Tears.\n"));
     }
 }

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use axum::http::HeaderMap;
-use citeflow_core::{citation_instruction, context_block, PromptMarker, Settings, Source, Sources};
+use citeflow_core::{Settings, Source, Sources};
 use citeflow_store::NumberScope;
 use serde_json::{Map, Value};
 
@@ -13,7 +13,8 @@ use crate::body::sources;
 use crate::books::last_user_text;
 use crate::error::ApiError;
 use crate::plan::{
-    answer_sources, book_passages, rewriter_settings, session_scope, take_citeflow, wants_ai_sdk,
+    gather_sources, prompt_marker, rewriter_settings, system_prompt, take_citeflow, wants_ai_sdk,
+    AnswerSources, SourceChoice, DEFAULT_MAX_CHARS_PER_SOURCE,
 };
 use crate::state::AppState;
 use crate::tenancy::Owner;
@@ -112,38 +113,30 @@ pub(crate) async fn plan_with(
             max: limits.max_sources,
         });
     }
-    // A book: its passages for the question join the given sources (before any streaming,
-    // so an unknown key is a plain error response).
-    let question = question_of(&body);
-    let passages = book_passages(
-        state,
-        &owner,
-        opts.book.as_deref(),
-        opts.top_k,
-        question.clone(),
-        "citeflow.book",
-        &mut given,
-    )
-    .await?;
-    let session_scope = session_scope(opts.scope.as_deref())?;
-    // A book's retrieval is a round whose query is the question.
-    let round_query = opts
-        .round_query
-        .clone()
-        .or(question.filter(|_| opts.book.is_some()));
-    let (sources, session_id) = answer_sources(
-        state,
-        &owner,
-        opts.session.as_deref(),
+    // Sources.
+    let choice = SourceChoice {
+        session: opts.session.as_deref(),
+        scope: opts.scope.as_deref(),
+        round_query: opts.round_query.as_deref(),
+        book: opts.book.as_deref(),
+        top_k: opts.top_k,
+    };
+    let AnswerSources {
+        sources,
+        session_id,
         session_scope,
-        round_query,
+        passages,
+    } = gather_sources(
+        state,
+        &owner,
+        choice,
+        question_of(&body),
+        "citeflow.book",
         given,
     )
     .await?;
-    let marker = match opts.marker.as_deref() {
-        Some(m) => PromptMarker::from_name(m)?,
-        None => state.settings.prompt.marker,
-    };
+    // Settings.
+    let marker = prompt_marker(opts.marker.as_deref(), state.settings.prompt.marker)?;
     let settings = rewriter_settings(
         marker,
         opts.style.as_deref(),
@@ -166,13 +159,12 @@ pub(crate) async fn plan_with(
     } else {
         sources.clone()
     };
+    // Prompt: the route puts the system text where its API takes it.
     let system = (opts.inject_prompt.unwrap_or(true) && !shown.is_empty()).then(|| {
-        let max_chars = opts.max_chars_per_source.unwrap_or(2_000);
-        format!(
-            "{}\n\nSources:\n{}",
-            citation_instruction(&shown, marker),
-            context_block(&shown, marker, max_chars)
-        )
+        let max_chars = opts
+            .max_chars_per_source
+            .unwrap_or(DEFAULT_MAX_CHARS_PER_SOURCE);
+        system_prompt(&shown, marker, max_chars)
     });
     let ai_sdk = wants_ai_sdk(opts.protocol.as_deref(), headers)?;
     let stream = ai_sdk || body.get("stream").and_then(Value::as_bool).unwrap_or(false);
