@@ -1,19 +1,21 @@
 //! JS settings (camelCase keys) to and from the core's [`Settings`].
 //!
 //! Values keep the core's serde names (`"full_width"`, `"renumber"`, `{"template": "…"}`); only
-//! the keys change case. Every check is the core's: names go through the core's parsers and
-//! numbers through its `with_*` setters.
+//! the keys change case. A JS `Settings` object becomes the core's [`SettingsPatch`], which
+//! checks and applies it, as the CLI, the server and Python do.
 
 use citeflow_core::{
-    IdBody, IdShape, InvalidUtf8, NumberEntry, NumberSource, RankMode, Settings, Style, Syntax,
-    UnknownPolicy,
+    IdBody, IdShape, InvalidUtf8, NumberEntry, NumberSource, RankMode, Settings, SettingsPatch,
+    Style, Syntax, UnknownPolicy,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::BindingError;
 
-/// The JS `Settings` object as it comes in: every key optional, unknown keys rejected.
+/// The JS `Settings` object as it comes in: every key optional, unknown keys rejected. The
+/// names are read with the core's serde names, so a misspelt one is an `invalid_settings` error
+/// naming the names there are.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct SettingsIn {
@@ -38,60 +40,58 @@ struct IdShapeParts {
     body: IdBody,
 }
 
+fn names<T: ToString>(value: Option<T>) -> Option<String> {
+    value.map(|v| v.to_string())
+}
+
 impl SettingsIn {
-    /// Applies the given keys on top of `base` with the core's setters.
-    pub(crate) fn apply(self, base: Settings) -> Result<Settings, BindingError> {
-        let mut s = base;
-        if let Some(list) = self.syntaxes {
-            s = s.with_syntaxes(&list);
-        }
-        if let Some(shape) = self.id_shape {
-            let shape = match shape {
-                Value::String(pattern) => IdShape::parse(&pattern)?,
-                other => {
-                    let parts: IdShapeParts = serde_json::from_value(other).map_err(|e| {
-                        BindingError::invalid_settings(format!(
-                            "idShape: {e} (expected \"prefix<digits>\", \"prefix<word>\" or {{ prefix, body }})"
-                        ))
-                    })?;
-                    IdShape::new(parts.prefix, parts.body)?
-                }
-            };
-            s = s.with_id_shape(shape);
-        }
-        if let Some(rank) = self.rank {
-            s = s.with_rank(rank);
-        }
-        if let Some(unknown) = self.unknown {
-            s = s.with_unknown(unknown);
-        }
-        if let Some(style) = self.style {
-            let style = match style {
-                Value::String(name) => Style::from_name(&name)?,
-                other => serde_json::from_value::<Style>(other).map_err(|e| {
+    /// The core's patch for these keys: the object forms of `idShape` and `style` become the
+    /// names the patch reads (`prefix<word>`, `template:…`).
+    fn into_patch(self) -> Result<SettingsPatch, BindingError> {
+        let id_pattern = match self.id_shape {
+            None => None,
+            Some(Value::String(pattern)) => Some(pattern),
+            Some(other) => {
+                let parts: IdShapeParts = serde_json::from_value(other).map_err(|e| {
                     BindingError::invalid_settings(format!(
-                        "style: {e} (expected a style name or {{ template }})"
+                        "idShape: {e} (expected \"prefix<digits>\", \"prefix<word>\" or {{ prefix, body }})"
                     ))
-                })?,
-            };
-            s = s.with_style(style);
-        }
-        if let Some(bytes) = self.max_pending_bytes {
-            s = s.with_max_pending_bytes(bytes)?;
-        }
-        if let Some(policy) = self.invalid_utf8 {
-            s = s.with_invalid_utf8(policy);
-        }
-        if let Some(source) = self.number_source {
-            s = s.with_number_source(source);
-        }
-        if let Some(dedupe) = self.dedupe {
-            s = s.with_dedupe(dedupe);
-        }
-        if let Some(skip) = self.skip_code {
-            s = s.with_skip_code(skip);
-        }
-        Ok(s)
+                })?;
+                Some(IdShape::new(parts.prefix, parts.body)?.name())
+            }
+        };
+        let style = match self.style {
+            None => None,
+            Some(Value::String(name)) => Some(name),
+            Some(other) => Some(
+                serde_json::from_value::<Style>(other)
+                    .map_err(|e| {
+                        BindingError::invalid_settings(format!(
+                            "style: {e} (expected a style name or {{ template }})"
+                        ))
+                    })?
+                    .to_string(),
+            ),
+        };
+        let mut patch = SettingsPatch::default();
+        patch.syntaxes = self
+            .syntaxes
+            .map(|list| list.iter().map(ToString::to_string).collect());
+        patch.id_pattern = id_pattern;
+        patch.rank = names(self.rank);
+        patch.unknown = names(self.unknown);
+        patch.style = style;
+        patch.max_pending_bytes = self.max_pending_bytes;
+        patch.invalid_utf8 = names(self.invalid_utf8);
+        patch.number_source = names(self.number_source);
+        patch.dedupe = self.dedupe;
+        patch.skip_code = self.skip_code;
+        Ok(patch)
+    }
+
+    /// Applies the given keys on top of `base` through the core's [`SettingsPatch`].
+    pub(crate) fn apply(self, base: Settings) -> Result<Settings, BindingError> {
+        Ok(self.into_patch()?.apply(base)?)
     }
 }
 
