@@ -40,6 +40,9 @@
 //! ```
 
 mod catalog;
+pub mod eval;
+#[cfg(feature = "embed")]
+mod hybrid;
 mod index;
 mod record;
 mod tokenizer;
@@ -47,6 +50,8 @@ mod tokenizer;
 use std::path::PathBuf;
 
 pub use catalog::{BookInfo, ChapterInfo};
+#[cfg(feature = "embed")]
+pub use hybrid::{DenseIndex, FUSE_DEPTH, RRF_C};
 pub use index::{Hit, Index};
 pub use record::{book_key, fingerprint, BookPassage};
 pub use tokenizer::{analyzer, tokens, CjkBigramTokenStream, CjkBigramTokenizer, TOKENIZER_NAME};

@@ -1,5 +1,8 @@
 //! Integration tests of `citeflow-index` on the shared fixture books.
 
+mod eval;
+#[cfg(feature = "embed")]
+mod hybrid;
 mod search;
 
 use std::path::PathBuf;

