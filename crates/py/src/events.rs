@@ -84,437 +84,339 @@ impl TextEvent {
     }
 }
 
-/// A number shown for the first time in this stream, with its source. It comes before the
-/// citation and the text that show the number.
-#[pyclass(frozen, eq, module = "citeflow._citeflow")]
-#[derive(PartialEq)]
-pub(crate) struct SourceEvent {
-    number: u32,
-    source: core::Source,
-    round: Option<u32>,
-    is_new: bool,
+/// How an event class keeps one of its fields (as the core's event holds it), gives it to
+/// Python and shows it in `repr()`.
+trait Field {
+    /// What the Python attribute returns.
+    type Get<'a>
+    where
+        Self: 'a;
+    /// The Python attribute's value.
+    fn get(&self) -> Self::Get<'_>;
+    /// The value as `repr()` shows it.
+    fn repr(&self) -> String;
 }
 
-#[pymethods]
-impl SourceEvent {
-    #[classattr]
-    fn __match_args__() -> (&'static str, &'static str, &'static str, &'static str) {
-        ("number", "source", "round", "is_new")
+impl Field for u32 {
+    type Get<'a> = u32;
+    fn get(&self) -> u32 {
+        *self
     }
-
-    /// Always `"source"`.
-    #[getter(r#type)]
-    fn kind<'py>(&self, py: Python<'py>) -> &Bound<'py, PyString> {
-        pyo3::intern!(py, "source")
+    fn repr(&self) -> String {
+        self.to_string()
     }
+}
 
-    /// The number.
-    #[getter]
-    fn number(&self) -> u32 {
-        self.number
+impl Field for u64 {
+    type Get<'a> = u64;
+    fn get(&self) -> u64 {
+        *self
     }
+    fn repr(&self) -> String {
+        self.to_string()
+    }
+}
 
-    /// The source record.
-    #[getter]
-    fn source(&self) -> Source {
-        Source {
-            inner: self.source.clone(),
+impl Field for bool {
+    type Get<'a> = bool;
+    fn get(&self) -> bool {
+        *self
+    }
+    fn repr(&self) -> String {
+        py_bool(*self).to_owned()
+    }
+}
+
+impl Field for Option<u32> {
+    type Get<'a> = Option<u32>;
+    fn get(&self) -> Option<u32> {
+        *self
+    }
+    fn repr(&self) -> String {
+        self.map_or_else(|| "None".to_owned(), |r| r.to_string())
+    }
+}
+
+impl Field for String {
+    type Get<'a> = &'a str;
+    fn get(&self) -> &str {
+        self
+    }
+    fn repr(&self) -> String {
+        repr_str(self)
+    }
+}
+
+impl Field for Option<String> {
+    type Get<'a> = Option<&'a str>;
+    fn get(&self) -> Option<&str> {
+        self.as_deref()
+    }
+    fn repr(&self) -> String {
+        repr_opt(self.as_deref())
+    }
+}
+
+impl Field for core::UnresolvedReason {
+    type Get<'a> = &'static str;
+    fn get(&self) -> &'static str {
+        self.as_str()
+    }
+    fn repr(&self) -> String {
+        repr_str(&serde_name(self))
+    }
+}
+
+/// A core value and the Python class that wraps it.
+trait Wrap: Clone {
+    /// The class.
+    type Class;
+    /// The value in its class.
+    fn wrap(self) -> Self::Class;
+    /// `repr()` of the class.
+    fn repr(class: &Self::Class) -> String;
+}
+
+macro_rules! wrap {
+    ($($core:ty => $class:ident),+ $(,)?) => {$(
+        impl Wrap for $core {
+            type Class = $class;
+            fn wrap(self) -> $class {
+                $class { inner: self }
+            }
+            fn repr(class: &$class) -> String {
+                class.__repr__()
+            }
         }
-    }
+    )+};
+}
 
-    /// The round that registered the source.
-    #[getter]
-    fn round(&self) -> Option<u32> {
-        self.round
-    }
+wrap!(
+    core::Source => Source,
+    core::ListedSource => ListedSource,
+    core::Report => Report,
+    core::CitationDetail => CitationDetail,
+);
 
-    /// Whether the number was handed out just now (False: an earlier answer of the session
-    /// gave it out).
-    #[getter]
-    fn is_new(&self) -> bool {
-        self.is_new
+impl<T: Wrap> Field for Box<T> {
+    type Get<'a>
+        = T::Class
+    where
+        T: 'a;
+    fn get(&self) -> T::Class {
+        T::clone(self).wrap()
     }
-
-    /// The core's JSON form.
-    fn to_dict(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        to_py(
-            py,
-            &core::Event::Source {
-                number: self.number,
-                source: self.source.clone().into(),
-                round: self.round,
-                is_new: self.is_new,
-            },
-        )
-    }
-
-    pub(crate) fn __repr__(&self) -> String {
-        format!(
-            "SourceEvent(number={}, source={}, round={}, is_new={})",
-            self.number,
-            self.source().__repr__(),
-            self.round
-                .map_or_else(|| "None".to_owned(), |r| r.to_string()),
-            py_bool(self.is_new)
-        )
+    fn repr(&self) -> String {
+        T::repr(&self.get())
     }
 }
 
-/// A resolved citation. `byte_offset` is where the number's rendering starts in the rendered
-/// output and `input_byte_offset` where the marker started in the decoded input, both in
-/// UTF-8 bytes; `char_offset` is the output position as a `str` index (code points) and
-/// `utf16_offset` in UTF-16 code units. `provider` is what a provider said about the citation
-/// (`ProviderStream`), None for a marker the model wrote.
-#[pyclass(frozen, eq, module = "citeflow._citeflow")]
-#[derive(PartialEq)]
-pub(crate) struct CitationEvent {
-    number: u32,
-    source_id: String,
-    byte_offset: u64,
-    input_byte_offset: u64,
-    char_offset: u64,
-    utf16_offset: u64,
-    provider: Option<core::CitationDetail>,
-}
-
-#[pymethods]
-impl CitationEvent {
-    #[classattr]
-    fn __match_args__() -> (
-        &'static str,
-        &'static str,
-        &'static str,
-        &'static str,
-        &'static str,
-        &'static str,
-        &'static str,
-    ) {
-        (
-            "number",
-            "source_id",
-            "byte_offset",
-            "input_byte_offset",
-            "char_offset",
-            "utf16_offset",
-            "provider",
-        )
+impl<T: Wrap> Field for Option<Box<T>> {
+    type Get<'a>
+        = Option<T::Class>
+    where
+        T: 'a;
+    fn get(&self) -> Option<T::Class> {
+        self.as_deref().cloned().map(T::wrap)
     }
-
-    /// Always `"citation"`.
-    #[getter(r#type)]
-    fn kind<'py>(&self, py: Python<'py>) -> &Bound<'py, PyString> {
-        pyo3::intern!(py, "citation")
-    }
-
-    /// The number shown.
-    #[getter]
-    fn number(&self) -> u32 {
-        self.number
-    }
-
-    /// The id the model wrote (for a rank, the id of that source).
-    #[getter]
-    fn source_id(&self) -> &str {
-        &self.source_id
-    }
-
-    /// Where the number's rendering starts in the rendered output (UTF-8 bytes).
-    #[getter]
-    fn byte_offset(&self) -> u64 {
-        self.byte_offset
-    }
-
-    /// Where the marker started in the decoded input (UTF-8 bytes).
-    #[getter]
-    fn input_byte_offset(&self) -> u64 {
-        self.input_byte_offset
-    }
-
-    /// Where the number's rendering starts in the rendered output, in code points (a `str`
-    /// index).
-    #[getter]
-    fn char_offset(&self) -> u64 {
-        self.char_offset
-    }
-
-    /// Where the number's rendering starts in the rendered output, in UTF-16 code units (a
-    /// JavaScript index).
-    #[getter]
-    fn utf16_offset(&self) -> u64 {
-        self.utf16_offset
-    }
-
-    /// What the provider said about this citation; None for a marker the model wrote.
-    #[getter]
-    fn provider(&self) -> Option<CitationDetail> {
-        self.provider.clone().map(|inner| CitationDetail { inner })
-    }
-
-    /// The core's JSON form.
-    fn to_dict(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        to_py(
-            py,
-            &core::Event::Citation {
-                number: self.number,
-                source_id: self.source_id.clone(),
-                byte_offset: self.byte_offset,
-                input_byte_offset: self.input_byte_offset,
-                char_offset: self.char_offset,
-                utf16_offset: self.utf16_offset,
-                provider: self.provider.clone().map(Box::new),
-            },
-        )
-    }
-
-    pub(crate) fn __repr__(&self) -> String {
-        format!(
-            "CitationEvent(number={}, source_id={}, byte_offset={}, input_byte_offset={}, char_offset={}, utf16_offset={}, provider={})",
-            self.number,
-            repr_str(&self.source_id),
-            self.byte_offset,
-            self.input_byte_offset,
-            self.char_offset,
-            self.utf16_offset,
-            self.provider()
-                .map_or_else(|| "None".to_owned(), |d| d.__repr__())
-        )
+    fn repr(&self) -> String {
+        self.get()
+            .map_or_else(|| "None".to_owned(), |c| T::repr(&c))
     }
 }
 
-/// A marker, or one id in it, that did not resolve. It used no number. `reason` is
-/// `"unknown_id"` or `"rank_out_of_range"`; offsets are UTF-8 bytes as in `CitationEvent`.
-#[pyclass(frozen, eq, module = "citeflow._citeflow")]
-#[derive(PartialEq)]
-pub(crate) struct UnresolvedEvent {
-    raw: String,
-    reference: String,
-    reason: core::UnresolvedReason,
-    byte_offset: u64,
-    input_byte_offset: u64,
-}
-
-#[pymethods]
-impl UnresolvedEvent {
-    #[classattr]
-    fn __match_args__() -> (
-        &'static str,
-        &'static str,
-        &'static str,
-        &'static str,
-        &'static str,
-    ) {
-        (
-            "raw",
-            "reference",
-            "reason",
-            "byte_offset",
-            "input_byte_offset",
-        )
+impl<T: Wrap> Field for Vec<T> {
+    type Get<'a>
+        = Vec<T::Class>
+    where
+        T: 'a;
+    fn get(&self) -> Vec<T::Class> {
+        self.iter().cloned().map(T::wrap).collect()
     }
-
-    /// Always `"unresolved"`.
-    #[getter(r#type)]
-    fn kind<'py>(&self, py: Python<'py>) -> &Bound<'py, PyString> {
-        pyo3::intern!(py, "unresolved")
-    }
-
-    /// The whole marker as written.
-    #[getter]
-    fn raw(&self) -> &str {
-        &self.raw
-    }
-
-    /// The id or rank that failed.
-    #[getter]
-    fn reference(&self) -> &str {
-        &self.reference
-    }
-
-    /// Why: `"unknown_id"` or `"rank_out_of_range"`.
-    #[getter]
-    fn reason(&self) -> &'static str {
-        self.reason.as_str()
-    }
-
-    /// Where its rendering (if any) starts in the rendered output (UTF-8 bytes).
-    #[getter]
-    fn byte_offset(&self) -> u64 {
-        self.byte_offset
-    }
-
-    /// Where the marker started in the decoded input (UTF-8 bytes).
-    #[getter]
-    fn input_byte_offset(&self) -> u64 {
-        self.input_byte_offset
-    }
-
-    /// The core's JSON form.
-    fn to_dict(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        to_py(
-            py,
-            &core::Event::Unresolved {
-                raw: self.raw.clone(),
-                reference: self.reference.clone(),
-                reason: self.reason,
-                byte_offset: self.byte_offset,
-                input_byte_offset: self.input_byte_offset,
-            },
-        )
-    }
-
-    pub(crate) fn __repr__(&self) -> String {
-        format!(
-            "UnresolvedEvent(raw={}, reference={}, reason={}, byte_offset={}, input_byte_offset={})",
-            repr_str(&self.raw),
-            repr_str(&self.reference),
-            repr_str(&serde_name(&self.reason)),
-            self.byte_offset,
-            self.input_byte_offset
-        )
+    fn repr(&self) -> String {
+        let items: Vec<String> = self.get().iter().map(T::repr).collect();
+        format!("[{}]", items.join(", "))
     }
 }
 
-/// `number_source="external"` only: allocate a number for `key` in the shared store and answer
-/// with `Rewriter.provide_number(key, number)`. Nothing more is emitted until then.
-#[pyclass(frozen, eq, module = "citeflow._citeflow")]
-#[derive(PartialEq)]
-pub(crate) struct NumberNeededEvent {
-    key: String,
-    source_id: String,
+/// `&'static str`, once for each field (the type of `__match_args__`).
+macro_rules! static_str {
+    ($field:ident) => {
+        &'static str
+    };
 }
 
-#[pymethods]
-impl NumberNeededEvent {
-    #[classattr]
-    fn __match_args__() -> (&'static str, &'static str) {
-        ("key", "source_id")
-    }
-
-    /// Always `"number_needed"`.
-    #[getter(r#type)]
-    fn kind<'py>(&self, py: Python<'py>) -> &Bound<'py, PyString> {
-        pyo3::intern!(py, "number_needed")
-    }
-
-    /// The canonical key.
-    #[getter]
-    fn key(&self) -> &str {
-        &self.key
-    }
-
-    /// The source id that needs it.
-    #[getter]
-    fn source_id(&self) -> &str {
-        &self.source_id
-    }
-
-    /// The core's JSON form.
-    fn to_dict(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        to_py(
-            py,
-            &core::Event::NumberNeeded {
-                key: self.key.clone(),
-                source_id: self.source_id.clone(),
-            },
-        )
-    }
-
-    pub(crate) fn __repr__(&self) -> String {
-        format!(
-            "NumberNeededEvent(key={}, source_id={})",
-            repr_str(&self.key),
-            repr_str(&self.source_id)
-        )
-    }
-}
-
-/// The end: the final source list and the report.
-#[pyclass(frozen, eq, module = "citeflow._citeflow")]
-#[derive(PartialEq)]
-pub(crate) struct DoneEvent {
-    sources: Vec<core::ListedSource>,
-    report: core::Report,
-    text: Option<String>,
-    uncited: Vec<core::Source>,
-}
-
-#[pymethods]
-impl DoneEvent {
-    #[classattr]
-    fn __match_args__() -> (&'static str, &'static str, &'static str, &'static str) {
-        ("sources", "report", "text", "uncited")
-    }
-
-    /// Always `"done"`.
-    #[getter(r#type)]
-    fn kind<'py>(&self, py: Python<'py>) -> &Bound<'py, PyString> {
-        pyo3::intern!(py, "done")
-    }
-
-    /// The cited sources by number.
-    #[getter]
-    fn sources(&self) -> Vec<ListedSource> {
-        self.sources
-            .iter()
-            .cloned()
-            .map(|inner| ListedSource { inner })
-            .collect()
-    }
-
-    /// Counts and checks.
-    #[getter]
-    fn report(&self) -> Report {
-        Report {
-            inner: self.report.clone(),
+/// One class for each of the core's events but text: the fields as the core's variant holds
+/// them, a read-only attribute for each (and `type`), `__match_args__` (every field), equality,
+/// `repr()` (the fields named in `repr(...)`) and `to_dict()` (the core's JSON form); and
+/// `event_to_py`, which turns a core event into its class.
+macro_rules! event_classes {
+    ($(
+        $(#[$meta:meta])*
+        $class:ident = $variant:ident($kind:literal) {
+            $(
+                $(#[$field_meta:meta])*
+                $field:ident: $ty:ty,
+            )+
         }
-    }
+        repr($($shown:ident),+);
+    )+) => {
+        $(
+            $(#[$meta])*
+            #[pyclass(frozen, eq, module = "citeflow._citeflow")]
+            #[derive(PartialEq)]
+            pub(crate) struct $class {
+                $($field: $ty,)+
+            }
 
-    /// The final answer when provider citations were bound after their text was shown
-    /// (`CitationDetail.late`): the streamed text with those numbers placed. None when the
-    /// streamed text is final.
-    #[getter]
-    fn text(&self) -> Option<&str> {
-        self.text.as_deref()
-    }
+            #[pymethods]
+            impl $class {
+                #[classattr]
+                fn __match_args__() -> ($(static_str!($field),)+) {
+                    ($(stringify!($field),)+)
+                }
 
-    /// The sources shown to the model that the answer did not cite, in registration order:
-    /// the "more sources" a UI lists after the cited ones.
-    #[getter]
-    fn uncited(&self) -> Vec<Source> {
-        self.uncited
-            .iter()
-            .cloned()
-            .map(|inner| Source { inner })
-            .collect()
-    }
+                #[doc = concat!("Always `\"", $kind, "\"`.")]
+                #[getter(r#type)]
+                fn kind<'py>(&self, py: Python<'py>) -> &Bound<'py, PyString> {
+                    pyo3::intern!(py, $kind)
+                }
 
-    /// The core's JSON form.
-    fn to_dict(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        to_py(
-            py,
-            &core::Event::Done {
-                sources: self.sources.clone(),
-                report: self.report.clone().into(),
-                text: self.text.clone(),
-                uncited: self.uncited.clone(),
-            },
-        )
-    }
+                $(
+                    $(#[$field_meta])*
+                    #[getter]
+                    fn $field(&self) -> <$ty as Field>::Get<'_> {
+                        Field::get(&self.$field)
+                    }
+                )+
 
-    pub(crate) fn __repr__(&self) -> String {
-        let items: Vec<String> = self.sources().iter().map(|s| s.__repr__()).collect();
-        format!(
-            "DoneEvent(sources=[{}], report={}, text={})",
-            items.join(", "),
-            self.report().__repr__(),
-            repr_opt(self.text.as_deref())
-        )
-    }
+                /// The core's JSON form.
+                fn to_dict(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+                    to_py(
+                        py,
+                        &core::Event::$variant {
+                            $($field: self.$field.clone(),)+
+                        },
+                    )
+                }
+
+                fn __repr__(&self) -> String {
+                    let fields: &[String] = &[
+                        $(format!("{}={}", stringify!($shown), Field::repr(&self.$shown)),)+
+                    ];
+                    format!("{}({})", stringify!($class), fields.join(", "))
+                }
+            }
+        )+
+
+        /// A core event as its Python class.
+        pub(crate) fn event_to_py(py: Python<'_>, e: core::Event) -> PyResult<Bound<'_, PyAny>> {
+            Ok(match e {
+                core::Event::Text { text } => {
+                    TextEvent::from_py(PyString::new(py, &text))?.into_any()
+                }
+                $(
+                    core::Event::$variant { $($field,)+ } => {
+                        Bound::new(py, $class { $($field,)+ })?.into_any()
+                    }
+                )+
+                other => {
+                    return Err(raise::<CiteflowError>(
+                        py,
+                        "unsupported_event",
+                        format!(
+                            "event type {} is not supported by this binding",
+                            other.kind()
+                        ),
+                    ))
+                }
+            })
+        }
+    };
 }
 
-/// The value of a field the core may or may not box (`T` or `Box<T>`).
-fn unbox<T>(v: impl Into<Box<T>>) -> T {
-    *v.into()
+event_classes! {
+    /// A number shown for the first time in this stream, with its source. It comes before the
+    /// citation and the text that show the number.
+    SourceEvent = Source("source") {
+        /// The number.
+        number: u32,
+        /// The source record.
+        source: Box<core::Source>,
+        /// The round that registered the source.
+        round: Option<u32>,
+        /// Whether the number was handed out just now (False: an earlier answer of the session
+        /// gave it out).
+        is_new: bool,
+    }
+    repr(number, source, round, is_new);
+
+    /// A resolved citation. `byte_offset` is where the number's rendering starts in the rendered
+    /// output and `input_byte_offset` where the marker started in the decoded input, both in
+    /// UTF-8 bytes; `char_offset` is the output position as a `str` index (code points) and
+    /// `utf16_offset` in UTF-16 code units. `provider` is what a provider said about the citation
+    /// (`ProviderStream`), None for a marker the model wrote.
+    CitationEvent = Citation("citation") {
+        /// The number shown.
+        number: u32,
+        /// The id the model wrote (for a rank, the id of that source).
+        source_id: String,
+        /// Where the number's rendering starts in the rendered output (UTF-8 bytes).
+        byte_offset: u64,
+        /// Where the marker started in the decoded input (UTF-8 bytes).
+        input_byte_offset: u64,
+        /// Where the number's rendering starts in the rendered output, in code points (a `str`
+        /// index).
+        char_offset: u64,
+        /// Where the number's rendering starts in the rendered output, in UTF-16 code units (a
+        /// JavaScript index).
+        utf16_offset: u64,
+        /// What the provider said about this citation; None for a marker the model wrote.
+        provider: Option<Box<core::CitationDetail>>,
+    }
+    repr(number, source_id, byte_offset, input_byte_offset, char_offset, utf16_offset, provider);
+
+    /// A marker, or one id in it, that did not resolve. It used no number. `reason` is
+    /// `"unknown_id"` or `"rank_out_of_range"`; offsets are UTF-8 bytes as in `CitationEvent`.
+    UnresolvedEvent = Unresolved("unresolved") {
+        /// The whole marker as written.
+        raw: String,
+        /// The id or rank that failed.
+        reference: String,
+        /// Why: `"unknown_id"` or `"rank_out_of_range"`.
+        reason: core::UnresolvedReason,
+        /// Where its rendering (if any) starts in the rendered output (UTF-8 bytes).
+        byte_offset: u64,
+        /// Where the marker started in the decoded input (UTF-8 bytes).
+        input_byte_offset: u64,
+    }
+    repr(raw, reference, reason, byte_offset, input_byte_offset);
+
+    /// `number_source="external"` only: allocate a number for `key` in the shared store and answer
+    /// with `Rewriter.provide_number(key, number)`. Nothing more is emitted until then.
+    NumberNeededEvent = NumberNeeded("number_needed") {
+        /// The canonical key.
+        key: String,
+        /// The source id that needs it.
+        source_id: String,
+    }
+    repr(key, source_id);
+
+    /// The end: the final source list and the report.
+    DoneEvent = Done("done") {
+        /// The cited sources by number.
+        sources: Vec<core::ListedSource>,
+        /// Counts and checks.
+        report: Box<core::Report>,
+        /// The final answer when provider citations were bound after their text was shown
+        /// (`CitationDetail.late`): the streamed text with those numbers placed. None when the
+        /// streamed text is final.
+        text: Option<String>,
+        /// The sources shown to the model that the answer did not cite, in registration order:
+        /// the "more sources" a UI lists after the cited ones.
+        uncited: Vec<core::Source>,
+    }
+    repr(sources, report, text);
 }
 
 fn py_bool(b: bool) -> &'static str {
@@ -523,94 +425,6 @@ fn py_bool(b: bool) -> &'static str {
     } else {
         "False"
     }
-}
-
-/// A core event as its Python class.
-pub(crate) fn event_to_py(py: Python<'_>, e: core::Event) -> PyResult<Bound<'_, PyAny>> {
-    Ok(match e {
-        core::Event::Text { text } => TextEvent::from_py(PyString::new(py, &text))?.into_any(),
-        core::Event::Source {
-            number,
-            source,
-            round,
-            is_new,
-        } => Bound::new(
-            py,
-            SourceEvent {
-                number,
-                source: unbox(source),
-                round,
-                is_new,
-            },
-        )?
-        .into_any(),
-        core::Event::Citation {
-            number,
-            source_id,
-            byte_offset,
-            input_byte_offset,
-            char_offset,
-            utf16_offset,
-            provider,
-        } => Bound::new(
-            py,
-            CitationEvent {
-                number,
-                source_id,
-                byte_offset,
-                input_byte_offset,
-                char_offset,
-                utf16_offset,
-                provider: provider.map(unbox),
-            },
-        )?
-        .into_any(),
-        core::Event::Unresolved {
-            raw,
-            reference,
-            reason,
-            byte_offset,
-            input_byte_offset,
-        } => Bound::new(
-            py,
-            UnresolvedEvent {
-                raw,
-                reference,
-                reason,
-                byte_offset,
-                input_byte_offset,
-            },
-        )?
-        .into_any(),
-        core::Event::NumberNeeded { key, source_id } => {
-            Bound::new(py, NumberNeededEvent { key, source_id })?.into_any()
-        }
-        core::Event::Done {
-            sources,
-            report,
-            text,
-            uncited,
-        } => Bound::new(
-            py,
-            DoneEvent {
-                sources,
-                report: unbox(report),
-                text,
-                uncited,
-            },
-        )?
-        .into_any(),
-        other => {
-            return Err(raise::<CiteflowError>(
-                py,
-                "unsupported_event",
-                format!(
-                    "event type {} is not supported by this binding",
-                    other.kind()
-                ),
-            ))
-        }
-    })
 }
 
 /// Core events as a Python list.
