@@ -7,10 +7,10 @@
 # docs/screenshots/.
 #
 # Installs what is missing: Debian's chromium and a CJK font (fonts-wqy-microhei, so Japanese
-# and Chinese render in the screenshots) with apt-get, the test project's npm packages
-# (npm ci in crates/server/tests/browser), and — when crates/wasm/pkg/web is missing — the WASM
-# web build (cargo build for wasm32-unknown-unknown, then wasm-bindgen-cli of the version in
-# Cargo.lock). Builds `citeflow` (cargo build -p citeflow-cli --locked). Safe to run twice.
+# and Chinese render in the screenshots) with apt-get, and the test project's npm packages
+# (npm ci in crates/server/tests/browser). Builds `citeflow` (cargo build -p citeflow-cli
+# --locked); the page's WASM for client-side rendering is compiled into it (vendored in
+# crates/server/assets/wasm, checked by scripts/test-install.sh). Safe to run twice.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -28,26 +28,6 @@ ensure_browser
 
 target_dir="$(cargo metadata --format-version 1 --no-deps \
   | node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => console.log(JSON.parse(s).target_directory))')"
-
-step "WASM web build (crates/wasm/pkg/web), for the client-side rendering switch"
-pkg_web="crates/wasm/pkg/web"
-if [ -f "$pkg_web/citeflow_wasm.js" ] && [ -f "$pkg_web/citeflow_wasm_bg.wasm" ]; then
-  echo "present (scripts/test-wasm.sh rebuilds it)"
-else
-  if command -v rustup >/dev/null && ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
-    rustup target add wasm32-unknown-unknown
-  fi
-  want="$(awk '$0 == "name = \"wasm-bindgen\"" { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)"
-  have="$(wasm-bindgen --version 2>/dev/null | awk '{ print $2 }' || true)"
-  if [ "$have" != "$want" ]; then
-    # Not --locked: the registry index lacks one of its pinned dependencies.
-    cargo install wasm-bindgen-cli --version "$want" --force
-  fi
-  cargo build -p citeflow-wasm --target wasm32-unknown-unknown --profile wasm-release --locked
-  wasm-bindgen --target web --out-dir "$pkg_web" --remove-name-section --remove-producers-section \
-    "$target_dir/wasm32-unknown-unknown/wasm-release/citeflow_wasm.wasm"
-fi
-export CITEFLOW_WASM_DIR="$root/$pkg_web"
 
 step "build citeflow"
 cargo build -p citeflow-cli --locked
