@@ -9,7 +9,12 @@
 //! [`BookPassage::to_source`] give the sources to show the model; [`Index::books`] lists what
 //! it holds ([`BookInfo`]: key, title, passage count, chapters). The text is tokenized by
 //! [`CjkBigramTokenizer`]: overlapping character bigrams for Chinese, Japanese and Korean
-//! (which have no spaces between words), words for everything else.
+//! (which have no spaces between words), words for everything else. [`eval`] scores a
+//! ranking against questions whose evidence locates the answering passages (recall@k, MRR;
+//! `examples/retrieval_eval.rs` and `eval/questions.json`). With the `embed` feature (off by
+//! default), `DenseIndex` holds multilingual-e5-small vectors of the passages beside the
+//! index and `Index::search_hybrid` fuses BM25 and cosine rankings by reciprocal rank
+//! fusion.
 //!
 //! ```
 //! use citeflow_index::tokens;
