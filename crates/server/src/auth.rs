@@ -1,22 +1,32 @@
 //! Bearer API keys and the owner they stand for: the [`Owner`] extractor (and
 //! [`AnthropicOwner`], which also reads `x-api-key`).
 
-use axum::extract::FromRequestParts;
+use std::sync::Arc;
+
+use axum::extract::{FromRef, FromRequestParts};
 use axum::http::request::Parts;
 use axum::http::HeaderMap;
 use sha2::{Digest, Sha256};
 
 use crate::error::ApiError;
-use crate::state::AppState;
+use crate::settings::ServerSettings;
 use crate::tenancy::Owner;
 
 /// Who makes the request, from its `Authorization: Bearer` key: 401 `invalid_api_key`
-/// when the server has keys and this is none of them.
-impl FromRequestParts<AppState> for Owner {
+/// when the server has keys and this is none of them. It reads only the settings (a
+/// substate of the router's state, as axum's `FromRef` gives it).
+impl<S> FromRequestParts<S> for Owner
+where
+    Arc<ServerSettings>: FromRef<S>,
+    S: Send + Sync,
+{
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        owner_of(state, bearer(&parts.headers))
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        owner_of(
+            &Arc::<ServerSettings>::from_ref(state),
+            bearer(&parts.headers),
+        )
     }
 }
 
@@ -24,10 +34,14 @@ impl FromRequestParts<AppState> for Owner {
 /// `x-api-key` counts as the bearer key.
 pub(crate) struct AnthropicOwner(pub(crate) Owner);
 
-impl FromRequestParts<AppState> for AnthropicOwner {
+impl<S> FromRequestParts<S> for AnthropicOwner
+where
+    Arc<ServerSettings>: FromRef<S>,
+    S: Send + Sync,
+{
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         let headers = &parts.headers;
         let key = if headers.contains_key(axum::http::header::AUTHORIZATION) {
             bearer(headers)
@@ -37,7 +51,7 @@ impl FromRequestParts<AppState> for AnthropicOwner {
                 .and_then(|v| v.to_str().ok())
                 .map(str::trim)
         };
-        owner_of(state, key).map(AnthropicOwner)
+        owner_of(&Arc::<ServerSettings>::from_ref(state), key).map(AnthropicOwner)
     }
 }
 
@@ -51,13 +65,12 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// The owner of `key`: anyone when the server has no keys, else the hash of a known key.
-fn owner_of(state: &AppState, key: Option<&str>) -> Result<Owner, ApiError> {
-    if state.settings.api_keys.is_empty() {
+fn owner_of(settings: &ServerSettings, key: Option<&str>) -> Result<Owner, ApiError> {
+    if settings.api_keys.is_empty() {
         return Ok(Owner(String::new()));
     }
     let key = key.ok_or(ApiError::Unauthorized)?;
-    let known = state
-        .settings
+    let known = settings
         .api_keys
         .iter()
         .any(|k| constant_time_eq(k.as_bytes(), key.as_bytes()));

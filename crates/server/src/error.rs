@@ -4,6 +4,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use citeflow_core::provider::ProviderError;
 use citeflow_core::{RewriteError, SettingsError, SourceError};
+use citeflow_epub::OpenError;
+use citeflow_index::IndexError;
 use citeflow_store::StoreError;
 
 use crate::code::ErrorCode;
@@ -359,8 +361,8 @@ impl From<StoreError> for ApiError {
     }
 }
 
-impl From<citeflow_index::IndexError> for ApiError {
-    fn from(e: citeflow_index::IndexError) -> Self {
+impl From<IndexError> for ApiError {
+    fn from(e: IndexError) -> Self {
         ApiError::Internal(format!("book index: {e}"))
     }
 }
@@ -437,6 +439,78 @@ impl From<StreamError> for ApiError {
             ApiError::UpstreamMalformed(e.message)
         } else {
             ApiError::Internal(e.message)
+        }
+    }
+}
+
+/// Why a call of the book library (`library.rs`) failed; the API answers it as an [`ApiError`]
+/// with the codes and messages of the book routes.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum LibraryError {
+    /// No book with this key that the owner may see.
+    #[error("book {key:?} not found")]
+    BookNotFound {
+        key: String,
+        /// The request field that named it (`None`: the path).
+        param: Option<&'static str>,
+    },
+    /// The index keeps no copy of the book's file (added by an older citeflow).
+    #[error("the book index keeps no copy of book {key:?}'s file")]
+    FileMissing { key: String },
+    /// The kept file of a book cannot be opened again.
+    #[error("book {key}: its kept file: {source}")]
+    KeptFile { key: String, source: OpenError },
+    /// An upload that is not a readable EPUB, or is past one of the reader's budgets.
+    #[error("not a readable EPUB: {0}")]
+    Unreadable(#[source] OpenError),
+    /// An upload with no text to index.
+    #[error("the book has no text to index")]
+    NoText,
+    /// An upload that took longer than `ingest_timeout_ms` to read and cut.
+    #[error(
+        "the book took longer than {timeout_ms} ms to read and cut (stopped before {before}); \
+         --ingest-timeout-ms sets the limit"
+    )]
+    TooSlow { timeout_ms: u64, before: String },
+    /// The client of an upload left before it was read.
+    #[error("the client left during the upload")]
+    ClientLeft,
+    /// A book just added is not in the index.
+    #[error("book {key} missing after indexing")]
+    MissingAfterAdd { key: String },
+    /// The pool of uploads is closed (it never is while the library lives).
+    #[error("ingest pool: {0}")]
+    IngestPool(#[from] tokio::sync::AcquireError),
+    /// The index failed.
+    #[error(transparent)]
+    Index(#[from] IndexError),
+}
+
+impl From<LibraryError> for ApiError {
+    fn from(e: LibraryError) -> Self {
+        match e {
+            LibraryError::BookNotFound { key, param } => ApiError::BookNotFound { key, param },
+            LibraryError::FileMissing { key } => ApiError::BookFileMissing { key },
+            // 413 naming the budget when the upload exceeds one of the reader's limits.
+            LibraryError::Unreadable(e) => match e.limit() {
+                Some(limit) => ApiError::EpubOverBudget {
+                    message: e.to_string(),
+                    limit,
+                },
+                None => ApiError::InvalidEpub(e.to_string()),
+            },
+            e @ LibraryError::NoText => ApiError::InvalidEpub(e.to_string()),
+            e @ LibraryError::TooSlow { .. } => ApiError::EpubOverBudget {
+                message: e.to_string(),
+                limit: "ingest_timeout_ms",
+            },
+            // Nobody reads this answer; it ends the task.
+            e @ LibraryError::ClientLeft => ApiError::invalid(e.to_string(), None),
+            LibraryError::Index(e) => ApiError::from(e),
+            e @ (LibraryError::KeptFile { .. }
+            | LibraryError::MissingAfterAdd { .. }
+            | LibraryError::IngestPool(_)) => ApiError::Internal(e.to_string()),
         }
     }
 }

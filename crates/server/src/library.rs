@@ -2,7 +2,7 @@
 //! a cache of opened books and a bounded pool of uploads being read ([`Ingest`]). Its calls
 //! block: the routes (`books.rs`) run them in `spawn_blocking`. Searches share a read lock;
 //! adding a book takes the write lock only for the index write, after the book was read and
-//! cut. Errors are [`LibraryError`], which the API answers as an [`ApiError`].
+//! cut. Errors are [`LibraryError`] (in `error.rs`, which answers them as an `ApiError`).
 
 use std::path::Path as FsPath;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,80 +13,9 @@ use citeflow_core::Source;
 use citeflow_epub::{Book, ChunkSettings, ControlFlow, OpenError, Progress};
 use citeflow_index::{fingerprint, BookInfo, BookPassage, Index, IndexError};
 
-use crate::error::ApiError;
+use crate::error::LibraryError;
 use crate::settings::Limits;
 use crate::tenancy::{is_visible, owned_book_key, rekey, shared_book_key, Owner};
-
-/// Why a [`Library`] call failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub(crate) enum LibraryError {
-    /// No book with this key that the owner may see.
-    #[error("book {key:?} not found")]
-    BookNotFound {
-        key: String,
-        /// The request field that named it (`None`: the path).
-        param: Option<&'static str>,
-    },
-    /// The index keeps no copy of the book's file (added by an older citeflow).
-    #[error("the book index keeps no copy of book {key:?}'s file")]
-    FileMissing { key: String },
-    /// The kept file of a book cannot be opened again.
-    #[error("book {key}: its kept file: {source}")]
-    KeptFile { key: String, source: OpenError },
-    /// An upload that is not a readable EPUB, or is past one of the reader's budgets.
-    #[error("not a readable EPUB: {0}")]
-    Unreadable(#[source] OpenError),
-    /// An upload with no text to index.
-    #[error("the book has no text to index")]
-    NoText,
-    /// An upload that took longer than `ingest_timeout_ms` to read and cut.
-    #[error(
-        "the book took longer than {timeout_ms} ms to read and cut (stopped before {before}); \
-         --ingest-timeout-ms sets the limit"
-    )]
-    TooSlow { timeout_ms: u64, before: String },
-    /// The client of an upload left before it was read.
-    #[error("the client left during the upload")]
-    ClientLeft,
-    /// A book just added is not in the index.
-    #[error("book {key} missing after indexing")]
-    MissingAfterAdd { key: String },
-    /// The pool of uploads is closed (it never is while the library lives).
-    #[error("ingest pool: {0}")]
-    IngestPool(#[from] tokio::sync::AcquireError),
-    /// The index failed.
-    #[error(transparent)]
-    Index(#[from] IndexError),
-}
-
-impl From<LibraryError> for ApiError {
-    fn from(e: LibraryError) -> Self {
-        match e {
-            LibraryError::BookNotFound { key, param } => ApiError::BookNotFound { key, param },
-            LibraryError::FileMissing { key } => ApiError::BookFileMissing { key },
-            // 413 naming the budget when the upload exceeds one of the reader's limits.
-            LibraryError::Unreadable(e) => match e.limit() {
-                Some(limit) => ApiError::EpubOverBudget {
-                    message: e.to_string(),
-                    limit,
-                },
-                None => ApiError::InvalidEpub(e.to_string()),
-            },
-            e @ LibraryError::NoText => ApiError::InvalidEpub(e.to_string()),
-            e @ LibraryError::TooSlow { .. } => ApiError::EpubOverBudget {
-                message: e.to_string(),
-                limit: "ingest_timeout_ms",
-            },
-            // Nobody reads this answer; it ends the task.
-            e @ LibraryError::ClientLeft => ApiError::invalid(e.to_string(), None),
-            LibraryError::Index(e) => ApiError::from(e),
-            e @ (LibraryError::KeptFile { .. }
-            | LibraryError::MissingAfterAdd { .. }
-            | LibraryError::IngestPool(_)) => ApiError::Internal(e.to_string()),
-        }
-    }
-}
 
 /// The book index a server answers from.
 pub(crate) struct Library {
@@ -335,8 +264,7 @@ impl Library {
 
 #[cfg(test)]
 mod tests {
-    use super::LibraryError;
-    use crate::error::ApiError;
+    use crate::error::{ApiError, LibraryError};
 
     #[test]
     fn library_errors_answer_with_the_api_codes_and_messages() {

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::extract::FromRef;
 use citeflow_index::IndexError;
 use citeflow_store::Store;
 use tokio::sync::watch;
@@ -100,6 +101,13 @@ impl AppState {
     /// running until the runtime stops; their streams are not marked finished).
     pub fn begin_shutdown(&self) {
         let _ = self.shutdown_tx.send(true);
+    }
+}
+
+/// The settings as a substate: what the [`Owner`](crate::tenancy::Owner) extractor reads.
+impl FromRef<AppState> for Arc<ServerSettings> {
+    fn from_ref(state: &AppState) -> Self {
+        Arc::clone(&state.settings)
     }
 }
 
