@@ -232,8 +232,12 @@ pub fn zero_shot_messages(
     ]
 }
 
-/// One line a source: `MARKER Title: text`, the text cut to `max_chars` characters. Unlike
+/// One line a source: `Title: text MARKER`, the text cut to `max_chars` characters. Unlike
 /// [`context_block`] it leaves out CFIs, which small models copy instead of the marker.
+///
+/// The label comes after the text, where a model that has just copied a source's words looks
+/// for the label to write next: with the label first, the next label after those words is the
+/// following source's, and SmolLM2-135M cited it (issue 21; `crates/llm/README.md`).
 fn labelled<'a>(
     sources: impl Iterator<Item = (&'a str, &'a str, &'a str)>,
     marker: PromptMarker,
@@ -242,13 +246,13 @@ fn labelled<'a>(
     let mut out = String::new();
     for (i, (id, title, text)) in sources.enumerate() {
         let text: String = one_line(text).chars().take(max_chars).collect();
-        out.push_str(&marker.marker(id, i + 1));
-        out.push(' ');
         if !title.is_empty() {
             out.push_str(&one_line(title));
             out.push_str(": ");
         }
-        out.push_str(&text);
+        out.push_str(text.trim_end());
+        out.push(' ');
+        out.push_str(&marker.marker(id, i + 1));
         out.push('\n');
     }
     out
@@ -284,9 +288,9 @@ fn example(
 
 /// A few-shot prompt for small models: a short system message, two worked examples (user:
 /// labelled sources and a question; assistant: an answer that copies the labels), then the
-/// sources and the question. Each source is labelled with the marker the model should copy
-/// ([`PromptMarker::marker`] of its id and rank), its text cut to `max_chars_per_source`
-/// characters.
+/// sources and the question. Each source is a line `Title: text LABEL`: its text cut to
+/// `max_chars_per_source` characters, then the marker the model should copy
+/// ([`PromptMarker::marker`] of its id and rank).
 pub fn few_shot_messages(
     sources: &Sources,
     marker: PromptMarker,
@@ -295,7 +299,7 @@ pub fn few_shot_messages(
 ) -> Vec<PromptMessage> {
     let mut messages = vec![PromptMessage::new(
         "system",
-        "You answer questions using only the sources in the user's message. Each source starts \
+        "You answer questions using only the sources in the user's message. Each source ends \
          with its label. After each sentence that uses a source, copy that source's label \
          exactly. Answer in one to three short sentences.",
     )];
@@ -421,7 +425,7 @@ mod tests {
         );
         assert_eq!(
             m[1].content,
-            "Sources:\n[[ex_1]] The Moon: The Moon goes around the Earth once every 27 days.\n[[ex_2]] The Sun: The Sun is the star at the centre of the Solar System.\n\nQuestion: How long does the Moon take to go around the Earth?"
+            "Sources:\nThe Moon: The Moon goes around the Earth once every 27 days. [[ex_1]]\nThe Sun: The Sun is the star at the centre of the Solar System. [[ex_2]]\n\nQuestion: How long does the Moon take to go around the Earth?"
         );
         assert_eq!(
             m[2].content,
@@ -433,7 +437,7 @@ mod tests {
         );
         assert_eq!(
             m[5].content,
-            "Sources:\n[[alice#p3]] Alice — Chapter I: She fell down.\n[[alice#p9]] Alice — Chapter II: Tears.\n\nQuestion: Who fell?"
+            "Sources:\nAlice — Chapter I: She fell down. [[alice#p3]]\nAlice — Chapter II: Tears. [[alice#p9]]\n\nQuestion: Who fell?"
         );
         let r = few_shot_messages(&s, PromptMarker::RankFullWidth, "Who fell?", 100);
         assert!(r[4].content.ends_with("eat it 【2】."), "{}", r[4].content);
@@ -441,7 +445,7 @@ mod tests {
         assert!(
             short[5]
                 .content
-                .starts_with("Sources:\n[1] Alice — Chapter I: She \n"),
+                .starts_with("Sources:\nAlice — Chapter I: She [1]\n"),
             "{}",
             short[5].content
         );

@@ -19,8 +19,9 @@
 //! `cite_per_sentence`, or `none`); `--all-variants` adds the `well_formed` grammar to both prompts;
 //! `--marker NAME` measures one marker (e.g. `rank`). `--template NAME` is the chat template
 //! for a GGUF file without one (`gemma` for Gemma 3 270M); `--threads N`; retrieval: `-k N`,
-//! `--max-chars N` (characters of each passage shown), `--reverse` (best passage last); `--label-after` puts each rank label after its source's
-//! text instead of before it.
+//! `--max-chars N` (characters of each passage shown), `--reverse` (best passage last); `--label-before` puts each rank label back before its
+//! source's text (`[n] Title: text`, the few-shot prompt before issue 21; the core's prompt
+//! now writes `Title: text [n]`).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -201,8 +202,8 @@ struct Args {
     threads: Option<usize>,
     /// Show the retrieved passages best last (`--reverse`).
     reverse: bool,
-    /// Move each source's rank label after its text (`--label-after`).
-    label_after: bool,
+    /// Move each source's rank label before its text (`--label-before`).
+    label_before: bool,
 }
 
 fn args() -> Args {
@@ -222,7 +223,7 @@ fn args() -> Args {
         template: None,
         threads: None,
         reverse: false,
-        label_after: false,
+        label_before: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -249,7 +250,7 @@ fn args() -> Args {
             "--template" => a.template = Some(value()),
             "--threads" => a.threads = Some(value().parse().expect("--threads N")),
             "--reverse" => a.reverse = true,
-            "--label-after" => a.label_after = true,
+            "--label-before" => a.label_before = true,
             "--all-variants" => {}
             other => panic!("unknown argument {other}"),
         }
@@ -461,9 +462,9 @@ async fn main() {
                 } else {
                     zero_shot_messages(&sources, *marker, question, a.max_chars)
                 };
-                if a.label_after {
-                    for m in messages.iter_mut().filter(|m| m.role == "user") {
-                        m.content = labels_after(&m.content);
+                if a.label_before {
+                    for m in messages.iter_mut().filter(|m| m.role != "assistant") {
+                        m.content = labels_before(&m.content);
                     }
                 }
                 let g = grammar.map(|m| citation_grammar(*marker, &ids, m));
@@ -588,24 +589,29 @@ async fn main() {
     );
 }
 
-/// Moves a leading rank label to the end of its line: `[2] Title: text` becomes
-/// `Title: text [2]`, so the label follows the words a model copies (an experiment on the
-/// few-shot prompt's source lines and worked examples, issue 21 §4).
-fn labels_after(content: &str) -> String {
+/// Moves a trailing rank label to the start of its source line: `Title: text [2]` becomes
+/// `[2] Title: text`, and the system message says so: the few-shot prompt as it was before
+/// issue 21 §4, kept to compare with.
+fn labels_before(content: &str) -> String {
     content
         .lines()
         .map(|line| {
             let label = line
-                .strip_prefix('[')
-                .and_then(|r| r.split_once("] "))
-                .filter(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+                .strip_suffix(']')
+                .and_then(|r| r.rsplit_once(" ["))
+                .filter(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
             match label {
-                Some((n, rest)) => format!("{rest} [{n}]"),
-                None => line.to_owned(),
+                // A source line, not an answer (answers end with "[n].").
+                Some((rest, n)) if rest.contains(": ") => format!("[{n}] {rest}"),
+                _ => line.to_owned(),
             }
         })
         .collect::<Vec<_>>()
         .join("\n")
+        .replace(
+            "Each source ends with its label",
+            "Each source starts with its label",
+        )
 }
 
 fn yes(b: bool) -> &'static str {
