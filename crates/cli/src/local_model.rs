@@ -62,16 +62,19 @@ pub(crate) fn model_path(model: Option<&Path>) -> Result<PathBuf> {
 }
 
 /// The prompt `citeflow serve` gives the local model when a request names none: few-shot
-/// examples, rank markers `[n]` and the `cite_per_sentence` grammar (the core's
-/// `SMALL_MODEL_MARKER` and `SMALL_MODEL_GRAMMAR`). In the cite-rate measurement
-/// (crates/llm/README.md) SmolLM2-135M cited in 0 to 2 of 12 answers without this grammar, and
-/// in 9 of 12 with it for every marker; among those, rank markers are the shortest for the
-/// model to write.
+/// examples, rank markers `[n]`, the `cite_per_sentence` grammar (the core's
+/// `SMALL_MODEL_MARKER` and `SMALL_MODEL_GRAMMAR`) and 400 characters of each passage. In the
+/// cite-rate measurement (crates/llm/README.md) SmolLM2-135M cited in 0 to 2 of 12 answers
+/// without this grammar, and in 9 of 12 with it for every marker; among those, rank markers are
+/// the shortest for the model to write. The right-and-cited scores were measured with 400
+/// characters; with 2,000 it answers the README's White Rabbit question wrongly ("a piece of
+/// bread and butter [1]" where chapter 1 says "a watch").
 pub(crate) const LOCAL_MODEL_PROMPT: citeflow_server::PromptDefaults =
     citeflow_server::PromptDefaults {
         marker: citeflow_core::SMALL_MODEL_MARKER,
         grammar: Some(citeflow_core::SMALL_MODEL_GRAMMAR),
         few_shot: true,
+        max_chars_per_source: 400,
     };
 
 /// A running local model server; dropping it stops it.

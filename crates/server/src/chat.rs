@@ -19,7 +19,7 @@ use crate::error::ApiError;
 use crate::generate::{self, Generation};
 use crate::plan::{
     gather_sources, prompt_marker, rewriter_settings, system_prompt, take_citeflow, wants_ai_sdk,
-    AnswerSources, SourceChoice, DEFAULT_MAX_CHARS_PER_SOURCE,
+    AnswerSources, SourceChoice,
 };
 use crate::settings::PromptDefaults;
 use crate::state::{now_ms, random_id, AppState};
@@ -130,7 +130,7 @@ async fn plan(
     if opts.inject_prompt.unwrap_or(true) && !sources.is_empty() {
         let max_chars = opts
             .max_chars_per_source
-            .unwrap_or(DEFAULT_MAX_CHARS_PER_SOURCE);
+            .unwrap_or(state.settings.prompt.max_chars_per_source);
         if let Some(Value::Array(messages)) = body.get_mut("messages") {
             prompt.write(messages, &sources, question.as_deref(), max_chars);
         }

@@ -216,10 +216,6 @@ pub(crate) fn prompt_marker(
     })
 }
 
-/// Characters of each source's text in the prompt when `citeflow.max_chars_per_source` is
-/// not given.
-pub(crate) const DEFAULT_MAX_CHARS_PER_SOURCE: usize = 2_000;
-
 /// The system text that tells the model about `sources`: the system message of the core's
 /// zero-shot prompt ([`zero_shot_messages`]), the citation instruction and the sources block.
 pub(crate) fn system_prompt(sources: &Sources, marker: PromptMarker, max_chars: usize) -> String {

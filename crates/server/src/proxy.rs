@@ -14,7 +14,7 @@ use crate::books::last_user_text;
 use crate::error::ApiError;
 use crate::plan::{
     gather_sources, prompt_marker, rewriter_settings, system_prompt, take_citeflow, wants_ai_sdk,
-    AnswerSources, SourceChoice, DEFAULT_MAX_CHARS_PER_SOURCE,
+    AnswerSources, SourceChoice,
 };
 use crate::state::AppState;
 use crate::tenancy::Owner;
@@ -163,7 +163,7 @@ pub(crate) async fn plan_with(
     let system = (opts.inject_prompt.unwrap_or(true) && !shown.is_empty()).then(|| {
         let max_chars = opts
             .max_chars_per_source
-            .unwrap_or(DEFAULT_MAX_CHARS_PER_SOURCE);
+            .unwrap_or(state.settings.prompt.max_chars_per_source);
         system_prompt(&shown, marker, max_chars)
     });
     let ai_sdk = wants_ai_sdk(opts.protocol.as_deref(), headers)?;

@@ -247,16 +247,20 @@ pub struct PromptDefaults {
     /// Worked examples before the question (`few_shot_messages` of the core), for small models;
     /// otherwise one system message with the instruction and the sources.
     pub few_shot: bool,
+    /// Characters of each source's text in the prompt when `citeflow.max_chars_per_source` is
+    /// not given.
+    pub max_chars_per_source: usize,
 }
 
 impl Default for PromptDefaults {
-    /// `[[id]]` markers, no grammar, a system message: what any OpenAI-compatible model copies
-    /// well.
+    /// `[[id]]` markers, no grammar, a system message, 2,000 characters of each source: what
+    /// any OpenAI-compatible model copies well.
     fn default() -> Self {
         PromptDefaults {
             marker: PromptMarker::DoubleBracket,
             grammar: None,
             few_shot: false,
+            max_chars_per_source: 2_000,
         }
     }
 }

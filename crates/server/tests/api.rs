@@ -566,6 +566,7 @@ async fn a_grammar_for_the_markers_goes_upstream_when_asked() {
                 marker: PromptMarker::Rank,
                 grammar: Some(GrammarMode::WellFormed),
                 few_shot: true,
+                ..PromptDefaults::default()
             })
         },
         Arc::new(MemoryStore::new()),

@@ -21,7 +21,7 @@ after(async () => {
   await browser?.close();
 });
 
-test("the main command's page answers a question about a sample book with the local model", async () => {
+test("the main command's page answers a question about a sample book with the local model, right and cited", async () => {
   const books = (await (await fetch(`${base}/v1/books`)).json()).data;
   const alice = books.find((b) => b.title.startsWith("Alice"));
   assert.ok(alice, `the sample books are in the index: ${JSON.stringify(books.map((b) => b.title))}`);
@@ -89,6 +89,14 @@ test("the main command's page answers a question about a sample book with the lo
     assert.match(e.cfi, /^epubcfi\(\/6\/\d+/, context);
   }
   assert.match(v.report, /list verified/, context);
+  // And the answer is right: it says what the book says (chapter 1: "took a watch out of its
+  // waistcoat-pocket") and cites that chapter's passage (issue 21; the few-shot prompt puts each
+  // label after its source's text, crates/llm/README.md).
+  assert.match(v.text, /\bwatch\b/i, context);
+  assert.ok(
+    v.list.some((e) => e.chapter === "Chapter: Down The Rabbit-Hole" && v.numbers.includes(e.n)),
+    context,
+  );
   // The server's timing of the generation is on the page.
   assert.match(v.speed, /first token after .* · \d+\.\d tokens\/s/, context);
 
