@@ -19,7 +19,8 @@
 #           empty loop of the same shape (crates/py/bench/bench.py).
 #   proxy   citeflow serve against a pass-through proxy and the upstream, 1000 streams
 #           (scripts/bench-server.sh): CPU per chunk, throughput, p99 added latency, memory
-#           per open stream.
+#           per open stream; and memory per idle stream at 1000 open streams, beside the
+#           pass-through proxy (scripts/bench/idle_streams.py).
 #   Redis   allocations/s and events/s, Redis beside SQLite (scripts/bench-redis.sh).
 # --quick skips the proxy and Redis benchmarks.
 set -euo pipefail
@@ -118,6 +119,11 @@ if [ "$QUICK" = 0 ]; then
     done < <(grep '^ratio ' "$OUT/server.md")
     mem="$(grep 'per open stream' "$OUT/server.md" | head -n1)"
     [ -n "$mem" ] && row "proxy: memory per open stream" "$mem (target 64 KiB)" "bash scripts/bench-server.sh 1000 20"
+    python3 scripts/bench/idle_streams.py --citeflow "$REL/citeflow" --passthrough "$REL/examples/passthrough" \
+        --streams 1000 > "$OUT/idle.md"
+    idle="$(grep '^memory per idle stream' "$OUT/idle.md" | sed 's/^memory per idle stream: //')"
+    row "proxy: memory per idle stream, 1000 streams open (RSS delta / streams)" "${idle:-?}" \
+        "python3 scripts/bench/idle_streams.py --citeflow citeflow --passthrough passthrough --streams 1000"
     bash scripts/bench-redis.sh > "$OUT/redis.md"
 fi
 
