@@ -66,7 +66,6 @@ mod archive;
 mod book;
 pub mod cfi;
 mod document;
-mod entities;
 mod error;
 mod limits;
 mod package;

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use crate::entities::inline_entities;
+use crate::xml::inline_entities;
 use crate::xml::{Dom, XmlLimits};
 use crate::{Limits, OpenError};
 

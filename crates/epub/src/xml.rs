@@ -15,8 +15,11 @@ use std::borrow::Cow;
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 
-use crate::entities::{declaration_end, entity_decls};
 use crate::{Limits, ParseError};
+use entities::{declaration_end, entity_decls};
+
+mod entities;
+pub(crate) use entities::inline_entities;
 
 /// Sentinel for "no node".
 const NONE: u32 = u32::MAX;

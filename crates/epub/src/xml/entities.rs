@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use crate::xml::XmlLimits;
+use super::XmlLimits;
 use crate::ParseError;
 
 /// The end (one past `>`) of the `<!…>` declaration at `start`, and the
