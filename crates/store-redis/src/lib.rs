@@ -25,11 +25,9 @@
 //! # }
 //! ```
 
-mod append;
 mod batch;
 mod conn;
 mod keys;
-mod lease;
 mod scripts;
 mod settings;
 mod store;

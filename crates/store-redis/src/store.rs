@@ -1,9 +1,14 @@
-//! [`RedisStore`].
+//! [`RedisStore`]: the connection, the lease and the [`Store`] methods, with the parts that
+//! are concerns of their own in child modules that use its private state directly.
+
+mod allocate;
+mod append;
+mod lease;
+mod tail;
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use citeflow_core::{NumberEntry, Numbering, Source, Sources};
@@ -13,13 +18,11 @@ use citeflow_store::{
 };
 use redis::{Cmd, RedisError, Value};
 
+use crate::batch::Batches;
 use crate::conn::{query_each, store_error, Client, Conn};
 use crate::keys::Keys;
 use crate::scripts::Scripts;
 use crate::settings::RedisSettings;
-
-/// The most events one `events_after` call reads.
-const MAX_PAGE: usize = 4096;
 
 /// A [`Store`] in Redis (standalone, TLS or Cluster), shared by every server that points at
 /// the same Redis.
@@ -43,8 +46,8 @@ struct Inner {
     blocking: Mutex<Vec<Conn>>,
     blocking_open: AtomicUsize,
     scripts: Scripts,
-    batches: crate::batch::Batches<crate::batch::Request>,
-    appends: crate::batch::Batches<crate::append::Request>,
+    batches: Batches<allocate::Request>,
+    appends: Batches<append::Request>,
     signals: StreamSignals,
     owned: Mutex<HashSet<String>>,
     instance: String,
@@ -95,11 +98,6 @@ fn number<T: std::str::FromStr>(what: &str, s: Option<&str>) -> Result<T, StoreE
 fn status_of(name: &str) -> Result<StreamStatus, StoreError> {
     StreamStatus::from_name(name)
         .ok_or_else(|| StoreError::Backend(format!("unknown stream status {name:?}")))
-}
-
-/// The event id of a log entry id `n-0` (`None` for the end mark `n-1`).
-fn event_id(entry: &str) -> Option<u64> {
-    entry.strip_suffix("-0")?.parse().ok()
 }
 
 impl RedisStore {
@@ -182,9 +180,11 @@ impl RedisStore {
                     .shared(&inner.settings)
                     .await
                     .map_err(|e| self.err(&e))?;
-                renew_lease(inner, &mut c).await.map_err(|e| self.err(&e))?;
+                lease::renew_lease(inner, &mut c)
+                    .await
+                    .map_err(|e| self.err(&e))?;
                 let weak = Arc::downgrade(&self.inner);
-                let handle = tokio::spawn(heartbeat(weak, c.clone()));
+                let handle = tokio::spawn(lease::heartbeat(weak, c.clone()));
                 *inner.heartbeat.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
                 Ok::<_, StoreError>(c)
             })
@@ -194,7 +194,7 @@ impl RedisStore {
 
     /// Runs an idempotent request; when the connection turns out to be broken (Redis came
     /// back, the connection did not), runs it once more on the new one, with `true`.
-    pub(crate) async fn retrying<T, F, Fut>(&self, mut f: F) -> Result<T, StoreError>
+    async fn retrying<T, F, Fut>(&self, mut f: F) -> Result<T, StoreError>
     where
         F: FnMut(Conn, bool) -> Fut,
         Fut: std::future::Future<Output = Result<T, RedisError>>,
@@ -236,24 +236,6 @@ impl RedisStore {
             set.insert(stream_id.to_owned());
         } else {
             set.remove(stream_id);
-        }
-    }
-
-    /// Status and last event id of a stream.
-    async fn status_last(&self, id: &str) -> Result<(StreamStatus, u64), StoreError> {
-        let row: Vec<Option<String>> = self
-            .query(
-                redis::cmd("HMGET")
-                    .arg(self.inner.keys.stream(id))
-                    .arg("status")
-                    .arg("last"),
-            )
-            .await?;
-        match row.as_slice() {
-            [Some(status), last] => {
-                Ok((status_of(status)?, number("last event", last.as_deref())?))
-            }
-            _ => Err(StoreError::not_found("stream", id)),
         }
     }
 
@@ -307,58 +289,6 @@ impl RedisStore {
             t.byn,
             t.ctr,
         ]
-    }
-
-    /// A connection for a blocking read, from the pool or new; `None` when the cap is reached.
-    async fn blocking_conn(&self) -> Result<Option<Conn>, StoreError> {
-        if let Some(c) = self
-            .inner
-            .blocking
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop()
-        {
-            return Ok(Some(c));
-        }
-        let open = &self.inner.blocking_open;
-        if open.fetch_add(1, Ordering::SeqCst) >= self.inner.settings.max_blocking_connections {
-            open.fetch_sub(1, Ordering::SeqCst);
-            return Ok(None);
-        }
-        match self.inner.client.dedicated(&self.inner.settings).await {
-            Ok(c) => Ok(Some(c)),
-            Err(e) => {
-                open.fetch_sub(1, Ordering::SeqCst);
-                Err(self.err(&e))
-            }
-        }
-    }
-}
-
-/// Writes this store's lease: its epoch, expiring after the lease time.
-async fn renew_lease(inner: &Inner, c: &mut Conn) -> Result<(), RedisError> {
-    redis::cmd("SET")
-        .arg(inner.keys.lease(&inner.instance))
-        .arg(&inner.epoch)
-        .arg("PX")
-        .arg(inner.settings.lease_ms)
-        .query_async::<Value>(c)
-        .await
-        .map(|_| ())
-}
-
-/// Renews the lease every third of its time until the store is dropped.
-async fn heartbeat(inner: Weak<Inner>, mut c: Conn) {
-    loop {
-        let every = match inner.upgrade() {
-            Some(i) => Duration::from_millis(i.settings.lease_ms / 3),
-            None => return,
-        };
-        tokio::time::sleep(every).await;
-        let Some(i) = inner.upgrade() else { return };
-        if let Err(e) = renew_lease(&i, &mut c).await {
-            tracing::warn!(error = %e, instance = %i.instance, "cannot renew the redis lease");
-        }
     }
 }
 
@@ -525,8 +455,8 @@ impl Store for RedisStore {
         let t = self.inner.keys.table(scope);
         let record = encode_record(&(key, source_id))?;
         if self.inner.settings.allocate_batch > 1 {
-            let group = self.batch_group(&t);
-            let r = crate::batch::allocate(self, group, vec![(t, key.to_owned(), record)]).await?;
+            let group = allocate::group(self, &t);
+            let r = allocate::allocate(self, group, vec![(t, key.to_owned(), record)]).await?;
             let (number, is_new) = r.first().copied().ok_or_else(|| {
                 StoreError::Backend("redis allocation batch gave no answer".into())
             })?;
@@ -570,7 +500,7 @@ impl Store for RedisStore {
             return Ok(Vec::new());
         }
         let t = self.inner.keys.table(scope);
-        let group = self.batch_group(&t);
+        let group = allocate::group(self, &t);
         let requests = keys
             .iter()
             .map(|(key, source_id)| {
@@ -581,7 +511,7 @@ impl Store for RedisStore {
                 ))
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
-        let r = crate::batch::allocate(self, group, requests).await?;
+        let r = allocate::allocate(self, group, requests).await?;
         Ok(r.into_iter()
             .map(|(number, is_new)| Allocation { number, is_new })
             .collect())
@@ -685,11 +615,11 @@ impl Store for RedisStore {
         events: Vec<StoredEvent>,
     ) -> Result<(), StoreError> {
         let r = if self.inner.settings.append_batch > 1 && !self.inner.settings.is_cluster() {
-            crate::append::batched(self, stream_id, events).await?
+            append::batched(self, stream_id, events).await?
         } else {
-            crate::append::append(self, stream_id, &events, false).await?
+            append::append(self, stream_id, &events, false).await?
         };
-        crate::append::check(stream_id, r)?;
+        append::check(stream_id, r)?;
         self.inner.signals.notify(stream_id);
         Ok(())
     }
@@ -742,95 +672,15 @@ impl Store for RedisStore {
         after: u64,
         limit: usize,
     ) -> Result<Vec<StoredEvent>, StoreError> {
-        let limit = limit.min(MAX_PAGE);
-        if limit == 0 {
-            self.status_last(stream_id).await?;
-            return Ok(Vec::new());
-        }
-        // One round trip: the page (plus room for the end mark) and whether the stream exists.
-        let mut pipe = redis::pipe();
-        pipe.cmd("XRANGE")
-            .arg(self.inner.keys.log(stream_id))
-            .arg(format!("({after}-0"))
-            .arg("+")
-            .arg("COUNT")
-            .arg(limit + 1)
-            .cmd("EXISTS")
-            .arg(self.inner.keys.stream(stream_id));
-        let pipe = &pipe;
-        let (entries, exists): (Vec<(String, Vec<String>)>, bool) = self
-            .retrying(|mut c, _| async move { pipe.query_async(&mut c).await })
-            .await?;
-        if !exists {
-            return Err(StoreError::not_found("stream", stream_id));
-        }
-        let mut out = Vec::with_capacity(entries.len());
-        for (entry, fields) in entries {
-            let Some(id) = event_id(&entry) else { continue };
-            let data = match fields.as_slice() {
-                [name, data] if name == "d" => data.clone(),
-                _ => {
-                    return Err(StoreError::Backend(format!(
-                        "log entry {entry} of stream {stream_id} has no data"
-                    )))
-                }
-            };
-            out.push(StoredEvent { id, data });
-        }
-        out.truncate(limit);
-        Ok(out)
+        self.log_page(stream_id, after, limit).await
     }
 
     async fn wait_for_events(&self, stream_id: &str, after: u64) -> Result<(), StoreError> {
-        let block = Duration::from_millis(self.inner.settings.block_ms);
-        if self.is_owned(stream_id) {
-            // Written by this process: its appends wake the listener.
-            let listener = self.inner.signals.listen(stream_id);
-            let (status, last) = self.status_last(stream_id).await?;
-            if status.is_finished() || last > after {
-                return Ok(());
-            }
-            let _ = tokio::time::timeout(block, listener).await;
-            return Ok(());
-        }
-        let (status, last) = self.status_last(stream_id).await?;
-        if status.is_finished() || last > after {
-            return Ok(());
-        }
-        let Some(mut c) = self.blocking_conn().await? else {
-            // Too many blocked followers: poll.
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            return Ok(());
-        };
-        // The next event is entry `after+1`-0; the end mark `last-1` also wakes us.
-        let r: Result<Value, RedisError> = redis::cmd("XREAD")
-            .arg("COUNT")
-            .arg(1)
-            .arg("BLOCK")
-            .arg(self.inner.settings.block_ms)
-            .arg("STREAMS")
-            .arg(self.inner.keys.log(stream_id))
-            .arg(format!("{after}-0"))
-            .query_async(&mut c)
-            .await;
-        match r {
-            Ok(_) => {
-                self.inner
-                    .blocking
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(c);
-                Ok(())
-            }
-            Err(e) => {
-                self.inner.blocking_open.fetch_sub(1, Ordering::SeqCst);
-                Err(self.err(&e))
-            }
-        }
+        self.wait_past(stream_id, after).await
     }
 
     async fn running_streams(&self) -> Result<Vec<String>, StoreError> {
-        crate::lease::running_streams(self).await
+        lease::running_streams(self).await
     }
 
     async fn purge_idle(&self, idle_before_ms: u64) -> Result<u64, StoreError> {
@@ -886,61 +736,5 @@ impl Store for RedisStore {
             }
         }
         Ok(deleted)
-    }
-}
-
-// Crate-internal access for the modules that implement parts of the trait.
-impl RedisStore {
-    pub(crate) async fn shared_conn(&self) -> Result<Conn, StoreError> {
-        self.conn().await
-    }
-
-    pub(crate) fn to_store_error(&self, e: &RedisError) -> StoreError {
-        self.err(e)
-    }
-
-    pub(crate) fn keys(&self) -> &Keys {
-        &self.inner.keys
-    }
-
-    /// Another handle on the same store (for a task of its own).
-    pub(crate) fn handle(&self) -> RedisStore {
-        RedisStore {
-            inner: self.inner.clone(),
-        }
-    }
-
-    pub(crate) fn batches(&self) -> &crate::batch::Batches<crate::batch::Request> {
-        &self.inner.batches
-    }
-
-    pub(crate) fn appends(&self) -> &crate::batch::Batches<crate::append::Request> {
-        &self.inner.appends
-    }
-
-    /// The allocation batch a table's allocations join: one per store standalone, one per
-    /// table (one slot) on a Cluster.
-    fn batch_group(&self, t: &crate::keys::TableKeys) -> String {
-        if self.inner.settings.is_cluster() {
-            t.num.clone()
-        } else {
-            String::new()
-        }
-    }
-
-    pub(crate) fn scripts(&self) -> &Scripts {
-        &self.inner.scripts
-    }
-
-    pub(crate) fn stream_key_set(&self, id: &str) -> [String; 5] {
-        self.stream_keys(id)
-    }
-
-    pub(crate) fn idle_ttl_ms(&self) -> u64 {
-        self.ttl()
-    }
-
-    pub(crate) fn lease_identity(&self) -> (&str, &str) {
-        (&self.inner.instance, &self.inner.epoch)
     }
 }

@@ -4,11 +4,11 @@
 use citeflow_store::{StoreError, StoredEvent, StreamStatus};
 use tokio::sync::oneshot;
 
+use super::RedisStore;
 use crate::batch::Flushing;
-use crate::store::RedisStore;
 
 /// One `append_events` call waiting for its batch (standalone only).
-pub(crate) struct Request {
+pub(super) struct Request {
     keys: [String; 5],
     events: Vec<StoredEvent>,
     reply: oneshot::Sender<Result<Vec<String>, StoreError>>,
@@ -17,20 +17,23 @@ pub(crate) struct Request {
 /// Queues the append in the store's append batches and returns the script's answer for it.
 /// Appends that arrive while a batch call is under way go together in the next one
 /// (`APPEND_MANY`, each checked and written as `APPEND` does it).
-pub(crate) async fn batched(
+pub(super) async fn batched(
     store: &RedisStore,
     stream_id: &str,
     events: Vec<StoredEvent>,
 ) -> Result<Vec<String>, StoreError> {
     let (tx, rx) = oneshot::channel();
     let req = Request {
-        keys: store.stream_key_set(stream_id),
+        keys: store.stream_keys(stream_id),
         events,
         reply: tx,
     };
-    if store.appends().push("", vec![req]) {
+    if store.inner.appends.push("", vec![req]) {
         // A task of its own: a caller that stops waiting must not strand the others' batch.
-        tokio::spawn(flush(store.handle()));
+        let store = RedisStore {
+            inner: store.inner.clone(),
+        };
+        tokio::spawn(flush(store));
     }
     rx.await.map_err(|_| {
         StoreError::Backend(format!(
@@ -42,12 +45,12 @@ pub(crate) async fn batched(
 /// Sends the append batches until none waits.
 async fn flush(store: RedisStore) {
     let mut guard = Flushing {
-        batches: store.appends(),
+        batches: &store.inner.appends,
         group: "",
         done: false,
     };
-    let max = store.settings().append_batch;
-    while let Some(batch) = store.appends().take("", max) {
+    let max = store.inner.settings.append_batch;
+    while let Some(batch) = store.inner.appends.take("", max) {
         match run(&store, &batch).await {
             Ok(answers) if answers.len() == batch.len() => {
                 for (req, a) in batch.into_iter().zip(answers) {
@@ -68,7 +71,7 @@ async fn flush(store: RedisStore) {
                 // Redis cannot serve now: the appends queued behind the batch fail with it
                 // (nothing was sent for them).
                 let queued = if matches!(e, StoreError::Unavailable(_)) {
-                    store.appends().drain("")
+                    store.inner.appends.drain("")
                 } else {
                     Vec::new()
                 };
@@ -85,14 +88,13 @@ async fn flush(store: RedisStore) {
 async fn run(store: &RedisStore, batch: &[Request]) -> Result<Vec<Vec<String>>, StoreError> {
     store
         .retrying(|mut c, again| {
-            let mut inv = store.scripts().append_many.prepare_invoke();
+            let mut inv = store.inner.scripts.append_many.prepare_invoke();
             for req in batch {
                 for k in &req.keys {
                     inv.key(k);
                 }
             }
-            inv.arg(store.idle_ttl_ms())
-                .arg(if again { "1" } else { "0" });
+            inv.arg(store.ttl()).arg(if again { "1" } else { "0" });
             for req in batch {
                 inv.arg(req.events.len());
                 for e in &req.events {
@@ -106,21 +108,21 @@ async fn run(store: &RedisStore, batch: &[Request]) -> Result<Vec<Vec<String>>, 
 
 /// Runs the append script; `retry` accepts a batch that is in the log already (its first
 /// reply was lost). Returns the script's answer.
-pub(crate) async fn append(
+pub(super) async fn append(
     store: &RedisStore,
     stream_id: &str,
     events: &[StoredEvent],
     retry: bool,
 ) -> Result<Vec<String>, StoreError> {
-    let keys = store.stream_key_set(stream_id);
+    let keys = store.stream_keys(stream_id);
     // A retry (first reply lost) accepts the batch if the first attempt wrote it.
     store
         .retrying(|mut c, again| {
-            let mut inv = store.scripts().append.prepare_invoke();
+            let mut inv = store.inner.scripts.append.prepare_invoke();
             for k in &keys {
                 inv.key(k);
             }
-            inv.arg(store.idle_ttl_ms())
+            inv.arg(store.ttl())
                 .arg(if retry || again { "1" } else { "0" });
             for e in events {
                 inv.arg(e.id).arg(&e.data);
@@ -131,7 +133,7 @@ pub(crate) async fn append(
 }
 
 /// The error of a script answer other than `ok`.
-pub(crate) fn check(stream_id: &str, answer: Vec<String>) -> Result<(), StoreError> {
+pub(super) fn check(stream_id: &str, answer: Vec<String>) -> Result<(), StoreError> {
     let bad = |what: &str| StoreError::Backend(format!("append to stream {stream_id}: {what}"));
     match answer.first().map(String::as_str) {
         Some("ok") => Ok(()),

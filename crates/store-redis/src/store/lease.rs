@@ -11,27 +11,57 @@
 //! [`Store::running_streams`]: citeflow_store::Store::running_streams
 
 use std::collections::HashMap;
+use std::sync::Weak;
+use std::time::Duration;
 
 use citeflow_store::StoreError;
-use redis::Value;
+use redis::{RedisError, Value};
 
-use crate::conn::query_each;
-use crate::store::RedisStore;
+use super::{Inner, RedisStore};
+use crate::conn::{query_each, Conn};
 
 /// How many streams one pipeline checks.
 const BATCH: usize = 512;
 
-pub(crate) async fn running_streams(store: &RedisStore) -> Result<Vec<String>, StoreError> {
-    let mut c = store.shared_conn().await?;
-    let err = |e: redis::RedisError| store.to_store_error(&e);
+/// Writes this store's lease: its epoch, expiring after the lease time.
+pub(super) async fn renew_lease(inner: &Inner, c: &mut Conn) -> Result<(), RedisError> {
+    redis::cmd("SET")
+        .arg(inner.keys.lease(&inner.instance))
+        .arg(&inner.epoch)
+        .arg("PX")
+        .arg(inner.settings.lease_ms)
+        .query_async::<Value>(c)
+        .await
+        .map(|_| ())
+}
+
+/// Renews the lease every third of its time until the store is dropped.
+pub(super) async fn heartbeat(inner: Weak<Inner>, mut c: Conn) {
+    loop {
+        let every = match inner.upgrade() {
+            Some(i) => Duration::from_millis(i.settings.lease_ms / 3),
+            None => return,
+        };
+        tokio::time::sleep(every).await;
+        let Some(i) = inner.upgrade() else { return };
+        if let Err(e) = renew_lease(&i, &mut c).await {
+            tracing::warn!(error = %e, instance = %i.instance, "cannot renew the redis lease");
+        }
+    }
+}
+
+/// The running streams no other live server generates (see the module docs).
+pub(super) async fn running_streams(store: &RedisStore) -> Result<Vec<String>, StoreError> {
+    let mut c = store.conn().await?;
+    let err = |e: redis::RedisError| store.err(&e);
     let ids: Vec<String> = redis::cmd("ZRANGE")
-        .arg(store.keys().running())
+        .arg(store.inner.keys.running())
         .arg(0)
         .arg(-1)
         .query_async(&mut c)
         .await
         .map_err(err)?;
-    let (me, my_epoch) = store.lease_identity();
+    let (me, my_epoch) = (store.inner.instance.as_str(), store.inner.epoch.as_str());
     let mut out = Vec::new();
     let mut stale = Vec::new();
     for chunk in ids.chunks(BATCH) {
@@ -39,7 +69,7 @@ pub(crate) async fn running_streams(store: &RedisStore) -> Result<Vec<String>, S
             .iter()
             .map(|id| {
                 redis::cmd("HMGET")
-                    .arg(store.keys().stream(id))
+                    .arg(store.inner.keys.stream(id))
                     .arg(&["status", "server", "epoch"])
                     .clone()
             })
@@ -53,7 +83,7 @@ pub(crate) async fn running_streams(store: &RedisStore) -> Result<Vec<String>, S
         servers.dedup();
         let gets: Vec<redis::Cmd> = servers
             .iter()
-            .map(|s| redis::cmd("GET").arg(store.keys().lease(s)).clone())
+            .map(|s| redis::cmd("GET").arg(store.inner.keys.lease(s)).clone())
             .collect();
         let leases: Vec<Option<String>> = query_each(&c, &gets).await.map_err(err)?;
         let leases: HashMap<&str, Option<&str>> = servers
@@ -81,7 +111,7 @@ pub(crate) async fn running_streams(store: &RedisStore) -> Result<Vec<String>, S
     if !stale.is_empty() {
         // Finished or expired streams left in the index: drop them (a hint only).
         let r: Result<Value, _> = redis::cmd("ZREM")
-            .arg(store.keys().running())
+            .arg(store.inner.keys.running())
             .arg(&stale)
             .query_async(&mut c)
             .await;
