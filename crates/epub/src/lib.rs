@@ -78,7 +78,7 @@ mod toc;
 mod xml;
 
 pub use book::{Book, Chapter};
-pub use cfi::{Cfi, CfiFlavor, CfiFlavorError, CfiParseError, FlavorReading};
+pub use cfi::{Cfi, CfiFlavor, CfiFlavorError, CfiParseError};
 pub use document::{Document, Location};
 pub use error::{OpenError, ParseError, ResolveError, Warning};
 pub use limits::Limits;
@@ -89,6 +89,7 @@ pub use reading::{Reading, ReadingParagraph, Ruby, Span, TextPosition};
 pub use record::book_key;
 #[cfg(feature = "source")]
 pub use record::BookPassage;
+pub use text::epubjs::FlavorReading;
 pub use text::{Point, Resolved, TextNode};
 pub use toc::TocEntry;
 pub use xml::NodeId;

@@ -5,6 +5,8 @@ use crate::document::Location;
 use crate::xml::NodeId;
 use crate::{Book, ResolveError};
 
+pub(crate) mod epubjs;
+
 /// A text (or CDATA) node under `<body>` with something other than
 /// whitespace in it, and the CFI of its first character.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -225,7 +227,7 @@ impl Book {
             })?;
         let location = match flavor {
             CfiFlavor::Spec => doc.locate(rest, path, text)?,
-            CfiFlavor::Epubjs => crate::cfi::epubjs::locate(doc, rest, path, text)?,
+            CfiFlavor::Epubjs => epubjs::locate(doc, rest, path, text)?,
         };
         Ok(Point {
             spine_index,

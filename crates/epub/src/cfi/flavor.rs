@@ -1,9 +1,6 @@
-//! [`CfiFlavor`]: which way of writing CFIs, by name; [`FlavorReading`]:
-//! how a CFI of unknown flavour was read.
+//! [`CfiFlavor`]: which way of writing CFIs, by name.
 
 use std::fmt;
-
-use crate::text::Resolved;
 
 /// Which way of writing CFIs: the EPUB CFI 1.1 specification's, or the one
 /// epub.js 0.3.93 generates and resolves.
@@ -84,45 +81,6 @@ pub enum CfiFlavorError {
         /// The name given.
         value: String,
     },
-}
-
-/// How [`Book::resolve_any`](crate::Book::resolve_any) read a CFI of unknown flavour.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum FlavorReading {
-    /// Both flavours read it to the same place (true of every CFI whose
-    /// steps mean the same in both, such as any text after text).
-    Same(Resolved),
-    /// Only this flavour reads it to text: the other has no target there,
-    /// or lands on an empty chunk (a place with no text, which neither
-    /// flavour generates for a text position).
-    Only(CfiFlavor, Resolved),
-    /// Both read it to text, at different places: the flavour must be
-    /// given (use [`Book::resolve_as`](crate::Book::resolve_as)).
-    Ambiguous {
-        /// The place when read as [`CfiFlavor::Spec`].
-        spec: Resolved,
-        /// The place when read as [`CfiFlavor::Epubjs`].
-        epubjs: Resolved,
-    },
-}
-
-impl FlavorReading {
-    /// The place, unless the reading is ambiguous.
-    pub fn resolved(&self) -> Option<&Resolved> {
-        match self {
-            FlavorReading::Same(r) | FlavorReading::Only(_, r) => Some(r),
-            FlavorReading::Ambiguous { .. } => None,
-        }
-    }
-
-    /// The flavour that read it, when only one did.
-    pub fn flavor(&self) -> Option<CfiFlavor> {
-        match self {
-            FlavorReading::Only(f, _) => Some(*f),
-            _ => None,
-        }
-    }
 }
 
 #[cfg(test)]

@@ -28,7 +28,7 @@ mod parse;
 
 use std::fmt;
 
-pub use flavor::{CfiFlavor, CfiFlavorError, FlavorReading};
+pub use flavor::{CfiFlavor, CfiFlavorError};
 pub use parse::CfiParseError;
 
 /// A parsed EPUB CFI: a point or a range.
