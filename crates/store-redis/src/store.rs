@@ -17,10 +17,11 @@ use citeflow_store::{
     StoredEvent, StreamRecord, StreamSignals, StreamStatus,
 };
 use redis::{Cmd, RedisError, Value};
+use tokio::sync::oneshot;
 
 use crate::batch::Batches;
 use crate::conn::{query_each, store_error, Client, Conn};
-use crate::keys::Keys;
+use crate::keys::{Keys, TableKeys};
 use crate::scripts::Scripts;
 use crate::settings::RedisSettings;
 
@@ -46,13 +47,29 @@ struct Inner {
     blocking: Mutex<Vec<Conn>>,
     blocking_open: AtomicUsize,
     scripts: Scripts,
-    batches: Batches<allocate::Request>,
-    appends: Batches<append::Request>,
+    batches: Batches<AllocationRequest>,
+    appends: Batches<AppendRequest>,
     signals: StreamSignals,
     owned: Mutex<HashSet<String>>,
     instance: String,
     epoch: String,
     heartbeat: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+/// One allocation waiting for its batch (`allocate.rs`).
+struct AllocationRequest {
+    table: TableKeys,
+    key: String,
+    /// `[key, source_id]` as JSON.
+    record: String,
+    reply: oneshot::Sender<Result<(u32, bool), StoreError>>,
+}
+
+/// One `append_events` call waiting for its batch (standalone only; `append.rs`).
+struct AppendRequest {
+    keys: [String; 5],
+    events: Vec<StoredEvent>,
+    reply: oneshot::Sender<Result<Vec<String>, StoreError>>,
 }
 
 impl Drop for Inner {
@@ -180,11 +197,9 @@ impl RedisStore {
                     .shared(&inner.settings)
                     .await
                     .map_err(|e| self.err(&e))?;
-                lease::renew_lease(inner, &mut c)
-                    .await
-                    .map_err(|e| self.err(&e))?;
+                inner.renew_lease(&mut c).await.map_err(|e| self.err(&e))?;
                 let weak = Arc::downgrade(&self.inner);
-                let handle = tokio::spawn(lease::heartbeat(weak, c.clone()));
+                let handle = tokio::spawn(Inner::heartbeat(weak, c.clone()));
                 *inner.heartbeat.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
                 Ok::<_, StoreError>(c)
             })
@@ -455,8 +470,10 @@ impl Store for RedisStore {
         let t = self.inner.keys.table(scope);
         let record = encode_record(&(key, source_id))?;
         if self.inner.settings.allocate_batch > 1 {
-            let group = allocate::group(self, &t);
-            let r = allocate::allocate(self, group, vec![(t, key.to_owned(), record)]).await?;
+            let group = self.batch_group(&t);
+            let r = self
+                .allocate_batched(group, vec![(t, key.to_owned(), record)])
+                .await?;
             let (number, is_new) = r.first().copied().ok_or_else(|| {
                 StoreError::Backend("redis allocation batch gave no answer".into())
             })?;
@@ -500,7 +517,7 @@ impl Store for RedisStore {
             return Ok(Vec::new());
         }
         let t = self.inner.keys.table(scope);
-        let group = allocate::group(self, &t);
+        let group = self.batch_group(&t);
         let requests = keys
             .iter()
             .map(|(key, source_id)| {
@@ -511,7 +528,7 @@ impl Store for RedisStore {
                 ))
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
-        let r = allocate::allocate(self, group, requests).await?;
+        let r = self.allocate_batched(group, requests).await?;
         Ok(r.into_iter()
             .map(|(number, is_new)| Allocation { number, is_new })
             .collect())
@@ -614,12 +631,7 @@ impl Store for RedisStore {
         stream_id: &str,
         events: Vec<StoredEvent>,
     ) -> Result<(), StoreError> {
-        let r = if self.inner.settings.append_batch > 1 && !self.inner.settings.is_cluster() {
-            append::batched(self, stream_id, events).await?
-        } else {
-            append::append(self, stream_id, &events, false).await?
-        };
-        append::check(stream_id, r)?;
+        self.append_to_log(stream_id, events).await?;
         self.inner.signals.notify(stream_id);
         Ok(())
     }
@@ -680,7 +692,7 @@ impl Store for RedisStore {
     }
 
     async fn running_streams(&self) -> Result<Vec<String>, StoreError> {
-        lease::running_streams(self).await
+        self.list_running().await
     }
 
     async fn purge_idle(&self, idle_before_ms: u64) -> Result<u64, StoreError> {

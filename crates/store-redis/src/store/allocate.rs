@@ -13,64 +13,58 @@
 use citeflow_store::StoreError;
 use tokio::sync::oneshot;
 
-use super::RedisStore;
+use super::{AllocationRequest as Request, RedisStore};
 use crate::batch::Flushing;
 use crate::keys::TableKeys;
 
-/// One allocation waiting for its batch.
-pub(super) struct Request {
-    table: TableKeys,
-    key: String,
-    /// `[key, source_id]` as JSON.
-    record: String,
-    reply: oneshot::Sender<Result<(u32, bool), StoreError>>,
-}
+impl RedisStore {
+    /// The allocation batch a table's allocations join: one per store standalone, one per
+    /// table (one slot) on a Cluster.
+    pub(super) fn batch_group(&self, t: &TableKeys) -> String {
+        if self.inner.settings.is_cluster() {
+            t.num.clone()
+        } else {
+            String::new()
+        }
+    }
 
-/// The allocation batch a table's allocations join: one per store standalone, one per
-/// table (one slot) on a Cluster.
-pub(super) fn group(store: &RedisStore, t: &TableKeys) -> String {
-    if store.inner.settings.is_cluster() {
-        t.num.clone()
-    } else {
-        String::new()
+    /// Queues the allocations (table, key, record) and waits for their numbers (in the order
+    /// given).
+    pub(super) async fn allocate_batched(
+        &self,
+        group: String,
+        requests: Vec<(TableKeys, String, String)>,
+    ) -> Result<Vec<(u32, bool)>, StoreError> {
+        let mut replies = Vec::with_capacity(requests.len());
+        let requests = requests
+            .into_iter()
+            .map(|(table, key, record)| {
+                let (tx, rx) = oneshot::channel();
+                replies.push(rx);
+                Request {
+                    table,
+                    key,
+                    record,
+                    reply: tx,
+                }
+            })
+            .collect();
+        if self.inner.batches.push(&group, requests) {
+            // A task of its own: a caller that stops waiting must not strand the others' batch.
+            let store = RedisStore {
+                inner: self.inner.clone(),
+            };
+            tokio::spawn(flush(store, group));
+        }
+        let mut out = Vec::with_capacity(replies.len());
+        for rx in replies {
+            let r = rx.await.map_err(|_| {
+                StoreError::Backend("redis allocation batch ended without an answer".into())
+            })?;
+            out.push(r?);
+        }
+        Ok(out)
     }
-}
-
-/// Queues the allocations and waits for their numbers (in the order given).
-pub(super) async fn allocate(
-    store: &RedisStore,
-    group: String,
-    requests: Vec<(TableKeys, String, String)>,
-) -> Result<Vec<(u32, bool)>, StoreError> {
-    let mut replies = Vec::with_capacity(requests.len());
-    let requests = requests
-        .into_iter()
-        .map(|(table, key, record)| {
-            let (tx, rx) = oneshot::channel();
-            replies.push(rx);
-            Request {
-                table,
-                key,
-                record,
-                reply: tx,
-            }
-        })
-        .collect();
-    if store.inner.batches.push(&group, requests) {
-        // A task of its own: a caller that stops waiting must not strand the others' batch.
-        let store = RedisStore {
-            inner: store.inner.clone(),
-        };
-        tokio::spawn(flush(store, group));
-    }
-    let mut out = Vec::with_capacity(replies.len());
-    for rx in replies {
-        let r = rx.await.map_err(|_| {
-            StoreError::Backend("redis allocation batch ended without an answer".into())
-        })?;
-        out.push(r?);
-    }
-    Ok(out)
 }
 
 /// Sends the batches of `group` until none waits.

@@ -4,20 +4,30 @@
 use citeflow_store::{StoreError, StoredEvent, StreamStatus};
 use tokio::sync::oneshot;
 
-use super::RedisStore;
+use super::{AppendRequest as Request, RedisStore};
 use crate::batch::Flushing;
 
-/// One `append_events` call waiting for its batch (standalone only).
-pub(super) struct Request {
-    keys: [String; 5],
-    events: Vec<StoredEvent>,
-    reply: oneshot::Sender<Result<Vec<String>, StoreError>>,
+impl RedisStore {
+    /// Writes `events` to the log of `stream_id` (through the append batches when they are
+    /// on and the store is standalone), or the error the script answered.
+    pub(super) async fn append_to_log(
+        &self,
+        stream_id: &str,
+        events: Vec<StoredEvent>,
+    ) -> Result<(), StoreError> {
+        let r = if self.inner.settings.append_batch > 1 && !self.inner.settings.is_cluster() {
+            batched(self, stream_id, events).await?
+        } else {
+            append(self, stream_id, &events, false).await?
+        };
+        check(stream_id, r)
+    }
 }
 
 /// Queues the append in the store's append batches and returns the script's answer for it.
 /// Appends that arrive while a batch call is under way go together in the next one
 /// (`APPEND_MANY`, each checked and written as `APPEND` does it).
-pub(super) async fn batched(
+async fn batched(
     store: &RedisStore,
     stream_id: &str,
     events: Vec<StoredEvent>,
@@ -108,7 +118,7 @@ async fn run(store: &RedisStore, batch: &[Request]) -> Result<Vec<Vec<String>>, 
 
 /// Runs the append script; `retry` accepts a batch that is in the log already (its first
 /// reply was lost). Returns the script's answer.
-pub(super) async fn append(
+async fn append(
     store: &RedisStore,
     stream_id: &str,
     events: &[StoredEvent],
@@ -133,7 +143,7 @@ pub(super) async fn append(
 }
 
 /// The error of a script answer other than `ok`.
-pub(super) fn check(stream_id: &str, answer: Vec<String>) -> Result<(), StoreError> {
+fn check(stream_id: &str, answer: Vec<String>) -> Result<(), StoreError> {
     let bad = |what: &str| StoreError::Backend(format!("append to stream {stream_id}: {what}"));
     match answer.first().map(String::as_str) {
         Some("ok") => Ok(()),
