@@ -1,5 +1,8 @@
-//! [`RedisStore`]: the connection, the lease and the [`Store`] methods, with the parts that
-//! are concerns of their own in child modules that use its private state directly.
+//! [`RedisStore`]: its state, the connection and the [`Store`] methods. The parts that are
+//! concerns of their own are child modules that add methods to its types and use its private
+//! state directly: `allocate` (the allocation batches), `append` (the append script and its
+//! batches), `lease` (the lease, its heartbeat and `running_streams`) and `tail` (reading a
+//! stream's log and waiting for its next event).
 
 mod allocate;
 mod append;
