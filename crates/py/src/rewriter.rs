@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use citeflow_core as core;
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
 
@@ -52,6 +53,84 @@ fn collect_merged(rw: &mut core::Rewriter, buf: &mut String, out: &mut Vec<core:
     }
 }
 
+/// Joined `str` chunks are written once they reach this many bytes (and at the end of a batch).
+const JOIN_BYTES: usize = 64 * 1024;
+
+/// `feed_many` reads a list this many items at a time (then writes if `JOIN_BYTES` is reached).
+const JOIN_ITEMS: usize = 4096;
+
+/// Appends the UTF-8 text of the items `start..end` of `list` to `out` while they are exact
+/// `str` objects; returns the index of the first item it did not append (`end` for all).
+fn push_str_items(list: &Bound<'_, PyList>, start: usize, end: usize, out: &mut Vec<u8>) -> usize {
+    for i in start..end {
+        // SAFETY: the thread is attached (`list` is bound to it) and no Python code runs in
+        // this loop, so the list keeps its items; `i < end <= len`, so `PyList_GetItem`
+        // returns a borrowed reference that the list keeps alive.
+        let item = unsafe { ffi::PyList_GetItem(list.as_ptr(), i as ffi::Py_ssize_t) };
+        // SAFETY: `item` is null or a live object.
+        if item.is_null() || unsafe { ffi::PyUnicode_CheckExact(item) } == 0 {
+            return i;
+        }
+        let mut size: ffi::Py_ssize_t = 0;
+        // SAFETY: `item` is a live exact `str`; the returned buffer lives as long as it.
+        let data = unsafe { ffi::PyUnicode_AsUTF8AndSize(item, &mut size) };
+        if data.is_null() {
+            // A lone surrogate: the item-by-item loop of `feed_many` meets it and raises.
+            // SAFETY: clears the error `PyUnicode_AsUTF8AndSize` set.
+            unsafe { ffi::PyErr_Clear() };
+            return i;
+        }
+        // SAFETY: CPython's UTF-8 buffer of `item`: `size` bytes at `data`, alive while the list
+        // holds `item` (the core validates them again in `write`).
+        out.extend_from_slice(unsafe {
+            std::slice::from_raw_parts(data.cast::<u8>(), size as usize)
+        });
+    }
+    end
+}
+
+/// A run of `str` chunks of one `feed_many` batch, written to the core as one chunk.
+struct Joined<'a> {
+    text: &'a mut Vec<u8>,
+    /// Whether a chunk (even an empty one) was pushed since the last write: an empty chunk
+    /// is still a write (after `end` it raises).
+    pending: bool,
+}
+
+impl Joined<'_> {
+    fn push(
+        &mut self,
+        rw: &mut core::Rewriter,
+        chunk: &[u8],
+        buf: &mut String,
+        out: &mut Vec<core::Event>,
+    ) -> Result<(), core::RewriteError> {
+        self.text.extend_from_slice(chunk);
+        self.pending = true;
+        if self.text.len() >= JOIN_BYTES {
+            self.flush(rw, buf, out)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the run (if any) and moves the events it released to `out`.
+    fn flush(
+        &mut self,
+        rw: &mut core::Rewriter,
+        buf: &mut String,
+        out: &mut Vec<core::Event>,
+    ) -> Result<(), core::RewriteError> {
+        if !self.pending {
+            return Ok(());
+        }
+        self.pending = false;
+        let written = rw.write(&self.text[..]);
+        self.text.clear();
+        collect_merged(rw, buf, out);
+        written
+    }
+}
+
 /// The binding's lifecycle around the core rewriter.
 enum State {
     /// The core rewriter; it tracks streaming, ended and failed itself.
@@ -81,6 +160,8 @@ pub(crate) struct Rewriter {
     kept: VecDeque<core::Event>,
     /// The text buffer `feed_text` and `feed_many` poll into (kept to reuse its capacity).
     buf: String,
+    /// The `str` chunks `feed_many` joins into one write (kept to reuse its capacity).
+    joined: Vec<u8>,
 }
 
 impl Rewriter {
@@ -92,6 +173,7 @@ impl Rewriter {
             synced,
             kept: VecDeque::new(),
             buf: String::new(),
+            joined: Vec::new(),
         }
     }
 
@@ -342,13 +424,56 @@ impl Rewriter {
         chunks: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
         let mut out: Vec<core::Event> = self.kept.drain(..).collect();
-        self.buf.clear();
-        // One `call` (panic guard and session sync) around the whole batch; each chunk is
-        // written and polled straight on the core rewriter.
+        // One `call` (panic guard and session sync) around the whole batch. Runs of `str`
+        // chunks are joined and written as one chunk: the core gives the same events for any
+        // cut of the input, and one write of a run costs far less than a write per token.
         let mut py_err: Option<PyErr> = None;
         let mut buf = std::mem::take(&mut self.buf);
-        let iter = chunks.try_iter()?;
+        buf.clear();
+        let mut joined = std::mem::take(&mut self.joined);
+        joined.clear();
+        let list = chunks.cast_exact::<PyList>().ok();
+        let iter = match list {
+            Some(_) => None,
+            None => Some(chunks.try_iter()?),
+        };
         let r = self.call(py, |rw| {
+            let mut batch = Joined {
+                text: &mut joined,
+                pending: false,
+            };
+            // The `str` items of a list are read in place (no new reference per item); the
+            // first other item (bytes, a lone surrogate) and the rest go through the loop below.
+            let iter = match (iter, list) {
+                (Some(iter), _) => iter,
+                (None, Some(list)) => {
+                    let len = list.len();
+                    let mut start = 0;
+                    while start < len {
+                        let end = len.min(start + JOIN_ITEMS);
+                        let reached = push_str_items(list, start, end, batch.text);
+                        batch.pending |= reached > start;
+                        if batch.text.len() >= JOIN_BYTES || reached < end {
+                            batch.flush(rw, &mut buf, &mut out)?;
+                        }
+                        start = reached;
+                        if reached < end {
+                            break;
+                        }
+                    }
+                    if start == len {
+                        return batch.flush(rw, &mut buf, &mut out);
+                    }
+                    match list.get_slice(start, len).try_iter() {
+                        Ok(iter) => iter,
+                        Err(e) => {
+                            py_err = Some(e);
+                            return Ok(());
+                        }
+                    }
+                }
+                (None, None) => return Ok(()),
+            };
             for chunk in iter {
                 let chunk = match chunk {
                     Ok(c) => c,
@@ -357,27 +482,38 @@ impl Rewriter {
                         break;
                     }
                 };
-                let written = match chunk.cast_exact::<PyString>() {
-                    Ok(s) => match s.to_str() {
-                        Ok(text) => rw.write(text),
+                if let Ok(s) = chunk.cast_exact::<PyString>() {
+                    match s.to_str() {
+                        Ok(text) => {
+                            batch.push(rw, text.as_bytes(), &mut buf, &mut out)?;
+                            continue;
+                        }
                         Err(e) => {
                             py_err = Some(e);
                             break;
                         }
-                    },
-                    Err(_) => match chunk.extract::<Chunk<'_>>() {
-                        Ok(c) => rw.write(c.as_bytes()),
-                        Err(e) => {
-                            py_err = Some(e);
-                            break;
-                        }
-                    },
-                };
-                collect_merged(rw, &mut buf, &mut out);
-                written?;
+                    }
+                }
+                batch.flush(rw, &mut buf, &mut out)?;
+                match chunk.extract::<Chunk<'_>>() {
+                    Ok(c) => {
+                        let written = rw.write(c.as_bytes());
+                        collect_merged(rw, &mut buf, &mut out);
+                        written?;
+                    }
+                    Err(e) => {
+                        py_err = Some(e);
+                        break;
+                    }
+                }
             }
-            Ok(())
+            // The chunks before a failing one are written, as `feed` would have.
+            batch.flush(rw, &mut buf, &mut out)
         });
+        if joined.capacity() <= 8192 {
+            // Kept for the next batch; a large one gives its memory back.
+            self.joined = joined;
+        }
         self.buf = buf;
         let r = match (r, py_err) {
             (Err(e), _) | (Ok(()), Some(e)) => Err(e),

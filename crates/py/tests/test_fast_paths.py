@@ -78,3 +78,71 @@ def test_rewrite_stream_rejects_a_batch_below_one() -> None:
         assert "batch must be at least 1" in str(e)
     else:
         raise AssertionError("no error")
+
+
+@hsettings(max_examples=200, deadline=None)
+@given(
+    text=text_st,
+    cfg=settings_st,
+    cuts=cuts_st,
+    batch=st.integers(min_value=1, max_value=9),
+    bytes_every=st.integers(min_value=0, max_value=4),
+)
+def prop_feed_many_of_str_gives_feeds_events(
+    text: str, cfg: citeflow.Settings, cuts: list[int], batch: int, bytes_every: int
+) -> None:
+    # str pieces (a list is read in place and written as one chunk), the same as a tuple (the
+    # iterator path), and a list with some pieces as bytes (runs of str between them).
+    pieces: list[str | bytes] = list(cut(text, cuts))  # type: ignore[arg-type]
+    if bytes_every:
+        pieces = [p.encode() if i % bytes_every == 0 and isinstance(p, str) else p for i, p in enumerate(pieces)]
+    want = merged(run_chunks(pieces, SOURCES, cfg))
+    for chunks in (pieces, tuple(pieces)):
+        rw = citeflow.Rewriter(SOURCES, settings=cfg)
+        got = merged(list(rw.feed_many(chunks)) + rw.finish())
+        assert got == want, f"chunks: {chunks!r}"
+    streamed = list(rewrite_stream(pieces, citeflow.Rewriter(SOURCES, settings=cfg), batch=batch))
+    assert merged(streamed) == want, f"chunks: {pieces!r}, batch {batch}"
+
+
+def test_feed_many_writes_the_str_before_a_lone_surrogate_and_raises() -> None:
+    chunks = ["Paris [[source_1]] is", " big", "\ud800", " never fed"]
+    fed = citeflow.Rewriter(SOURCES)
+    want = merged(list(fed.feed(chunks[0])) + fed.feed(chunks[1]))
+    try:
+        fed.feed(chunks[2])
+    except UnicodeEncodeError:
+        pass
+    else:
+        raise AssertionError("feed: no error")
+    rw = citeflow.Rewriter(SOURCES)
+    try:
+        rw.feed_many(chunks)
+    except UnicodeEncodeError:
+        pass
+    else:
+        raise AssertionError("feed_many: no error")
+    got = merged(rw.poll_events())
+    assert got == want
+    assert "".join(e["text"] for e in got if e["type"] == "text") == "Paris [1] is big"
+    assert rw.input_bytes == len("Paris [[source_1]] is big")
+
+
+def test_feed_many_of_empty_str_after_finish_raises_as_feed() -> None:
+    codes = []
+    for call in ("feed", "feed_many"):
+        rw = citeflow.Rewriter(SOURCES)
+        rw.finish()
+        try:
+            if call == "feed":
+                rw.feed("")
+            else:
+                rw.feed_many([""])
+        except citeflow.RewriteError as e:
+            codes.append(e.code)
+        else:
+            raise AssertionError(f"{call}: no error")
+    assert codes == ["ended", "ended"]
+    rw = citeflow.Rewriter(SOURCES)
+    rw.finish()
+    assert list(rw.feed_many([])) == []

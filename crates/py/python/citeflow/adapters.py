@@ -155,12 +155,20 @@ def rewrite_stream(
     stream that must show each token at once wants ``batch=1`` or ``Rewriter.feed``."""
     if batch < 1:
         raise ValueError(f"batch must be at least 1, got {batch}")
-    it = iter(chunks)
-    while True:
-        part = list(itertools.islice(it, batch))
-        if not part:
-            break
-        yield from rewriter.feed_many(part)
+    if type(chunks) is list:
+        # A list is cut by slicing (cheaper than islice); the length is read again each time,
+        # as a list iterator does.
+        i = 0
+        while i < len(chunks):
+            yield from rewriter.feed_many(chunks[i : i + batch])
+            i += batch
+    else:
+        it = iter(chunks)
+        while True:
+            part = list(itertools.islice(it, batch))
+            if not part:
+                break
+            yield from rewriter.feed_many(part)
     yield from rewriter.finish()
 
 
