@@ -51,7 +51,7 @@ PASS_PID=$!
 PIDS+=("$PASS_PID")
 PASS="$(first_line "$WORK/passthrough.out")"
 CITEFLOW_LOG=warn "$TARGET_DIR/release/citeflow" serve --upstream "$UPSTREAM" --listen 127.0.0.1:0 \
-    --store "${BENCH_STORE:-sqlite:$WORK/citeflow.db}" > "$WORK/citeflow.out" &
+    --store "${BENCH_STORE:-sqlite:$WORK/citeflow.db}" --max-streams-per-key 100000 > "$WORK/citeflow.out" &
 CITEFLOW_PID=$!
 PIDS+=("$CITEFLOW_PID")
 CITEFLOW="$(first_line "$WORK/citeflow.out" | sed 's/^citeflow listening on //')/v1"

@@ -244,6 +244,7 @@ async fn main() {
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut memory = Vec::new();
     let mut ratios = Vec::new();
+    let mut failed = 0;
     for n in counts {
         // Warm every path (connections, caches).
         for url in [upstream, pass, citeflow] {
@@ -266,6 +267,7 @@ async fn main() {
             let idle = rss_kib(pid);
             let cf = run(citeflow, model, n, [Some(upstream_pid), Some(pid)], spread).await;
             println!("{}", row(n, starts, "citeflow", &cf, &direct));
+            failed += direct.failed + through.failed + cf.failed;
             ratios.push(ratio_line(n, starts, &cf, &through));
             // Memory per open stream from the first run of each count only: the allocator
             // keeps what a run freed, so the growth in a later run says little.
@@ -283,6 +285,11 @@ async fn main() {
         println!("{m}");
     }
     println!();
+    if failed > 0 {
+        // A ratio over streams that failed measures the failure, not the proxy.
+        eprintln!("{failed} streams failed: no ratio is printed");
+        std::process::exit(1);
+    }
     for r in ratios {
         println!("{r}");
     }
