@@ -155,6 +155,26 @@ pub enum OpenError {
 }
 
 impl OpenError {
+    /// A stable snake_case name of the error, as the Python and JS packages report it:
+    /// `stopped`, `not_zip`, `missing_container`, `wrong_mimetype`, `broken_container`,
+    /// `missing_package`, `broken_package`, `encrypted`, `entry`, `limit` (any budget of
+    /// [`OpenError::limit`]) or `epub`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            OpenError::Stopped { .. } => "stopped",
+            OpenError::NotZip { .. } => "not_zip",
+            OpenError::MissingContainer => "missing_container",
+            OpenError::WrongMimetype { .. } => "wrong_mimetype",
+            OpenError::BrokenContainer { .. } => "broken_container",
+            OpenError::MissingPackage { .. } => "missing_package",
+            OpenError::BrokenPackage { .. } => "broken_package",
+            OpenError::Encrypted { .. } => "encrypted",
+            OpenError::Entry { .. } => "entry",
+            _ if self.limit().is_some() => "limit",
+            _ => "epub",
+        }
+    }
+
     /// The name of the [`Limits`](crate::Limits) budget this error
     /// exceeded (such as `"max_entity_bytes_per_document"`, the name of its
     /// getter), or `None` when the book is broken rather than over budget.
@@ -319,4 +339,20 @@ pub enum ResolveError {
         /// Spine index of the end.
         end: usize,
     },
+}
+
+impl ResolveError {
+    /// A stable snake_case name of the error, as the Python and JS packages report it:
+    /// `not_spine`, `step_out_of_range`, `missing_document`, `unsupported`,
+    /// `offset_out_of_range` or `cross_document_range`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ResolveError::NotSpine { .. } => "not_spine",
+            ResolveError::StepOutOfRange { .. } => "step_out_of_range",
+            ResolveError::MissingDocument { .. } => "missing_document",
+            ResolveError::Unsupported { .. } => "unsupported",
+            ResolveError::OffsetOutOfRange { .. } => "offset_out_of_range",
+            ResolveError::CrossDocumentRange { .. } => "cross_document_range",
+        }
+    }
 }

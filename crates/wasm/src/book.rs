@@ -105,21 +105,7 @@ extern "C" {
 }
 
 fn open_error(e: epub::OpenError) -> BindingError {
-    use epub::OpenError as E;
-    let code = match &e {
-        E::Stopped { .. } => "stopped",
-        E::NotZip { .. } => "not_zip",
-        E::MissingContainer => "missing_container",
-        E::WrongMimetype { .. } => "wrong_mimetype",
-        E::BrokenContainer { .. } => "broken_container",
-        E::MissingPackage { .. } => "missing_package",
-        E::BrokenPackage { .. } => "broken_package",
-        E::Encrypted { .. } => "encrypted",
-        E::Entry { .. } => "entry",
-        _ if e.limit().is_some() => "limit",
-        _ => "epub",
-    };
-    BindingError::new("EpubError", code, e.to_string())
+    BindingError::new("EpubError", e.code(), e.to_string())
 }
 
 fn parse_error(e: epub::CfiParseError) -> BindingError {
@@ -127,17 +113,7 @@ fn parse_error(e: epub::CfiParseError) -> BindingError {
 }
 
 fn resolve_error(e: epub::ResolveError) -> BindingError {
-    use epub::ResolveError as E;
-    let code = match &e {
-        E::NotSpine { .. } => "not_spine",
-        E::StepOutOfRange { .. } => "step_out_of_range",
-        E::MissingDocument { .. } => "missing_document",
-        E::Unsupported { .. } => "unsupported",
-        E::OffsetOutOfRange { .. } => "offset_out_of_range",
-        E::CrossDocumentRange { .. } => "cross_document_range",
-        _ => "resolve",
-    };
-    BindingError::new("CfiError", code, e.to_string())
+    BindingError::new("CfiError", e.code(), e.to_string())
 }
 
 fn parse(cfi: &str) -> Result<epub::Cfi, BindingError> {

@@ -39,20 +39,7 @@ pyo3::create_exception!(
 );
 
 fn open_err(py: Python<'_>, e: epub::OpenError) -> PyErr {
-    use epub::OpenError as E;
-    let code = match &e {
-        E::Stopped { .. } => "stopped",
-        E::NotZip { .. } => "not_zip",
-        E::MissingContainer => "missing_container",
-        E::WrongMimetype { .. } => "wrong_mimetype",
-        E::BrokenContainer { .. } => "broken_container",
-        E::MissingPackage { .. } => "missing_package",
-        E::BrokenPackage { .. } => "broken_package",
-        E::Encrypted { .. } => "encrypted",
-        E::Entry { .. } => "entry",
-        _ if e.limit().is_some() => "limit",
-        _ => "epub",
-    };
+    let code = e.code();
     let err = raise::<EpubError>(py, code, e.to_string());
     let _ = err.value(py).setattr("limit", e.limit());
     err
@@ -65,17 +52,7 @@ fn cfi_parse_err(py: Python<'_>, e: epub::CfiParseError) -> PyErr {
 }
 
 fn resolve_err(py: Python<'_>, e: epub::ResolveError) -> PyErr {
-    use epub::ResolveError as E;
-    let code = match &e {
-        E::NotSpine { .. } => "not_spine",
-        E::StepOutOfRange { .. } => "step_out_of_range",
-        E::MissingDocument { .. } => "missing_document",
-        E::Unsupported { .. } => "unsupported",
-        E::OffsetOutOfRange { .. } => "offset_out_of_range",
-        E::CrossDocumentRange { .. } => "cross_document_range",
-        _ => "resolve",
-    };
-    raise::<CfiError>(py, code, e.to_string())
+    raise::<CfiError>(py, e.code(), e.to_string())
 }
 
 /// An EPUB CFI: parsed, printed canonically, compared in reading order.
