@@ -2,90 +2,74 @@
 //! and [`crate::error::StreamError`] (the error event that ends a stream). Which codes are the
 //! upstream's fault, and so which error `type` they carry, is decided here and nowhere else.
 
-/// A stable snake_case error code, as the envelope's `code` and a stream error event's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ErrorCode {
-    InvalidApiKey,
-    ForbiddenOrigin,
-    RequestTimeout,
-    UnsupportedMediaType,
-    NotFound,
-    UnknownRoute,
-    MethodNotAllowed,
-    BookNotFound,
-    BookFileMissing,
-    CfiNotFound,
-    NoBookIndex,
-    InvalidEpub,
-    BodyTooLarge,
-    InvalidRequest,
-    TooManySources,
-    TooManyStreams,
-    TooManyRounds,
-    TooManySessions,
-    SourceTooLarge,
-    SourceFieldTooLarge,
-    InvalidSources,
-    InvalidSetting,
-    UpstreamUnreachable,
-    UpstreamTimeout,
+/// Declares [`ErrorCode`] from one list of `Variant => "name"`: the enum, its names
+/// ([`ErrorCode::as_str`]) and every code in order ([`ErrorCode::ALL`]).
+macro_rules! error_codes {
+    ($($(#[$doc:meta])* $variant:ident => $name:literal,)+) => {
+        /// A stable snake_case error code, as the envelope's `code` and a stream error event's.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub(crate) enum ErrorCode {
+            $($(#[$doc])* $variant,)+
+        }
+
+        impl ErrorCode {
+            /// Every code, in the table's order (for the tests).
+            #[cfg(test)]
+            pub(crate) const ALL: &'static [ErrorCode] = &[$(ErrorCode::$variant,)+];
+
+            /// The code as the API writes it.
+            pub(crate) fn as_str(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$variant => $name,)+
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
+    InvalidApiKey => "invalid_api_key",
+    ForbiddenOrigin => "forbidden_origin",
+    RequestTimeout => "request_timeout",
+    UnsupportedMediaType => "unsupported_media_type",
+    NotFound => "not_found",
+    UnknownRoute => "unknown_route",
+    MethodNotAllowed => "method_not_allowed",
+    BookNotFound => "book_not_found",
+    BookFileMissing => "book_file_missing",
+    CfiNotFound => "cfi_not_found",
+    NoBookIndex => "no_book_index",
+    InvalidEpub => "invalid_epub",
+    BodyTooLarge => "body_too_large",
+    InvalidRequest => "invalid_request",
+    TooManySources => "too_many_sources",
+    TooManyStreams => "too_many_streams",
+    TooManyRounds => "too_many_rounds",
+    TooManySessions => "too_many_sessions",
+    SourceTooLarge => "source_too_large",
+    SourceFieldTooLarge => "source_field_too_large",
+    InvalidSources => "invalid_sources",
+    InvalidSetting => "invalid_setting",
+    UpstreamUnreachable => "upstream_unreachable",
+    UpstreamTimeout => "upstream_timeout",
     /// The upstream answered with an error (a status, or an error event in its stream).
-    UpstreamError,
-    UpstreamMalformed,
+    UpstreamError => "upstream_error",
+    UpstreamMalformed => "upstream_malformed",
     /// The upstream's stream ended before its final event.
-    UpstreamCut,
+    UpstreamCut => "upstream_cut",
     /// The upstream's stream went past a size budget.
-    UpstreamTooLarge,
+    UpstreamTooLarge => "upstream_too_large",
     /// The answer went past `max_stream_events`.
-    StreamTooLong,
-    StoreUnavailable,
+    StreamTooLong => "stream_too_long",
+    StoreUnavailable => "store_unavailable",
     /// The server stopped while the stream was generated (found at the next start).
-    StreamInterrupted,
+    StreamInterrupted => "stream_interrupted",
     /// The server shuts down before the stream finished.
-    ShuttingDown,
-    InternalError,
+    ShuttingDown => "shutting_down",
+    InternalError => "internal_error",
 }
 
 impl ErrorCode {
-    /// The code as the API writes it.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::InvalidApiKey => "invalid_api_key",
-            ErrorCode::ForbiddenOrigin => "forbidden_origin",
-            ErrorCode::RequestTimeout => "request_timeout",
-            ErrorCode::UnsupportedMediaType => "unsupported_media_type",
-            ErrorCode::NotFound => "not_found",
-            ErrorCode::UnknownRoute => "unknown_route",
-            ErrorCode::MethodNotAllowed => "method_not_allowed",
-            ErrorCode::BookNotFound => "book_not_found",
-            ErrorCode::BookFileMissing => "book_file_missing",
-            ErrorCode::CfiNotFound => "cfi_not_found",
-            ErrorCode::NoBookIndex => "no_book_index",
-            ErrorCode::InvalidEpub => "invalid_epub",
-            ErrorCode::BodyTooLarge => "body_too_large",
-            ErrorCode::InvalidRequest => "invalid_request",
-            ErrorCode::TooManySources => "too_many_sources",
-            ErrorCode::TooManyStreams => "too_many_streams",
-            ErrorCode::TooManyRounds => "too_many_rounds",
-            ErrorCode::TooManySessions => "too_many_sessions",
-            ErrorCode::SourceTooLarge => "source_too_large",
-            ErrorCode::SourceFieldTooLarge => "source_field_too_large",
-            ErrorCode::InvalidSources => "invalid_sources",
-            ErrorCode::InvalidSetting => "invalid_setting",
-            ErrorCode::UpstreamUnreachable => "upstream_unreachable",
-            ErrorCode::UpstreamTimeout => "upstream_timeout",
-            ErrorCode::UpstreamError => "upstream_error",
-            ErrorCode::UpstreamMalformed => "upstream_malformed",
-            ErrorCode::UpstreamCut => "upstream_cut",
-            ErrorCode::UpstreamTooLarge => "upstream_too_large",
-            ErrorCode::StreamTooLong => "stream_too_long",
-            ErrorCode::StoreUnavailable => "store_unavailable",
-            ErrorCode::StreamInterrupted => "stream_interrupted",
-            ErrorCode::ShuttingDown => "shutting_down",
-            ErrorCode::InternalError => "internal_error",
-        }
-    }
-
     /// Whether the upstream model server is at fault: it counts in the upstream error
     /// metric, and its errors carry the type `upstream_error` (`api_error` in Anthropic's
     /// events).
@@ -142,41 +126,7 @@ mod tests {
     #[test]
     fn upstream_codes_are_the_ones_named_upstream() {
         use ErrorCode::*;
-        let all = [
-            InvalidApiKey,
-            ForbiddenOrigin,
-            RequestTimeout,
-            UnsupportedMediaType,
-            NotFound,
-            UnknownRoute,
-            MethodNotAllowed,
-            BookNotFound,
-            BookFileMissing,
-            CfiNotFound,
-            NoBookIndex,
-            InvalidEpub,
-            BodyTooLarge,
-            InvalidRequest,
-            TooManySources,
-            TooManyStreams,
-            TooManyRounds,
-            TooManySessions,
-            SourceTooLarge,
-            SourceFieldTooLarge,
-            InvalidSources,
-            InvalidSetting,
-            UpstreamUnreachable,
-            UpstreamTimeout,
-            UpstreamError,
-            UpstreamMalformed,
-            UpstreamCut,
-            UpstreamTooLarge,
-            StreamTooLong,
-            StoreUnavailable,
-            StreamInterrupted,
-            ShuttingDown,
-            InternalError,
-        ];
+        let all = ErrorCode::ALL;
         let upstream: Vec<&str> = all
             .iter()
             .filter(|c| c.is_upstream())
@@ -194,7 +144,7 @@ mod tests {
             ]
         );
         // The rule the code table replaces: a code is the upstream's when its name says so.
-        for c in all {
+        for &c in all {
             assert_eq!(c.is_upstream(), c.as_str().starts_with("upstream"), "{c}");
         }
         assert_eq!(UpstreamCut.server_kind(), "upstream_error");
