@@ -205,21 +205,105 @@ impl Rewriter {
     pub fn write(&mut self, chunk: impl AsRef<[u8]>) -> Result<(), RewriteError> {
         self.check_open()?;
         let bytes = chunk.as_ref();
-        let st = &mut self.st;
-        let idle = !st.scanner.has_buffered() && st.decoder.held_bytes() == 0;
-        if idle && st.awaiting.is_none() {
-            // Fast path: scan the chunk where it is; only a held-back tail is copied.
+        if self.is_idle() {
             if let Ok(text) = std::str::from_utf8(bytes) {
-                st.input_bytes += bytes.len() as u64;
-                if st.scanner.pass_plain(text, &self.cfg, &mut st.text) {
-                    return Ok(());
-                }
-                st.text.reserve(bytes.len());
-                self.scan(text, false);
-                self.st.scanner.retain(text);
+                self.write_idle(text);
                 return Ok(());
             }
         }
+        self.write_bytes(bytes)
+    }
+
+    /// Feeds the next chunk of the answer as text: [`Rewriter::write`] without checking
+    /// UTF-8 again (a `&str` is valid). A character cut at the end of an earlier byte chunk
+    /// is completed by it as by `write`.
+    ///
+    /// # Errors
+    /// As [`Rewriter::write`].
+    pub fn write_str(&mut self, text: &str) -> Result<(), RewriteError> {
+        self.check_open()?;
+        if self.is_idle() {
+            self.write_idle(text);
+            return Ok(());
+        }
+        self.write_bytes(text.as_bytes())
+    }
+
+    /// [`Rewriter::write_str`] that hands back a chunk that comes out unchanged at once
+    /// instead of queueing it: the fast path of a binding that returns the text of each
+    /// chunk (and can return the chunk it was given).
+    ///
+    /// Returns `Ok(true)` when the chunk is short plain text (no byte that could start a
+    /// marker), nothing is held back or waiting to be polled, and the style leaves text as it
+    /// is: the output continues with exactly `text`, which counts as polled (the offsets of
+    /// later events include it), and nothing is queued. Returns `Ok(false)` when the chunk
+    /// was written as by `write_str`; poll its events as usual.
+    ///
+    /// ```
+    /// use citeflow_core::{Numbering, Rewriter, Settings, Source, Sources};
+    /// let sources = Sources::from_vec(vec![Source::new("source_3")]).unwrap();
+    /// let mut rw = Rewriter::new(Settings::default(), sources, Numbering::new());
+    /// let mut text = String::new();
+    /// for chunk in ["Paris", " is", " [[source_3]]", "."] {
+    ///     if rw.write_through(chunk)? {
+    ///         text.push_str(chunk);
+    ///     } else {
+    ///         while rw.poll_event_into(&mut text).is_some() {}
+    ///     }
+    /// }
+    /// assert_eq!(text, "Paris is [1].");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Rewriter::write`].
+    #[inline]
+    pub fn write_through(&mut self, text: &str) -> Result<bool, RewriteError> {
+        self.check_open()?;
+        let st = &mut self.st;
+        if st.text.is_empty()
+            && st.events.is_empty()
+            && st.awaiting.is_none()
+            && st.decoder.held_bytes() == 0
+            && !matches!(st.settings.style(), Style::Remove)
+            && st.scanner.skip_plain(text, &self.cfg)
+        {
+            // What `write` and `poll_event_into` together count for this text.
+            let n = text.len() as u64;
+            st.input_bytes += n;
+            st.flushed_bytes += n;
+            let (chars, utf16) = count_units(text);
+            st.flushed_chars += chars;
+            st.flushed_utf16 += utf16;
+            return Ok(true);
+        }
+        self.write_str(text).map(|()| false)
+    }
+
+    /// Whether new text can be scanned where it is: nothing buffered or held, no number
+    /// awaited.
+    #[inline]
+    fn is_idle(&self) -> bool {
+        let st = &self.st;
+        !st.scanner.has_buffered() && st.decoder.held_bytes() == 0 && st.awaiting.is_none()
+    }
+
+    /// The fast path of `write`: scans the chunk where it is; only a held-back tail is copied.
+    #[inline]
+    fn write_idle(&mut self, text: &str) {
+        let st = &mut self.st;
+        st.input_bytes += text.len() as u64;
+        if st.scanner.pass_plain(text, &self.cfg, &mut st.text) {
+            return;
+        }
+        st.text.reserve(text.len());
+        self.scan(text, false);
+        self.st.scanner.retain(text);
+    }
+
+    /// The general path of `write`: decodes onto the scanner's buffer and scans it.
+    fn write_bytes(&mut self, bytes: &[u8]) -> Result<(), RewriteError> {
+        let st = &mut self.st;
         let r = st.decoder.decode(
             bytes,
             st.input_bytes,

@@ -349,6 +349,18 @@ impl Scanner {
     /// and returns true; returns false (having done nothing) when the chunk needs the scanner.
     #[inline]
     pub(crate) fn pass_plain(&mut self, text: &str, cfg: &ScanConfig, out: &mut String) -> bool {
+        if !self.skip_plain(text, cfg) {
+            return false;
+        }
+        out.push_str(text);
+        true
+    }
+
+    /// [`Scanner::pass_plain`] without the copy: when the chunk is small plain text and
+    /// nothing is held, moves the scanner past it and returns true (the caller releases the
+    /// chunk itself); otherwise does nothing and returns false.
+    #[inline]
+    pub(crate) fn skip_plain(&mut self, text: &str, cfg: &ScanConfig) -> bool {
         let bytes = text.as_bytes();
         if bytes.len() > 32
             || self.pos != 0
@@ -361,7 +373,6 @@ impl Scanner {
             return false;
         }
         self.advance(bytes);
-        out.push_str(text);
         self.base += bytes.len() as u64;
         true
     }

@@ -4,7 +4,9 @@
 use citeflow_core::{Event, RankMode, Settings, Source, Sources, Style, Syntax, UnknownPolicy};
 use proptest::prelude::*;
 
-use crate::support::{naive::oracle, run, run_chunks, run_chunks_into, Chunking};
+use crate::support::{
+    naive::oracle, run, run_chunks, run_chunks_into, run_chunks_through, Chunking,
+};
 
 const PIECES: &[&str] = &[
     "[[source_1]]",
@@ -166,6 +168,29 @@ proptest! {
             let owned = run_chunks(&chunks, &settings, &src, citeflow_core::Numbering::new());
             let into = run_chunks_into(&chunks, &settings, &src, citeflow_core::Numbering::new());
             prop_assert_eq!(&into, &owned);
+        }
+    }
+
+    /// Text chunks written with `write_through` (a chunk it hands back counts as the text
+    /// polled at once) give the same text and events as `write` and polling, under any cut,
+    /// one byte at a time (the chunks that cut a character go through `write`), and in every
+    /// style.
+    #[test]
+    fn prop_write_through_equals_write(
+        text in text_strategy(),
+        settings in settings_strategy(),
+        remove in any::<bool>(),
+        cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..24),
+    ) {
+        let src = sources();
+        let settings = if remove { settings.with_style(Style::Remove) } else { settings };
+        let mut at: Vec<usize> = cuts.iter().map(|i| i.index(text.len() + 1)).collect();
+        at.sort_unstable();
+        for chunking in [Chunking::Cuts(at), Chunking::Bytes] {
+            let chunks = chunking.split(text.as_bytes());
+            let owned = run_chunks(&chunks, &settings, &src, citeflow_core::Numbering::new());
+            let through = run_chunks_through(&chunks, &settings, &src, citeflow_core::Numbering::new());
+            prop_assert_eq!(&through, &owned);
         }
     }
 

@@ -132,6 +132,59 @@ pub(crate) fn run_chunks_into(
     }
 }
 
+/// As [`run_chunks_into`], writing each chunk that is valid UTF-8 with
+/// `Rewriter::write_through`: a chunk it hands back is appended to the text as it is.
+pub(crate) fn run_chunks_through(
+    chunks: &[&[u8]],
+    settings: &Settings,
+    sources: &Sources,
+    numbering: Numbering,
+) -> Run {
+    let mut rw = Rewriter::new(settings.clone(), sources.clone(), numbering);
+    let mut events: Vec<Event> = Vec::new();
+    let mut buf = String::new();
+    let mut text = String::new();
+    let push_text = |events: &mut Vec<Event>, text: &mut String, t: &str| {
+        if t.is_empty() {
+            return;
+        }
+        text.push_str(t);
+        match events.last_mut() {
+            Some(Event::Text { text: last }) => last.push_str(t),
+            _ => events.push(Event::Text { text: t.to_owned() }),
+        }
+    };
+    let drain =
+        |rw: &mut Rewriter, events: &mut Vec<Event>, buf: &mut String, text: &mut String| loop {
+            let next = rw.poll_event_into(buf);
+            push_text(events, text, buf);
+            buf.clear();
+            match next {
+                Some(e) => events.push(e),
+                None => break,
+            }
+        };
+    for c in chunks {
+        match std::str::from_utf8(c) {
+            Ok(s) => {
+                if rw.write_through(s).expect("write_through") {
+                    push_text(&mut events, &mut text, s);
+                    assert!(rw.poll_event().is_none(), "write_through queued output");
+                }
+            }
+            Err(_) => rw.write(c).expect("write"),
+        }
+        drain(&mut rw, &mut events, &mut buf, &mut text);
+    }
+    rw.end().expect("end");
+    drain(&mut rw, &mut events, &mut buf, &mut text);
+    Run {
+        text,
+        events,
+        numbering: rw.into_numbering(),
+    }
+}
+
 pub(crate) fn run(input: &str, chunking: &Chunking, settings: &Settings, sources: &Sources) -> Run {
     run_chunks(
         &chunking.split(input.as_bytes()),
