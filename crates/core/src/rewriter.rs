@@ -233,9 +233,9 @@ impl Rewriter {
     /// instead of queueing it: the fast path of a binding that returns the text of each
     /// chunk (and can return the chunk it was given).
     ///
-    /// Returns `Ok(true)` when the chunk is short plain text (no byte that could start a
-    /// marker), nothing is held back or waiting to be polled, and the style leaves text as it
-    /// is: the output continues with exactly `text`, which counts as polled (the offsets of
+    /// Returns `Ok(true)` when the chunk is short plain text (not empty, no byte that could
+    /// start a marker), nothing is held back or waiting to be polled, and the style leaves
+    /// text as it is: the output continues with exactly `text`, which counts as polled (the offsets of
     /// later events include it), and nothing is queued. Returns `Ok(false)` when the chunk
     /// was written as by `write_str`; poll its events as usual.
     ///
@@ -261,7 +261,8 @@ impl Rewriter {
     pub fn write_through(&mut self, text: &str) -> Result<bool, RewriteError> {
         self.check_open()?;
         let st = &mut self.st;
-        if st.text.is_empty()
+        if !text.is_empty()
+            && st.text.is_empty()
             && st.events.is_empty()
             && st.awaiting.is_none()
             && st.decoder.held_bytes() == 0

@@ -168,6 +168,7 @@ pub(crate) fn run_chunks_through(
         match std::str::from_utf8(c) {
             Ok(s) => {
                 if rw.write_through(s).expect("write_through") {
+                    assert!(!s.is_empty(), "write_through handed back an empty chunk");
                     push_text(&mut events, &mut text, s);
                     assert!(rw.poll_event().is_none(), "write_through queued output");
                 }
