@@ -369,7 +369,16 @@ impl Rewriter {
         // `str` object instead of a copy.
         if let Ok(s) = chunk.cast_exact::<PyString>() {
             if let Ok(text) = s.to_str() {
-                self.call(py, |rw| rw.write(text))?;
+                if self.call(py, |rw| rw.write_through(text))? {
+                    // Plain text with nothing pending: the chunk is the one new event.
+                    let event = TextEvent::from_py(s.clone())?.into_any();
+                    if self.kept.is_empty() {
+                        return PyList::new(py, [event]);
+                    }
+                    let list = self.drain(py)?;
+                    list.append(event)?;
+                    return Ok(list);
+                }
                 return self.drain_fed(py, s, text);
             }
         }
@@ -396,7 +405,11 @@ impl Rewriter {
     ) -> PyResult<Bound<'py, PyString>> {
         if let Ok(s) = chunk.cast_exact::<PyString>() {
             if let Ok(text) = s.to_str() {
-                self.call(py, |rw| rw.write(text))?;
+                // Plain text with nothing pending comes out unchanged at once: the core hands
+                // it back and the same `str` object is returned, with no copy.
+                if self.call(py, |rw| rw.write_through(text))? {
+                    return Ok(s.clone());
+                }
                 return Ok(self.take_text(py, Some((s, text))));
             }
         }
