@@ -242,7 +242,15 @@ impl Rewriter {
     }
 
     /// Copies a grown numbering to the session (session scope).
+    #[inline]
     fn sync(&mut self, py: Python<'_>) -> PyResult<()> {
+        if self.session.is_none() {
+            return Ok(());
+        }
+        self.sync_session(py)
+    }
+
+    fn sync_session(&mut self, py: Python<'_>) -> PyResult<()> {
         let (Some(session), State::Ready(rw)) = (&self.session, &self.state) else {
             return Ok(());
         };
