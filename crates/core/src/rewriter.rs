@@ -226,6 +226,16 @@ impl Rewriter {
             self.write_idle(text);
             return Ok(());
         }
+        if self.st.decoder.held_bytes() == 0 {
+            // No character waits for its end: the text goes onto the scanner's buffer as it
+            // is (what the decoder does with valid UTF-8, without checking it again).
+            let st = &mut self.st;
+            st.scanner.buf_mut().push_str(text);
+            st.input_bytes += text.len() as u64;
+            st.text.reserve(text.len());
+            self.pump(false);
+            return Ok(());
+        }
         self.write_bytes(text.as_bytes())
     }
 
