@@ -198,6 +198,98 @@ impl FrameDecoder {
         Ok(())
     }
 
+    /// Feeds bytes of a stream whose framing is decided as JSONL, calling `each` with every
+    /// complete non-blank line in order (its text without the `\r`, and its 1-based number)
+    /// instead of queueing it as a [`Payload`]: the lines are borrowed from `bytes` (a line
+    /// cut by a chunk boundary from the held partial line), and the UTF-8 of a run of whole
+    /// lines is checked once. Lines, numbers and errors are those of [`FrameDecoder::write`]
+    /// then [`FrameDecoder::poll_payload`]; the first error (of framing, or of `each`) stops.
+    pub(crate) fn write_jsonl_with(
+        &mut self,
+        bytes: &[u8],
+        mut each: impl FnMut(&str, u64) -> Result<(), ProviderError>,
+    ) -> Result<(), ProviderError> {
+        debug_assert_eq!(self.framing, Framing::Jsonl);
+        let mut rest = bytes;
+        if !self.line_buf.is_empty() {
+            let Some(i) = memchr::memchr(b'\n', rest) else {
+                return self.hold_partial(rest);
+            };
+            self.line_buf.extend_from_slice(&rest[..i]);
+            rest = &rest[i + 1..];
+            let line = std::mem::take(&mut self.line_buf);
+            let r = self.jsonl_line(&line, &mut each);
+            // The buffer is kept for the next partial line.
+            self.line_buf = line;
+            self.line_buf.clear();
+            r?;
+        }
+        let whole = memchr::memrchr(b'\n', rest).map_or(0, |i| i + 1);
+        let (lines, tail) = rest.split_at(whole);
+        match std::str::from_utf8(lines) {
+            Ok(text) => {
+                let mut at = 0;
+                while let Some(nl) = next_newline(lines, at) {
+                    let line = &text[at..nl];
+                    at = nl + 1;
+                    self.line += 1;
+                    if line.len() > self.max_line_bytes {
+                        return Err(self.too_long());
+                    }
+                    let line = line.strip_suffix('\r').unwrap_or(line);
+                    if !line.bytes().all(|b| b.is_ascii_whitespace()) {
+                        each(line, self.line)?;
+                    }
+                }
+            }
+            // Some line is not UTF-8: line by line, to name it after the lines before it.
+            Err(_) => {
+                for line in lines[..lines.len().saturating_sub(1)].split(|b| *b == b'\n') {
+                    self.jsonl_line(line, &mut each)?;
+                }
+            }
+        }
+        self.hold_partial(tail)
+    }
+
+    /// A complete JSONL line (without its `\n`), checked as [`FrameDecoder::take_line`] does.
+    fn jsonl_line(
+        &mut self,
+        line: &[u8],
+        each: &mut impl FnMut(&str, u64) -> Result<(), ProviderError>,
+    ) -> Result<(), ProviderError> {
+        self.line += 1;
+        if line.len() > self.max_line_bytes {
+            return Err(self.too_long());
+        }
+        let trimmed = line.strip_suffix(b"\r").unwrap_or(line);
+        if trimmed.iter().all(u8::is_ascii_whitespace) {
+            return Ok(());
+        }
+        let data = std::str::from_utf8(trimmed)
+            .map_err(|_| ProviderError::InvalidUtf8 { line: self.line })?;
+        each(data, self.line)
+    }
+
+    /// Keeps the start of a line whose end has not come, refusing it when it is too long.
+    fn hold_partial(&mut self, bytes: &[u8]) -> Result<(), ProviderError> {
+        self.line_buf.extend_from_slice(bytes);
+        if self.line_buf.len() > self.max_line_bytes {
+            return Err(ProviderError::LineTooLong {
+                line: self.line + 1,
+                max_line_bytes: self.max_line_bytes,
+            });
+        }
+        Ok(())
+    }
+
+    fn too_long(&self) -> ProviderError {
+        ProviderError::LineTooLong {
+            line: self.line,
+            max_line_bytes: self.max_line_bytes,
+        }
+    }
+
     /// Ends the stream: a last line without its newline is taken.
     ///
     /// # Errors
@@ -223,6 +315,28 @@ impl FrameDecoder {
     pub fn poll_payload(&mut self) -> Option<Payload> {
         self.ready.pop_front()
     }
+}
+
+/// The index of the first `\n` in `bytes` from `from`: the first sixteen bytes a word at a
+/// time (a line of text chunks is short: memchr's setup would cost more), then memchr.
+fn next_newline(bytes: &[u8], from: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut at = from;
+    for _ in 0..2 {
+        let Some(word) = bytes.get(at..at + 8) else {
+            break;
+        };
+        let w =
+            u64::from_le_bytes(word.try_into().expect("eight bytes")) ^ (ONES * u64::from(b'\n'));
+        // The high bit of each zero byte of `w` (exact for the lowest one).
+        let zero = w.wrapping_sub(ONES) & !w & HIGH;
+        if zero != 0 {
+            return Some(at + (zero.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    memchr::memchr(b'\n', bytes.get(at..)?).map(|i| at + i)
 }
 
 #[cfg(test)]

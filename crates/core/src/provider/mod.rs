@@ -44,6 +44,8 @@ mod error;
 mod frame;
 mod gemini;
 mod gemini_interactions;
+#[cfg(test)]
+mod jsonl_tests;
 mod link;
 mod openai_chat;
 mod openai_responses;

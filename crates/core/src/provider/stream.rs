@@ -14,7 +14,7 @@ use super::units::{byte_index, position};
 use crate::event::{CitationDetail, Event, Span};
 use crate::numbering::Numbering;
 use crate::rewriter::Rewriter;
-use crate::settings::{RankMode, Settings};
+use crate::settings::{NumberSource, RankMode, Settings};
 use crate::source::{Source, Sources};
 
 /// Longest payload line accepted (1 MiB).
@@ -119,6 +119,13 @@ pub struct ProviderStream {
     /// Work held while a number is awaited, in order.
     deferred: VecDeque<Deferred>,
     line: u64,
+    /// Text payloads are gathered in the part and given to the rewriter once, when the
+    /// chunk of bytes that held them is read or before any other payload (see
+    /// [`ProviderStream::write_inner`]).
+    gather_text: bool,
+    /// A text payload was gathered and not yet given: [`ProviderStream::feed_gathered`] feeds
+    /// the whole part, as [`ProviderStream::write_text`] does at once when not gathering.
+    gathered: bool,
 }
 
 impl ProviderStream {
@@ -145,6 +152,8 @@ impl ProviderStream {
             failed: None,
             deferred: VecDeque::new(),
             line: 0,
+            gather_text: false,
+            gathered: false,
         }
     }
 
@@ -218,33 +227,60 @@ impl ProviderStream {
             self.drain();
             return Ok(());
         }
+        if self.frames.framing() == Framing::Jsonl {
+            // Each line is read where it lies in `bytes`, without a queue of owned payloads.
+            let placeholder = FrameDecoder::new(Framing::Jsonl, 0);
+            let mut frames = std::mem::replace(&mut self.frames, placeholder);
+            // The rewriter gets the chunk's text payloads in one write (its output does not
+            // depend on how its input is cut). Only where no number is ever awaited: then
+            // no text payload is held back (`blocked`), and the one error a `&str` write can
+            // have (the rewriter was closed) is the same for the first payload as for all.
+            self.gather_text = self.settings.number_source() == NumberSource::Local;
+            let r =
+                frames.write_jsonl_with(bytes, |data, line| self.take_payload(data, line, false));
+            self.frames = frames;
+            self.gather_text = false;
+            // Text gathered before a bad line is given before its error, as line by line.
+            self.feed_gathered()?;
+            return r;
+        }
         let r = self.frames.write(bytes);
         self.take_payloads()?;
         r
     }
 
     fn take_payloads(&mut self) -> Result<(), ProviderError> {
+        let sse = self.frames.framing() == Framing::Sse;
         while let Some(p) = self.frames.poll_payload() {
-            let json_err = |e: serde_json::Error| ProviderError::Json {
-                line: p.line,
-                sse: self.frames.framing() == Framing::Sse,
-                message: e.to_string(),
-            };
-            if p.data.trim_start().starts_with('"') {
-                // A chunk of text (JSONL of strings): read in place, without a `Value`.
-                match serde_json::from_str::<&str>(&p.data) {
-                    Ok(text) => self.write_text(text, p.line)?,
-                    Err(_) => {
-                        let text: String = serde_json::from_str(&p.data).map_err(json_err)?;
-                        self.write_text(&text, p.line)?;
-                    }
-                }
-                continue;
-            }
-            let value: Value = serde_json::from_str(&p.data).map_err(json_err)?;
-            self.write_payload_inner(&value, p.line)?;
+            self.take_payload(&p.data, p.line, sse)?;
         }
         Ok(())
+    }
+
+    /// One payload: a JSON string is a chunk of text, anything else is the dialect's.
+    fn take_payload(&mut self, data: &str, line: u64, sse: bool) -> Result<(), ProviderError> {
+        let json_err = |e: serde_json::Error| ProviderError::Json {
+            line,
+            sse,
+            message: e.to_string(),
+        };
+        if let Some(text) = plain_json_string(data) {
+            return self.write_text(text, line);
+        }
+        if data.trim_start().starts_with('"') {
+            // A chunk of text (JSONL of strings): read in place, without a `Value`.
+            return match serde_json::from_str::<&str>(data) {
+                Ok(text) => self.write_text(text, line),
+                Err(_) => {
+                    let text: String = serde_json::from_str(data).map_err(json_err)?;
+                    self.write_text(&text, line)
+                }
+            };
+        }
+        let value = serde_json::from_str::<Value>(data).map_err(json_err);
+        // The text gathered so far goes before this payload (and before its error).
+        self.feed_gathered()?;
+        self.write_payload_inner(&value?, line)
     }
 
     /// A chunk of answer text (a JSON string payload).
@@ -257,7 +293,19 @@ impl ProviderStream {
         }
         self.text_seen |= !text.is_empty();
         self.part.text.push_str(text);
+        if self.gather_text {
+            self.gathered = true;
+            return Ok(());
+        }
         self.feed_all()
+    }
+
+    /// Gives the rewriter the text payloads gathered (see `gather_text`).
+    fn feed_gathered(&mut self) -> Result<(), ProviderError> {
+        if std::mem::take(&mut self.gathered) {
+            self.feed_all()?;
+        }
+        Ok(())
     }
 
     /// Feeds one parsed payload (`line` names it in errors). A JSON string is a chunk of
@@ -562,7 +610,7 @@ impl ProviderStream {
                 self.rw_mut();
             }
             if let Some(rw) = self.rw.as_mut() {
-                rw.write(&self.part.text[from..upto])?;
+                rw.write_str(&self.part.text[from..upto])?;
             }
         }
         Ok(())
@@ -758,6 +806,25 @@ impl ProviderStream {
     }
 }
 
+/// The contents of `data` when it is a JSON string alone without escapes (JSON whitespace
+/// around it allowed), borrowed: what `serde_json::from_str::<&str>` returns for it, found
+/// without a parser. `None` for anything else (escapes, control characters, other values),
+/// which the parser reads.
+fn plain_json_string(data: &str) -> Option<&str> {
+    let is_ws = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
+    let b = data.as_bytes();
+    let open = b.iter().position(|c| !is_ws(c))?;
+    let close = b.iter().rposition(|c| !is_ws(c))?;
+    if close <= open || b[open] != b'"' || b[close] != b'"' {
+        return None;
+    }
+    // No early exit: short bodies are checked without a branch per byte.
+    let plain = b[open + 1..close]
+        .iter()
+        .fold(true, |ok, &c| ok & (c >= 0x20) & (c != b'"') & (c != b'\\'));
+    plain.then(|| &data[open + 1..close])
+}
+
 /// The streamed text with the late edits made.
 fn final_text(out: &str, edits: &[Edit]) -> String {
     let mut order: Vec<&Edit> = edits.iter().collect();
@@ -776,4 +843,47 @@ fn final_text(out: &str, edits: &[Edit]) -> String {
     }
     text.push_str(&out[at.min(out.len())..]);
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_json_string;
+
+    #[test]
+    fn plain_json_strings_read_as_serde_json_reads_them() {
+        let cases = [
+            r#""""#,
+            r#"" the""#,
+            r#"  "a b" "#,
+            "\t\"x\"\r\n",
+            r#""é 😀 【1】""#,
+            "\"\u{7f}\"",
+            // Left to the parser: escapes, control characters, not one string, not JSON.
+            r#""a\"b""#,
+            r#""a\\""#,
+            r#""\u00e9""#,
+            "\"a\u{1}\"",
+            "\"a\nb\"",
+            r#""a" "b""#,
+            r#""a"x"#,
+            r#"x"a""#,
+            r#"""#,
+            r#""abc"#,
+            "",
+            "  ",
+            "1",
+            r#"{"a":"b"}"#,
+            "\u{a0}\"a\"",
+            r#""a"""#,
+        ];
+        for data in cases {
+            let fast = plain_json_string(data);
+            let serde = serde_json::from_str::<&str>(data).ok();
+            if let Some(text) = fast {
+                assert_eq!(Some(text), serde, "{data:?}");
+            }
+            let plain = serde.is_some() && !data.contains('\\');
+            assert_eq!(fast.is_some(), plain, "{data:?}");
+        }
+    }
 }
