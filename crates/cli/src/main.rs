@@ -12,6 +12,7 @@ mod broken_pipe;
 mod cfi_cmd;
 mod data_dir;
 mod epub_cmd;
+mod event_line;
 mod ingest;
 mod local_model;
 mod progress;

@@ -11,6 +11,8 @@ use citeflow_core::{
 };
 use clap::{Args, ValueEnum};
 
+use crate::event_line::write_event_line;
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub(crate) enum InputFormat {
     /// Raw bytes as they arrive: the answer text itself.
@@ -189,10 +191,7 @@ impl<W: Write> Renderer<W> {
     fn drain(&mut self) -> Result<()> {
         while let Some(event) = self.stream.poll_event() {
             match self.args_output {
-                OutputFormat::Jsonl => {
-                    serde_json::to_writer(&mut self.out, &event)?;
-                    self.out.write_all(b"\n")?;
-                }
+                OutputFormat::Jsonl => write_event_line(&mut self.out, &event)?,
                 OutputFormat::Text => match &event {
                     Event::Text { text } => {
                         if self.held.is_none() && self.stream.may_bind_late() {

@@ -1,0 +1,144 @@
+//! `--output jsonl`: each event as one JSON line, text events without serde's byte-by-byte
+//! string escaping (they carry nearly all of the output's bytes).
+
+use std::io::Write;
+
+use citeflow_core::Event;
+
+/// Writes `event` as JSON and a newline: what `serde_json::to_writer` writes, byte for byte.
+pub(crate) fn write_event_line(out: &mut impl Write, event: &Event) -> std::io::Result<()> {
+    match event {
+        Event::Text { text } => {
+            out.write_all(br#"{"type":"text","text":""#)?;
+            write_json_str_body(out, text)?;
+            out.write_all(b"\"}\n")
+        }
+        other => {
+            serde_json::to_writer(&mut *out, other)?;
+            out.write_all(b"\n")
+        }
+    }
+}
+
+/// `text` escaped as the inside of a JSON string, as serde_json escapes it: `"` and `\`,
+/// the short escapes `\b \t \n \f \r`, other control characters as `\u00xx`; everything else
+/// (DEL and non-ASCII too) as it is. Runs without escapes are found eight bytes at a time.
+fn write_json_str_body(out: &mut impl Write, text: &str) -> std::io::Result<()> {
+    let b = text.as_bytes();
+    let mut start = 0;
+    let mut at = 0;
+    while at < b.len() {
+        // Skip eight plain bytes at a time.
+        while let Some(word) = b.get(at..at + 8) {
+            let word = u64::from_le_bytes(word.try_into().expect("eight bytes"));
+            match needs_escape(word) {
+                0 => at += 8,
+                found => {
+                    at += (found.trailing_zeros() / 8) as usize;
+                    break;
+                }
+            }
+        }
+        let Some(&c) = b.get(at) else {
+            break;
+        };
+        let escape: &[u8] = match c {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            0x08 => b"\\b",
+            b'\t' => b"\\t",
+            b'\n' => b"\\n",
+            0x0c => b"\\f",
+            b'\r' => b"\\r",
+            0..0x20 => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                &[
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX[usize::from(c >> 4)],
+                    HEX[usize::from(c & 0xf)],
+                ]
+            }
+            _ => {
+                at += 1;
+                continue;
+            }
+        };
+        out.write_all(&b[start..at])?;
+        out.write_all(escape)?;
+        at += 1;
+        start = at;
+    }
+    out.write_all(&b[start..])
+}
+
+/// A mask with the high bit set in each byte of `word` that is `"`, `\` or below 0x20, and
+/// possibly in bytes after the first such byte (never before it: the lowest set bit is exact).
+fn needs_escape(word: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_byte = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
+    below_space
+        | zero_byte(word ^ (ONES * u64::from(b'"')))
+        | zero_byte(word ^ (ONES * u64::from(b'\\')))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(event: &Event) -> String {
+        let mut out = Vec::new();
+        write_event_line(&mut out, event).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    fn serde_line(event: &Event) -> String {
+        let mut out = serde_json::to_vec(event).unwrap();
+        out.push(b'\n');
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn text_lines_are_serde_json_byte_for_byte() {
+        // Every character up to U+00FF, and a few wider ones, alone and at every position of
+        // strings longer than one eight-byte word (the fast skip's edges).
+        let mut chars: Vec<char> = (0u32..=0xff).filter_map(char::from_u32).collect();
+        chars.extend(['\u{2028}', '€', '【', '😀']);
+        let mut texts = vec![String::new()];
+        for &c in &chars {
+            texts.push(c.to_string());
+            for len in [7, 8, 9, 15, 16, 17, 24] {
+                for at in 0..len {
+                    let mut t: String = "abcdefghijklmnopqrstuvwx"[..len].to_owned();
+                    t.insert(at, c);
+                    texts.push(t);
+                }
+            }
+        }
+        texts.push("\"\\\n\u{1}\u{1f}\u{7f} [1].\r\n\t".repeat(5));
+        for text in texts {
+            let e = Event::Text { text };
+            assert_eq!(line(&e), serde_line(&e));
+        }
+    }
+
+    #[test]
+    fn other_events_are_serde_json() {
+        let e = Event::Citation {
+            number: 2,
+            source_id: "doc \"7\"".into(),
+            byte_offset: 10,
+            input_byte_offset: 9,
+            char_offset: 10,
+            utf16_offset: 10,
+            provider: None,
+        };
+        let got = line(&e);
+        assert_eq!(got, serde_line(&e));
+        assert!(got.starts_with(r#"{"type":"citation","number":2,"source_id":"doc \"7\"","#));
+    }
+}
