@@ -1,5 +1,5 @@
-//! `--output jsonl`: each event as one JSON line, text events without serde's byte-by-byte
-//! string escaping (they carry nearly all of the output's bytes).
+//! `--output jsonl`: each event as one JSON line; text and citation events (nearly every line,
+//! and nearly all of the bytes) written directly, without serde's byte-by-byte string escaping.
 
 use std::io::Write;
 
@@ -12,6 +12,26 @@ pub(crate) fn write_event_line(out: &mut impl Write, event: &Event) -> std::io::
             out.write_all(br#"{"type":"text","text":""#)?;
             write_json_str_body(out, text)?;
             out.write_all(b"\"}\n")
+        }
+        // Nearly every other line (one per number shown).
+        Event::Citation {
+            number,
+            source_id,
+            byte_offset,
+            input_byte_offset,
+            char_offset,
+            utf16_offset,
+            provider: None,
+        } => {
+            write!(
+                out,
+                r#"{{"type":"citation","number":{number},"source_id":""#
+            )?;
+            write_json_str_body(out, source_id)?;
+            writeln!(
+                out,
+                r#"","byte_offset":{byte_offset},"input_byte_offset":{input_byte_offset},"char_offset":{char_offset},"utf16_offset":{utf16_offset}}}"#
+            )
         }
         other => {
             serde_json::to_writer(&mut *out, other)?;
@@ -127,18 +147,35 @@ mod tests {
     }
 
     #[test]
-    fn other_events_are_serde_json() {
-        let e = Event::Citation {
+    fn citation_and_other_lines_are_serde_json_byte_for_byte() {
+        let citation = |source_id: &str, provider| Event::Citation {
             number: 2,
-            source_id: "doc \"7\"".into(),
+            source_id: source_id.into(),
             byte_offset: 10,
             input_byte_offset: 9,
-            char_offset: 10,
-            utf16_offset: 10,
-            provider: None,
+            char_offset: u64::MAX,
+            utf16_offset: 0,
+            provider,
         };
-        let got = line(&e);
-        assert_eq!(got, serde_line(&e));
-        assert!(got.starts_with(r#"{"type":"citation","number":2,"source_id":"doc \"7\"","#));
+        let events = [
+            citation("doc_7", None),
+            citation("doc \"7\"\n é", None),
+            citation("doc_7", Some(Box::default())),
+            Event::NumberNeeded {
+                key: "id:doc_7".into(),
+                source_id: "doc_7".into(),
+            },
+        ];
+        for e in &events {
+            assert_eq!(line(e), serde_line(e));
+        }
+        assert_eq!(
+            line(&events[1]),
+            concat!(
+                r#"{"type":"citation","number":2,"source_id":"doc \"7\"\n é","byte_offset":10,"#,
+                r#""input_byte_offset":9,"char_offset":18446744073709551615,"utf16_offset":0}"#,
+                "\n"
+            )
+        );
     }
 }
