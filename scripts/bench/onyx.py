@@ -290,8 +290,8 @@ def main() -> int:
             for name, tp, cp in (("DynamicCitationProcessor", tn, cn), ("CitationProcessor (older)", to, co)):
                 print(
                     f"| CLI vs Onyx {name}, {n // 1000}k tokens | **{tp / tc:.0f}×** wall "
-                    f"(citeflow {tc * 1e3:.0f} ms whole process, Onyx {tp * 1e3:.0f} ms in-process); "
-                    f"{cp / cc:.0f}× CPU ({cc * 1e3:.0f} / {cp * 1e3:.0f} ms) | `{cmd}` |"
+                    f"(citeflow {tc * 1e3:.1f} ms whole process, Onyx {tp * 1e3:.0f} ms in-process); "
+                    f"{cp / cc:.0f}× CPU ({cc * 1e3:.1f} / {cp * 1e3:.0f} ms) | `{cmd}` |"
                 )
     return 0
 
