@@ -50,7 +50,10 @@ UPSTREAM="$(first_line "$WORK/upstream.out")"
 PASS_PID=$!
 PIDS+=("$PASS_PID")
 PASS="$(first_line "$WORK/passthrough.out")"
-CITEFLOW_LOG=warn "$TARGET_DIR/release/citeflow" serve --upstream "$UPSTREAM" --listen 127.0.0.1:0 \
+# BENCH_PERF=FILE records citeflow under `perf record` (its CPU column is then perf's own).
+WRAP=()
+[ -n "${BENCH_PERF:-}" ] && WRAP=(perf record -q --call-graph dwarf,16384 -F 300 -o "$BENCH_PERF" --)
+CITEFLOW_LOG=warn "${WRAP[@]}" "$TARGET_DIR/release/citeflow" serve --upstream "$UPSTREAM" --listen 127.0.0.1:0 \
     --store "${BENCH_STORE:-sqlite:$WORK/citeflow.db}" --max-streams-per-key 100000 > "$WORK/citeflow.out" &
 CITEFLOW_PID=$!
 PIDS+=("$CITEFLOW_PID")

@@ -266,7 +266,7 @@ impl Generation {
         if index != 0 {
             c["citeflow"]["choice"] = json!(index);
         }
-        c.to_string()
+        json_text(&c)
     }
 
     fn event(&mut self, data: String) -> StoredEvent {
@@ -453,7 +453,7 @@ impl Generation {
         let mut c = self.meta.clone();
         c["choices"] = choices;
         c["citeflow"] = self.citeflow(events);
-        c.to_string()
+        json_text(&c)
     }
 
     /// Rewrites one upstream chunk; returns the events to log.
@@ -603,7 +603,7 @@ impl Generation {
         if let Some(index) = first_index.filter(|i| *i != 0) {
             chunk["citeflow"]["choice"] = json!(index);
         }
-        let mut out = vec![self.event(chunk.to_string())];
+        let mut out = vec![self.event(json_text(&chunk))];
         for (index, done) in dones {
             let data = self.done_chunk(index, done);
             out.push(self.event(data));
@@ -636,7 +636,7 @@ impl Generation {
                     let mut v: Value =
                         serde_json::from_str(&data).map_err(|e| StreamError::internal(&e))?;
                     v["citeflow"]["choice"] = json!(index);
-                    data = v.to_string();
+                    data = json_text(&v);
                 }
                 out.push(self.event(data));
             }
@@ -763,6 +763,12 @@ where
             )))
         }
     }
+}
+
+/// A chunk's JSON text, written by serde_json into one buffer (`Value`'s `Display` goes
+/// through `fmt::Write` in small pieces, each one growing the `String`).
+fn json_text(v: &Value) -> String {
+    serde_json::to_string(v).unwrap_or_else(|_| v.to_string())
 }
 
 fn parse(data: &str) -> Result<Value, StreamError> {

@@ -33,6 +33,12 @@ pub(crate) struct UpstreamEvents {
     sse: SseDecoder,
     deadline: tokio::time::Instant,
     idle: Duration,
+    /// When the body last gave something (or the stream started).
+    last_activity: tokio::time::Instant,
+    /// One timer for both budgets, set to the earlier of `last_activity + idle` and `deadline`
+    /// and moved only when it fires early (the body gave something meanwhile): a chunk costs
+    /// no timer registration of its own.
+    timer: Pin<Box<tokio::time::Sleep>>,
     max_duration_ms: u64,
     max_bytes: u64,
     received: u64,
@@ -41,12 +47,16 @@ pub(crate) struct UpstreamEvents {
 impl UpstreamEvents {
     /// Starts the clocks of `limits` now.
     pub(crate) fn new(resp: reqwest::Response, limits: &Limits) -> Self {
+        let now = tokio::time::Instant::now();
+        let deadline = now + Duration::from_millis(limits.max_stream_duration_ms);
+        let idle = Duration::from_millis(limits.upstream_idle_timeout_ms);
         UpstreamEvents {
             body: Box::pin(resp.bytes_stream()),
             sse: SseDecoder::new(limits.max_upstream_line_bytes),
-            deadline: tokio::time::Instant::now()
-                + Duration::from_millis(limits.max_stream_duration_ms),
-            idle: Duration::from_millis(limits.upstream_idle_timeout_ms),
+            deadline,
+            idle,
+            last_activity: now,
+            timer: Box::pin(tokio::time::sleep_until((now + idle).min(deadline))),
             max_duration_ms: limits.max_stream_duration_ms,
             max_bytes: limits.max_upstream_bytes,
             received: 0,
@@ -61,8 +71,20 @@ impl UpstreamEvents {
         let malformed = |e: citeflow_core::sse::SseError| {
             StreamError::new(ErrorCode::UpstreamMalformed, e.to_string())
         };
-        let wait_until = (tokio::time::Instant::now() + self.idle).min(self.deadline);
-        let next = tokio::time::timeout_at(wait_until, self.body.next()).await;
+        let next = loop {
+            tokio::select! {
+                biased;
+                item = self.body.next() => break Ok(item),
+                () = self.timer.as_mut() => {
+                    let due = (self.last_activity + self.idle).min(self.deadline);
+                    if tokio::time::Instant::now() >= due {
+                        break Err(());
+                    }
+                    self.timer.as_mut().reset(due);
+                }
+            }
+        };
+        self.last_activity = tokio::time::Instant::now();
         let received = Instant::now();
         let last = match next {
             Err(_) if tokio::time::Instant::now() >= self.deadline => {

@@ -34,7 +34,8 @@ const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(2
 /// One file is meant for one server process: live followers are woken inside the process.
 pub struct SqliteStore {
     path: PathBuf,
-    jobs: Mutex<mpsc::Sender<Job>>,
+    /// The writer's queue (`Sender` is `Sync`: callers send without a lock of their own).
+    jobs: mpsc::Sender<Job>,
     readers: Mutex<Vec<Connection>>,
     tails: Mutex<HashMap<String, Tail>>,
     signals: StreamSignals,
@@ -73,7 +74,7 @@ impl SqliteStore {
             .map_err(|e| StoreError::Unavailable(format!("checkpoint thread: {e}")))?;
         Ok(SqliteStore {
             path,
-            jobs: Mutex::new(tx),
+            jobs: tx,
             readers: Mutex::new(Vec::new()),
             tails: Mutex::new(HashMap::new()),
             signals: StreamSignals::new(),
@@ -113,8 +114,6 @@ impl SqliteStore {
             })
         });
         self.jobs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
             .send(job)
             .map_err(|_| StoreError::Unavailable("the sqlite writer has stopped".into()))?;
         rx.await
