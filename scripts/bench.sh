@@ -97,12 +97,13 @@ fi
 
 # --- Python -----------------------------------------------------------------------------
 VENV="$TARGET_DIR/venv-py"
-if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import citeflow' 2>/dev/null; then
-    echo "building the Python package (scripts/test-python.sh's venv)…" >&2
+if [ ! -x "$VENV/bin/python" ]; then
     python3 -m venv "$VENV"
     "$VENV/bin/pip" install --quiet -r crates/py/requirements-test.txt
-    (cd crates/py && VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" maturin develop --release --locked --quiet)
 fi
+# Always rebuilt (incremental): a package left in the venv by an older build would be measured.
+echo "building the Python package into $VENV…" >&2
+(cd crates/py && VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" maturin develop --release --locked --quiet) >&2
 "$VENV/bin/python" crates/py/bench/bench.py --repeat 3 > "$OUT/py.txt"
 py_ratio() { grep -E "^  $1 " "$OUT/py.txt" | sed -E 's/^ +[a-z_]+ +([0-9]+) +/\1 ns\/token: /'; }
 row "Python: feed (every event), against the pure-Python processor" "$(py_ratio feed)" "python crates/py/bench/bench.py"
