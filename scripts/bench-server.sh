@@ -9,6 +9,8 @@
 #
 #   scripts/bench-server.sh [STREAMS] [PACE_MS] [MODEL]
 #   defaults: 100,1000  20  smollm2-01.sse (200 chunks, about one token each)
+#   BENCH_CITEFLOW=PATH measures another citeflow binary (an A/B run against an older build);
+#   BENCH_STORE=memory|sqlite:PATH|redis://… picks its store.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -53,7 +55,7 @@ PASS="$(first_line "$WORK/passthrough.out")"
 # BENCH_PERF=FILE records citeflow under `perf record` (its CPU column is then perf's own).
 WRAP=()
 [ -n "${BENCH_PERF:-}" ] && WRAP=(perf record -q --call-graph dwarf,16384 -F 300 -o "$BENCH_PERF" --)
-CITEFLOW_LOG=warn "${WRAP[@]}" "$TARGET_DIR/release/citeflow" serve --upstream "$UPSTREAM" --listen 127.0.0.1:0 \
+CITEFLOW_LOG=warn "${WRAP[@]}" "${BENCH_CITEFLOW:-$TARGET_DIR/release/citeflow}" serve --upstream "$UPSTREAM" --listen 127.0.0.1:0 \
     --store "${BENCH_STORE:-sqlite:$WORK/citeflow.db}" --max-streams-per-key 100000 > "$WORK/citeflow.out" &
 CITEFLOW_PID=$!
 PIDS+=("$CITEFLOW_PID")

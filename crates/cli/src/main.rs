@@ -23,6 +23,12 @@ mod serve_config;
 use anyhow::Context;
 use broken_pipe::is_broken_pipe;
 
+/// mimalloc: the proxy's hot path allocates and frees many small buffers on several threads
+/// (tokio's workers, the SQLite writer); glibc's malloc spent about a tenth of `citeflow
+/// serve`'s CPU on them under load (docs/benchmarks.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Stable, streamed citation numbers for LLM answers.
 #[derive(Debug, Parser)]
 #[command(name = "citeflow", version, about)]

@@ -275,7 +275,17 @@ pub(crate) async fn completions(
         (Some(s), true) => NumberScope::Session(s.clone()),
         _ => NumberScope::Stream(stream_id.clone()),
     };
-    let numbering = state.store.numbering(&scope).await?;
+    // A session's shared table comes from the store (numbers allocated there, atomically
+    // across servers); an answer of its own is numbered by its rewriter, as the provider
+    // routes do: the numbers reach every reader through the stream's log, and a chunk that
+    // cites a new source costs no store round trip.
+    let (settings, numbering) = match &scope {
+        NumberScope::Session(_) => (plan.settings, state.store.numbering(&scope).await?),
+        _ => (
+            plan.settings.with_number_source(NumberSource::Local),
+            Numbering::new(),
+        ),
+    };
     state
         .store
         .create_stream(StreamRecord {
@@ -286,7 +296,7 @@ pub(crate) async fn completions(
             created_ms: now_ms(),
         })
         .await?;
-    let rewriter = Rewriter::new(plan.settings, plan.sources, numbering);
+    let rewriter = Rewriter::new(settings, plan.sources, numbering);
     let generation = Generation::new(state.clone(), stream_id.clone(), scope, rewriter, requested);
     tokio::spawn(async move {
         let _slot = slot;

@@ -73,9 +73,11 @@ DROP TABLE {old};
 /// hot pages of a thousand running streams stay in memory.
 pub(super) const WRITER_CACHE_KIB: i64 = 8 * 1024;
 
-/// The page size of a new file. Each commit writes every page it touched to the WAL, and the
-/// appends of many streams touch one index page each: small pages write less per event.
-pub(super) const PAGE_SIZE: u32 = 1024;
+/// The page size of a new file. Appends touch only the log's last pages (the by-stream index
+/// is written when a stream finishes), and SQLite writes each WAL frame with two `pwrite`s:
+/// at 1 KiB, a chunk's event (400-600 bytes) cost about one frame of its own; at 4 KiB, a
+/// commit of several events shares one (`scripts/bench-server.sh`, docs/benchmarks.md).
+pub(super) const PAGE_SIZE: u32 = 4096;
 
 pub(super) fn open_conn(path: &Path) -> Result<Connection, StoreError> {
     let conn = Connection::open(path)
