@@ -23,9 +23,10 @@ mod serve_config;
 use anyhow::Context;
 use broken_pipe::is_broken_pipe;
 
-/// mimalloc: the proxy's hot path allocates and frees many small buffers on several threads
-/// (tokio's workers, the SQLite writer); glibc's malloc spent about a tenth of `citeflow
-/// serve`'s CPU on them under load (docs/benchmarks.md).
+/// mimalloc (v2): the proxy's hot path allocates and frees many small buffers on several
+/// threads (tokio's workers, the SQLite writer). Against glibc's malloc, in the same runs of
+/// `scripts/bench-server.sh 1000 20`: about 8% less CPU per chunk; memory per idle stream 60
+/// KiB instead of 44 (`scripts/bench/idle_streams.py`, target 64; mimalloc v3 took 79).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -501,7 +501,8 @@ impl Generation {
             return Err(StreamError::new(ErrorCode::UpstreamError, message));
         }
         for k in ["id", "object", "created", "model", "system_fingerprint"] {
-            if let Some(v) = chunk.get(k) {
+            // The same on every chunk of an answer: copied only when it changes.
+            if let Some(v) = chunk.get(k).filter(|v| self.meta.get(k) != Some(*v)) {
                 self.meta[k] = v.clone();
             }
         }
