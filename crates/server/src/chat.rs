@@ -275,17 +275,9 @@ pub(crate) async fn completions(
         (Some(s), true) => NumberScope::Session(s.clone()),
         _ => NumberScope::Stream(stream_id.clone()),
     };
-    // A session's shared table comes from the store (numbers allocated there, atomically
-    // across servers); an answer of its own is numbered by its rewriter, as the provider
-    // routes do: the numbers reach every reader through the stream's log, and a chunk that
-    // cites a new source costs no store round trip.
-    let (settings, numbering) = match &scope {
-        NumberScope::Session(_) => (plan.settings, state.store.numbering(&scope).await?),
-        _ => (
-            plan.settings.with_number_source(NumberSource::Local),
-            Numbering::new(),
-        ),
-    };
+    // Only a session's table is shared; an answer of its own is numbered by its rewriter.
+    let shared = matches!(scope, NumberScope::Session(_)).then_some(&scope);
+    let (settings, numbering) = crate::engine::numbering_of(&state, plan.settings, shared).await?;
     state
         .store
         .create_stream(StreamRecord {

@@ -2,7 +2,7 @@
 //! [`Wire`], one provider API's wire format around it.
 
 use citeflow_core::provider::{Dialect, ProviderStream};
-use citeflow_core::{Event, NumberSource, Numbering};
+use citeflow_core::{Event, NumberSource, Numbering, Settings};
 use citeflow_store::NumberScope;
 use serde_json::Value;
 
@@ -39,6 +39,24 @@ pub(crate) struct Drained {
     pub(crate) done: Option<Value>,
 }
 
+/// The settings and numbering table an answer starts with: a shared scope's table from the
+/// store (its numbers allocated there, atomically across servers), or, without one, numbers
+/// kept by the answer's own rewriter (they reach every reader through the stream's log, and a
+/// new source costs no store round trip).
+pub(crate) async fn numbering_of(
+    state: &AppState,
+    settings: Settings,
+    scope: Option<&NumberScope>,
+) -> Result<(Settings, Numbering), ApiError> {
+    Ok(match scope {
+        Some(s) => (settings, state.store.numbering(s).await?),
+        None => (
+            settings.with_number_source(NumberSource::Local),
+            Numbering::new(),
+        ),
+    })
+}
+
 /// A provider stream, numbered from the store.
 pub(crate) struct Engine {
     state: AppState,
@@ -56,15 +74,8 @@ impl Engine {
         scope: Option<NumberScope>,
         dialect: Dialect,
     ) -> Result<Engine, ApiError> {
-        let (settings, numbering) = match &scope {
-            Some(s) => (plan.settings.clone(), state.store.numbering(s).await?),
-            None => (
-                plan.settings
-                    .clone()
-                    .with_number_source(NumberSource::Local),
-                Numbering::new(),
-            ),
-        };
+        let (settings, numbering) =
+            numbering_of(state, plan.settings.clone(), scope.as_ref()).await?;
         let ps =
             ProviderStream::new(settings, plan.sources.clone(), numbering).with_dialect(dialect);
         Ok(Engine {

@@ -74,9 +74,9 @@ DROP TABLE {old};
 pub(super) const WRITER_CACHE_KIB: i64 = 8 * 1024;
 
 /// The page size of a new file. Appends touch only the log's last pages (the by-stream index
-/// is written when a stream finishes), and SQLite writes each WAL frame with two `pwrite`s:
-/// at 1 KiB, a chunk's event (400-600 bytes) cost about one frame of its own; at 4 KiB, a
-/// commit of several events shares one (`scripts/bench-server.sh`, docs/benchmarks.md).
+/// is written when a stream finishes), and SQLite writes each WAL frame with two `pwrite`s: at
+/// 4 KiB, the events of one commit (400-600 bytes each) share frames instead of taking about
+/// one each at 1 KiB. No CPU difference was measurable in `scripts/bench-server.sh 1000 20`.
 pub(super) const PAGE_SIZE: u32 = 4096;
 
 pub(super) fn open_conn(path: &Path) -> Result<Connection, StoreError> {
