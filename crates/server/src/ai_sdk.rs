@@ -8,17 +8,15 @@
 //! it; `text-start`/`text-delta`/`text-end` of one text part; citeflow's events as
 //! `data-citeflow` parts; `finish` and `[DONE]`.
 
-use std::convert::Infallible;
-use std::time::Duration;
-
-use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
+use bytes::Bytes;
 use citeflow_store::follow;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 
 use crate::engine::{Drained, Wire};
 use crate::error::StreamError;
+use crate::sse;
 use crate::state::AppState;
 
 /// The id of the one text part.
@@ -192,40 +190,31 @@ impl Wire for AiSdkWire {
 pub(crate) fn chat_response(state: &AppState, stream_id: &str, after: u64) -> Response {
     let id = stream_id.to_owned();
     let feed = follow(state.store.clone(), stream_id.to_owned(), after).flat_map(move |e| {
-        let events: Vec<SseEvent> = match e {
+        let events: Vec<Bytes> = match e {
             Ok(e) => {
                 let parts = chat_parts(&e.data, &id, e.id == 1);
                 let n = parts.len();
                 parts
                     .into_iter()
                     .enumerate()
-                    .map(|(i, p)| {
-                        let ev = SseEvent::default().data(p);
-                        if i + 1 == n {
-                            ev.id(e.id.to_string())
-                        } else {
-                            ev
-                        }
-                    })
+                    .map(|(i, p)| sse::event((i + 1 == n).then_some(e.id), None, &p))
                     .collect()
             }
             Err(e) => {
                 tracing::error!(error = %e, "cannot read stream log");
-                vec![SseEvent::default().data(
-                    json!({"type": "error", "errorText": "the stream log cannot be read"})
-                        .to_string(),
-                )]
+                vec![read_error()]
             }
         };
-        futures_util::stream::iter(events.into_iter().map(Ok::<_, Infallible>))
+        futures_util::stream::iter(events)
     });
     let feed = crate::shutdown::until_interrupted(state, feed, crate::shutdown::ui_event());
-    headers(
-        Sse::new(feed)
-            .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
-            .into_response(),
-        stream_id,
-    )
+    headers(sse::response(feed), stream_id)
+}
+
+/// The part sent when the log cannot be read.
+fn read_error() -> Bytes {
+    let data = json!({"type": "error", "errorText": "the stream log cannot be read"});
+    sse::event(None, None, &data.to_string())
 }
 
 /// The UI message stream's headers.
@@ -243,23 +232,13 @@ fn headers(mut resp: Response, stream_id: &str) -> Response {
 
 /// The UI message stream of a logged stream after `after`.
 pub(crate) fn response(state: &AppState, stream_id: &str, after: u64) -> Response {
-    let feed = follow(state.store.clone(), stream_id.to_owned(), after).map(|e| {
-        Ok::<_, Infallible>(match e {
-            Ok(e) => SseEvent::default().id(e.id.to_string()).data(e.data),
-            Err(e) => {
-                tracing::error!(error = %e, "cannot read stream log");
-                SseEvent::default().data(
-                    json!({"type": "error", "errorText": "the stream log cannot be read"})
-                        .to_string(),
-                )
-            }
-        })
+    let feed = follow(state.store.clone(), stream_id.to_owned(), after).map(|e| match e {
+        Ok(e) => sse::event(Some(e.id), None, &e.data),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot read stream log");
+            read_error()
+        }
     });
     let feed = crate::shutdown::until_interrupted(state, feed, crate::shutdown::ui_event());
-    headers(
-        Sse::new(feed)
-            .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
-            .into_response(),
-        stream_id,
-    )
+    headers(sse::response(feed), stream_id)
 }

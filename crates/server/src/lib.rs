@@ -48,6 +48,7 @@ mod responses;
 mod sessions;
 mod settings;
 mod shutdown;
+mod sse;
 mod state;
 mod streams;
 mod tenancy;

@@ -3,12 +3,8 @@
 //! goes out as SSE with event names (the Anthropic SDKs read the `event:` line), live and on
 //! resume.
 
-use std::convert::Infallible;
-use std::time::Duration;
-
 use axum::http::HeaderMap;
-use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use citeflow_core::provider::Dialect;
 use citeflow_store::{follow, NumberScope, StoredEvent, StreamRecord, StreamStatus};
 use futures_util::StreamExt;
@@ -19,6 +15,7 @@ use crate::engine::{Engine, Wire};
 use crate::error::{ApiError, StreamError};
 use crate::proxy::Plan;
 use crate::quota::StreamSlot;
+use crate::sse;
 use crate::state::{now_ms, random_id, AppState};
 use crate::tenancy::Owner;
 use crate::upstream_body::UpstreamEvents;
@@ -228,37 +225,32 @@ pub(crate) fn citeflow_of(events: &[Value], session_id: Option<&str>) -> Value {
 /// An SSE response of the stream's log after `after`: each event named by its payload's
 /// `type` (as the Responses and Messages APIs send them), ids kept for `Last-Event-ID`.
 pub(crate) fn named_sse(state: &AppState, stream_id: &str, after: u64) -> Response {
-    let feed = follow(state.store.clone(), stream_id.to_owned(), after)
-        .map(|e| {
-            Ok::<_, Infallible>(match e {
-                Ok(e) => {
-                    let name = serde_json::from_str::<Value>(&e.data).ok().and_then(|v| {
-                        v.get("type").and_then(Value::as_str).map(str::to_owned)
-                    });
-                    let ev = SseEvent::default().id(e.id.to_string());
-                    match name {
-                        Some(n) => ev.event(n).data(e.data),
-                        None => ev.data(e.data),
-                    }
-                }
-                Err(e) => {
-                    tracing::error!(error = %e, "cannot read stream log");
-                    SseEvent::default().event("error").data(
-                        json!({"type": "error", "error": {"type": "api_error",
-                            "message": "the stream log cannot be read; reconnect with Last-Event-ID"}})
-                        .to_string(),
-                    )
-                }
-            })
-        });
+    let feed = follow(state.store.clone(), stream_id.to_owned(), after).map(|e| match e {
+        Ok(e) => {
+            let name = serde_json::from_str::<Typed<'_>>(&e.data).ok();
+            let name = name.as_ref().and_then(|t| t.r#type.as_deref());
+            sse::event(Some(e.id), name, &e.data)
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "cannot read stream log");
+            let data = json!({"type": "error", "error": {"type": "api_error",
+                "message": "the stream log cannot be read; reconnect with Last-Event-ID"}});
+            sse::event(None, Some("error"), &data.to_string())
+        }
+    });
     let feed = crate::shutdown::until_interrupted(state, feed, crate::shutdown::named_event());
-    let mut resp = Sse::new(feed)
-        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
-        .into_response();
+    let mut resp = sse::response(feed);
     if let Ok(v) = stream_id.parse() {
         resp.headers_mut().insert("x-citeflow-stream-id", v);
     }
     resp
+}
+
+/// A logged payload's `type` (its SSE event name), read without building the payload.
+#[derive(serde::Deserialize)]
+struct Typed<'a> {
+    #[serde(borrow)]
+    r#type: Option<std::borrow::Cow<'a, str>>,
 }
 
 /// The `Last-Event-ID` header (or `?last_event_id=`): decimal digits up to `i64::MAX`.

@@ -7,18 +7,18 @@
 //! marks them `interrupted` and replays them to whoever resumes with `Last-Event-ID`. One log
 //! line says how many streams finished during the grace period and how many were interrupted.
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::response::sse::Event as SseEvent;
+use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use serde_json::json;
 
 use crate::code::ErrorCode;
 use crate::error::StreamError;
+use crate::sse;
 use crate::state::AppState;
 
 /// The code of the error event an interrupted stream ends with.
@@ -32,33 +32,32 @@ pub(crate) const MESSAGE: &str = "the server is shutting down before this answer
 const FLUSH: Duration = Duration::from_secs(2);
 
 /// The final event of a chat completions stream (the envelope of every stream error).
-pub(crate) fn chat_event() -> SseEvent {
-    SseEvent::default().data(StreamError::new(CODE, MESSAGE).payload())
+pub(crate) fn chat_event() -> Bytes {
+    sse::event(None, None, &StreamError::new(CODE, MESSAGE).payload())
 }
 
 /// The final event of a responses or messages stream (named `error`, as their errors are).
-pub(crate) fn named_event() -> SseEvent {
-    SseEvent::default().event("error").data(
-        json!({"type": "error", "error": {"type": "api_error", "code": CODE.as_str(), "message": MESSAGE}})
-            .to_string(),
-    )
+pub(crate) fn named_event() -> Bytes {
+    let data = json!({"type": "error", "error": {"type": "api_error", "code": CODE.as_str(), "message": MESSAGE}});
+    sse::event(None, Some("error"), &data.to_string())
 }
 
 /// The final event of an AI SDK UI message stream.
-pub(crate) fn ui_event() -> SseEvent {
-    SseEvent::default()
-        .data(json!({"type": "error", "errorText": format!("{CODE}: {MESSAGE}")}).to_string())
+pub(crate) fn ui_event() -> Bytes {
+    let data = json!({"type": "error", "errorText": format!("{CODE}: {MESSAGE}")});
+    sse::event(None, None, &data.to_string())
 }
 
 /// `feed` until the server interrupts its streams ([`AppState::begin_shutdown`]), then `last`;
 /// a feed that ends by itself ends without it.
-pub(crate) fn until_interrupted<S>(
+pub(crate) fn until_interrupted<S, T>(
     state: &AppState,
     feed: S,
-    last: SseEvent,
-) -> impl Stream<Item = Result<SseEvent, Infallible>> + Send + 'static
+    last: T,
+) -> impl Stream<Item = T> + Send + 'static
 where
-    S: Stream<Item = Result<SseEvent, Infallible>> + Send + 'static,
+    S: Stream<Item = T> + Send + 'static,
+    T: Send + 'static,
 {
     let mut signal = state.shutdown.clone();
     let cut = Arc::new(AtomicBool::new(false));
@@ -74,7 +73,7 @@ where
         }
     };
     feed.take_until(Box::pin(stop)).chain(
-        futures_util::stream::once(async move { cut.load(Ordering::SeqCst).then_some(Ok(last)) })
+        futures_util::stream::once(async move { cut.load(Ordering::SeqCst).then_some(last) })
             .filter_map(std::future::ready),
     )
 }
@@ -177,13 +176,13 @@ mod tests {
         let s = state(10);
         let ended = until_interrupted(
             &s,
-            futures_util::stream::iter([Ok(SseEvent::default().data("a"))]),
+            futures_util::stream::iter([Bytes::from_static(b"data: a\n\n")]),
             chat_event(),
         );
         assert_eq!(ended.collect::<Vec<_>>().await.len(), 1);
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Result<SseEvent, Infallible>>();
-        tx.send(Ok(SseEvent::default().data("a"))).expect("send");
-        let open = until_interrupted(&s, tokio_stream_of(rx), SseEvent::default().data("last"));
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Bytes>();
+        tx.send(Bytes::from_static(b"data: a\n\n")).expect("send");
+        let open = until_interrupted(&s, tokio_stream_of(rx), chat_event());
         let reader = tokio::spawn(open.count());
         tokio::time::sleep(Duration::from_millis(20)).await;
         s.begin_shutdown();

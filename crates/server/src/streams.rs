@@ -1,38 +1,31 @@
 //! SSE responses from a stream's log: `GET /v1/streams/{id}` and the live answer of a chat
 //! request are both followers of the persisted log.
 
-use std::convert::Infallible;
-use std::time::Duration;
-
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
-use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use citeflow_store::{follow, StreamStatus};
 use futures_util::StreamExt;
 
 use crate::code::ErrorCode;
 use crate::error::ApiError;
 use crate::error::StreamError;
+use crate::sse;
 use crate::state::AppState;
 use crate::tenancy::Owner;
 
 /// An SSE response with the events of `stream_id` after `after`, then the live tail.
 pub(crate) fn sse_response(state: &AppState, stream_id: String, after: u64) -> Response {
-    let feed = follow(state.store.clone(), stream_id.clone(), after).map(|e| {
-        Ok::<_, Infallible>(match e {
-            Ok(e) => SseEvent::default().id(e.id.to_string()).data(e.data),
-            Err(e) => {
-                tracing::error!(error = %e, "cannot read stream log");
-                SseEvent::default().data(
-                    StreamError::new(
-                        ErrorCode::StoreUnavailable,
-                        "the stream log cannot be read; reconnect with Last-Event-ID",
-                    )
-                    .payload(),
-                )
-            }
-        })
+    let feed = follow(state.store.clone(), stream_id.clone(), after).map(|e| match e {
+        Ok(e) => sse::event(Some(e.id), None, &e.data),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot read stream log");
+            let f = StreamError::new(
+                ErrorCode::StoreUnavailable,
+                "the stream log cannot be read; reconnect with Last-Event-ID",
+            );
+            sse::event(None, None, &f.payload())
+        }
     });
     let feed = crate::shutdown::until_interrupted(state, feed, crate::shutdown::chat_event());
     // A failure the store did not take ends the response with its error event.
@@ -43,11 +36,9 @@ pub(crate) fn sse_response(state: &AppState, stream_id: String, after: u64) -> R
     };
     let feed = feed.take_until(Box::pin(failed)).chain(
         futures_util::stream::once(async move { unrecorded.error_of(&stream_id) })
-            .filter_map(|e| async move { e.map(|data| Ok(SseEvent::default().data(data))) }),
+            .filter_map(|e| async move { e.map(|data| sse::event(None, None, &data)) }),
     );
-    Sse::new(feed)
-        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
-        .into_response()
+    sse::response(feed)
 }
 
 #[derive(Debug, serde::Deserialize)]

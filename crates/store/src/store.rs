@@ -193,6 +193,10 @@ pub fn follow(store: Arc<dyn Store>, stream_id: String, after: u64) -> EventFeed
         done: false,
     };
     Box::pin(futures_util::stream::unfold(st, |mut st| async move {
+        // Per live event: one wait, one page with the event, one empty page. The status is
+        // read only when a wait ended with nothing new (the stream finished, or the store
+        // woke the follower early).
+        let mut waited = false;
         loop {
             if let Some(e) = st.buf.pop_front() {
                 st.after = e.id;
@@ -201,8 +205,6 @@ pub fn follow(store: Arc<dyn Store>, stream_id: String, after: u64) -> EventFeed
             if st.done {
                 return None;
             }
-            // While events come, one read per page; the status is read only when the log has
-            // nothing new.
             match st.store.events_after(&st.stream_id, st.after, PAGE).await {
                 Ok(page) if !page.is_empty() => {
                     st.buf.extend(page);
@@ -214,35 +216,40 @@ pub fn follow(store: Arc<dyn Store>, stream_id: String, after: u64) -> EventFeed
                     return Some((Err(e), st));
                 }
             }
-            // Nothing new: read the status, then the log once more. A stream that had
-            // finished by then has all its events in that page (or a later one).
-            let status = match st.store.stream(&st.stream_id).await {
-                Ok(s) => s.status,
-                Err(e) => {
-                    st.done = true;
-                    return Some((Err(e), st));
-                }
-            };
-            if status.is_finished() {
-                match st.store.events_after(&st.stream_id, st.after, PAGE).await {
-                    Ok(page) if !page.is_empty() => {
-                        st.buf.extend(page);
-                        continue;
-                    }
-                    Ok(_) => return None,
+            if waited {
+                // Nothing new after a wait: read the status, then the log once more. A
+                // stream that had finished by then has all its events in that page (or a
+                // later one).
+                let status = match st.store.stream(&st.stream_id).await {
+                    Ok(s) => s.status,
                     Err(e) => {
                         st.done = true;
                         return Some((Err(e), st));
                     }
+                };
+                if status.is_finished() {
+                    match st.store.events_after(&st.stream_id, st.after, PAGE).await {
+                        Ok(page) if !page.is_empty() => {
+                            st.buf.extend(page);
+                            continue;
+                        }
+                        Ok(_) => return None,
+                        Err(e) => {
+                            st.done = true;
+                            return Some((Err(e), st));
+                        }
+                    }
                 }
+                // Woken early: yield so that a follower can never keep its executor thread
+                // from the task that writes the events it waits for.
+                YieldNow(false).await;
             }
+            // Returns at once when the stream is no longer running.
             if let Err(e) = st.store.wait_for_events(&st.stream_id, st.after).await {
                 st.done = true;
                 return Some((Err(e), st));
             }
-            // A store may wake a follower early; yield so that a follower can never keep its
-            // executor thread from the task that writes the events it waits for.
-            YieldNow(false).await;
+            waited = true;
         }
     }))
 }

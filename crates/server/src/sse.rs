@@ -1,0 +1,183 @@
+//! Server-sent events as bytes: each event framed once into one [`Bytes`] ([`event`]), and the
+//! `text/event-stream` response that carries a feed of them with keep-alive comments
+//! ([`response`]).
+//!
+//! The frames are those axum's `Sse` writes (`id:`, `event:`, then the data split into one
+//! `data:` line per line), built in one buffer of the right size; the keep-alive costs one
+//! timer tick per half interval instead of a timer reset per event.
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use bytes::{BufMut, Bytes, BytesMut};
+use futures_util::Stream;
+use tokio::time::{interval_at, Instant, Interval, MissedTickBehavior};
+
+/// The longest a response stays silent: past it, a comment line goes out.
+pub(crate) const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// The keep-alive comment (axum's default).
+const COMMENT: &[u8] = b":\n\n";
+
+/// One event: `id: {id}` and `event: {name}` when given, `data` split into `data:` lines at
+/// each `\n` or `\r` (as axum splits it), then the blank line that ends it.
+pub(crate) fn event(id: Option<u64>, name: Option<&str>, data: &str) -> Bytes {
+    let mut b = BytesMut::with_capacity(data.len() + name.map_or(0, str::len) + 40);
+    if let Some(id) = id {
+        b.put_slice(b"id: ");
+        b.put_slice(itoa::Buffer::new().format(id).as_bytes());
+        b.put_u8(b'\n');
+    }
+    if let Some(name) = name {
+        b.put_slice(b"event: ");
+        b.put_slice(name.as_bytes());
+        b.put_u8(b'\n');
+    }
+    if !data.is_empty() {
+        let data = data.as_bytes();
+        b.put_slice(b"data: ");
+        let mut from = 0;
+        for at in memchr::memchr2_iter(b'\n', b'\r', data) {
+            b.put_slice(&data[from..=at]);
+            b.put_slice(b"data: ");
+            from = at + 1;
+        }
+        b.put_slice(&data[from..]);
+        b.put_u8(b'\n');
+    }
+    b.put_u8(b'\n');
+    b.freeze()
+}
+
+/// A `text/event-stream` response of `feed`'s frames, with a comment after [`KEEP_ALIVE`] of
+/// silence.
+pub(crate) fn response<S>(feed: S) -> Response
+where
+    S: Stream<Item = Bytes> + Send + 'static,
+{
+    let body = Body::from_stream(KeptAlive::new(feed, KEEP_ALIVE));
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+/// `feed` with a comment whenever a whole `period / 2` tick and the one before went by
+/// without a frame: silence never lasts more than `period`.
+struct KeptAlive<S> {
+    feed: Pin<Box<S>>,
+    ticks: Interval,
+    /// A frame went out since the last tick.
+    active: bool,
+}
+
+impl<S: Stream<Item = Bytes>> KeptAlive<S> {
+    fn new(feed: S, period: Duration) -> Self {
+        let half = period / 2;
+        let mut ticks = interval_at(Instant::now() + half, half);
+        ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        KeptAlive {
+            feed: Box::pin(feed),
+            ticks,
+            active: true,
+        }
+    }
+}
+
+impl<S: Stream<Item = Bytes>> Stream for KeptAlive<S> {
+    type Item = Result<Bytes, Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        match self.feed.as_mut().poll_next(cx) {
+            Poll::Ready(Some(frame)) => {
+                self.active = true;
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => {
+                while self.ticks.poll_tick(cx).is_ready() {
+                    if !std::mem::replace(&mut self.active, false) {
+                        // Counts as a frame: the next comment comes a whole period later.
+                        self.active = true;
+                        return Poll::Ready(Some(Ok(Bytes::from_static(COMMENT))));
+                    }
+                }
+                Poll::Pending
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::response::sse::Event as AxumEvent;
+    use futures_util::StreamExt;
+
+    use super::*;
+
+    /// The frames are byte for byte those of axum's `Sse`.
+    #[tokio::test]
+    async fn frames_are_axums() {
+        let cases: [(Option<u64>, Option<&str>, &str); 6] = [
+            (Some(7), None, r#"{"a":1}"#),
+            (None, None, "plain"),
+            (Some(12), Some("response.output_text.delta"), "x"),
+            (None, Some("error"), "two\nlines\r\nand\rmore"),
+            (Some(1), None, "\n"),
+            (Some(3), None, ""),
+        ];
+        for (id, name, data) in cases {
+            let mut ev = AxumEvent::default();
+            if let Some(id) = id {
+                ev = ev.id(id.to_string());
+            }
+            if let Some(n) = name {
+                ev = ev.event(n);
+            }
+            if !data.is_empty() {
+                ev = ev.data(data);
+            }
+            let stream = futures_util::stream::iter([Ok::<_, Infallible>(ev)]);
+            let axum = axum::response::sse::Sse::new(stream).into_response();
+            let want = axum::body::to_bytes(axum.into_body(), 1 << 20)
+                .await
+                .expect("body");
+            assert_eq!(event(id, name, data), want, "{id:?} {name:?} {data:?}");
+        }
+    }
+
+    /// Silence gets a comment within the period; frames keep it away.
+    #[tokio::test(start_paused = true)]
+    async fn silence_gets_a_comment_within_the_period() {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Bytes>();
+        let mut rx = rx;
+        let feed = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx));
+        let mut kept = KeptAlive::new(feed, Duration::from_secs(10));
+        let start = Instant::now();
+        tx.send(Bytes::from_static(b"data: a\n\n")).expect("send");
+        assert_eq!(
+            kept.next().await,
+            Some(Ok(Bytes::from_static(b"data: a\n\n")))
+        );
+        assert_eq!(kept.next().await, Some(Ok(Bytes::from_static(COMMENT))));
+        let first = start.elapsed();
+        assert!(first <= Duration::from_secs(10), "{first:?}");
+        assert_eq!(kept.next().await, Some(Ok(Bytes::from_static(COMMENT))));
+        let gap = start.elapsed() - first;
+        assert!(
+            gap <= Duration::from_secs(10) && gap >= Duration::from_secs(5),
+            "{gap:?}"
+        );
+        drop(tx);
+        assert_eq!(kept.next().await, None);
+    }
+}
