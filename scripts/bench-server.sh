@@ -10,7 +10,9 @@
 #   scripts/bench-server.sh [STREAMS] [PACE_MS] [MODEL]
 #   defaults: 100,1000  20  smollm2-01.sse (200 chunks, about one token each)
 #   BENCH_CITEFLOW=PATH measures another citeflow binary (an A/B run against an older build);
-#   BENCH_STORE=memory|sqlite:PATH|redis://… picks its store.
+#   BENCH_STORE=memory|sqlite:PATH|redis://… picks its store; BENCH_PERF=FILE records citeflow
+#   under `perf record`; BENCH_SYSCALLS=DIR counts system calls (see below). At the end, the
+#   CPU time of each of citeflow's threads over the whole run.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -61,7 +63,33 @@ CITEFLOW_PID=$!
 PIDS+=("$CITEFLOW_PID")
 CITEFLOW="$(first_line "$WORK/citeflow.out" | sed 's/^citeflow listening on //')/v1"
 
+# BENCH_SYSCALLS=DIR counts the system calls of the pass-through proxy and of citeflow over the
+# whole run (perf tracepoints: all of them, then the ones that matter here one by one) into
+# DIR/passthrough.txt and DIR/citeflow.txt.
+COUNTERS=()
+if [ -n "${BENCH_SYSCALLS:-}" ]; then
+    mkdir -p "$BENCH_SYSCALLS"
+    EVENTS=(-e raw_syscalls:sys_enter)
+    for s in writev recvfrom epoll_wait futex pwrite64 pread64 fcntl fdatasync; do
+        EVENTS+=(-e "syscalls:sys_enter_$s")
+    done
+    for who in passthrough:$PASS_PID citeflow:$CITEFLOW_PID; do
+        perf stat "${EVENTS[@]}" -p "${who#*:}" -o "$BENCH_SYSCALLS/${who%%:*}.txt" &
+        COUNTERS+=($!)
+    done
+fi
 echo "machine: $(nproc) cores, $(uname -sr); $(rustc --version)"
 echo "model $MODEL, upstream pace ${PACE_MS} ms per chunk, citeflow store ${BENCH_STORE:-sqlite (WAL)}"
 "$TARGET_DIR/release/examples/bench" "$UPSTREAM" "$UPSTREAM_PID" "$PASS" "$PASS_PID" \
     "$CITEFLOW" "$CITEFLOW_PID" "$MODEL" "$STREAMS" "$PACE_MS"
+for pid in "${COUNTERS[@]}"; do kill -INT "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+# Where citeflow's CPU went over the whole run, by thread name (seconds of user + system time).
+echo
+echo "citeflow CPU by thread over the whole run:"
+for t in /proc/"$CITEFLOW_PID"/task/*; do
+    [ -r "$t/stat" ] || continue
+    # Fields after the parenthesised name: utime is the 12th, stime the 13th.
+    name="$(cat "$t/comm")"
+    read -r -a f <<< "$(sed 's/^.*) //' "$t/stat")"
+    echo "$name ${f[11]} ${f[12]}"
+done | awk -v hz="$(getconf CLK_TCK)" '{cpu[$1] += ($2 + $3) / hz} END {for (n in cpu) printf "  %-28s %7.2f s\n", n, cpu[n]}' | sort -k2 -rn

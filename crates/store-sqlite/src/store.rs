@@ -63,13 +63,14 @@ impl SqliteStore {
         set_up(&conn)?;
         let (tx, rx) = mpsc::channel();
         std::thread::Builder::new()
-            .name("citeflow-sqlite-writer".into())
+            // Thread names are cut at 15 bytes by Linux (`/proc/*/task/*/comm`): these stay whole.
+            .name("sqlite-writer".into())
             .spawn(move || writer::run(conn, rx, index_running))
             .map_err(|e| StoreError::Unavailable(format!("writer thread: {e}")))?;
         let checkpoints = open_conn(&path)?;
         let (stop_checkpoints, stop) = mpsc::channel();
         std::thread::Builder::new()
-            .name("citeflow-sqlite-checkpoint".into())
+            .name("sqlite-checkpoint".into())
             .spawn(move || writer::checkpoint(checkpoints, CHECKPOINT_EVERY, stop))
             .map_err(|e| StoreError::Unavailable(format!("checkpoint thread: {e}")))?;
         Ok(SqliteStore {
