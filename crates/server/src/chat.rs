@@ -17,13 +17,14 @@ use crate::body::{sources, ApiJson};
 use crate::books::last_user_text;
 use crate::error::ApiError;
 use crate::generate::{self, Generation};
+use crate::live::LiveTx;
 use crate::plan::{
     gather_sources, prompt_marker, rewriter_settings, system_prompt, take_citeflow, wants_ai_sdk,
     AnswerSources, SourceChoice,
 };
 use crate::settings::PromptDefaults;
 use crate::state::{now_ms, random_id, AppState};
-use crate::streams::sse_response;
+use crate::streams::{chat_frame, chat_sse};
 use crate::tenancy::Owner;
 
 /// The `citeflow` field of a request.
@@ -289,15 +290,29 @@ pub(crate) async fn completions(
         })
         .await?;
     let rewriter = Rewriter::new(settings, plan.sources, numbering);
-    let generation = Generation::new(state.clone(), stream_id.clone(), scope, rewriter, requested);
+    // The response of this request gets each event straight from the generation once the
+    // log has it; the AI SDK's parts are made from the log.
+    let (live, feed) = if plan.ai_sdk {
+        (LiveTx::none(), None)
+    } else {
+        let (tx, feed) = crate::live::channel(&state, &stream_id, chat_frame);
+        (tx, Some(feed))
+    };
+    let generation = Generation::new(
+        state.clone(),
+        stream_id.clone(),
+        scope,
+        rewriter,
+        requested,
+        live,
+    );
     tokio::spawn(async move {
         let _slot = slot;
         generate::run(generation, resp).await;
     });
-    let mut response = if plan.ai_sdk {
-        crate::ai_sdk::chat_response(&state, &stream_id, 0)
-    } else {
-        sse_response(&state, stream_id.clone(), 0)
+    let mut response = match feed {
+        Some(feed) => chat_sse(&state, stream_id.clone(), feed),
+        None => crate::ai_sdk::chat_response(&state, &stream_id, 0),
     };
     let h = response.headers_mut();
     if let Ok(v) = stream_id.parse() {

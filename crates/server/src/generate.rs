@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 
 use crate::code::ErrorCode;
 use crate::error::StreamError;
+use crate::live::LiveTx;
 use crate::metrics::OPENAI;
 use crate::state::AppState;
 use crate::unrecorded::{record_failure, with_retries};
@@ -47,6 +48,8 @@ pub(crate) struct Generation {
     /// `id`, `object`, `created`, `model` of the last upstream chunk, for our own chunks.
     meta: Value,
     speed: Speed,
+    /// The hand-off of each logged event to the response of the request that started it.
+    live: LiveTx,
 }
 
 /// What draining one choice's rewriter gave.
@@ -223,6 +226,7 @@ impl Generation {
         scope: NumberScope,
         rewriter: Rewriter,
         requested: Instant,
+        live: LiveTx,
     ) -> Self {
         Generation {
             state,
@@ -246,6 +250,7 @@ impl Generation {
                 chunks: 0,
                 usage_tokens: None,
             },
+            live,
         }
     }
 
@@ -661,6 +666,7 @@ impl Generation {
         .await
         .map_err(|e| StreamError::store(&e))?;
         self.logged = last.unwrap_or(self.logged);
+        self.live.send(&events);
         Ok(())
     }
 
@@ -681,6 +687,9 @@ impl Generation {
 
     /// Logs an error event and marks the stream failed.
     async fn fail(&mut self, f: StreamError) {
+        // The response reads the error event (or learns that the store did not take it) from
+        // the log.
+        self.live = LiveTx::none();
         tracing::warn!(stream_id = %self.stream_id, code = %f.code, message = %f.message, "stream failed");
         if f.code.is_upstream() {
             self.state.metrics.upstream_errors.inc(OPENAI);

@@ -36,6 +36,7 @@ mod error;
 mod generate;
 mod guard;
 mod library;
+mod live;
 mod messages;
 mod metrics;
 mod passthrough;

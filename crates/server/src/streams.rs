@@ -4,7 +4,8 @@
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
-use citeflow_store::{follow, StreamStatus};
+use bytes::Bytes;
+use citeflow_store::{follow, StoreError, StoredEvent, StreamStatus};
 use futures_util::StreamExt;
 
 use crate::code::ErrorCode;
@@ -14,9 +15,10 @@ use crate::sse;
 use crate::state::AppState;
 use crate::tenancy::Owner;
 
-/// An SSE response with the events of `stream_id` after `after`, then the live tail.
-pub(crate) fn sse_response(state: &AppState, stream_id: String, after: u64) -> Response {
-    let feed = follow(state.store.clone(), stream_id.clone(), after).map(|e| match e {
+/// A logged event of a chat stream as its SSE frame (a read error as the error event that
+/// says so).
+pub(crate) fn chat_frame(e: Result<&StoredEvent, &StoreError>) -> Bytes {
+    match e {
         Ok(e) => sse::event(Some(e.id), None, &e.data),
         Err(e) => {
             tracing::error!(error = %e, "cannot read stream log");
@@ -26,7 +28,22 @@ pub(crate) fn sse_response(state: &AppState, stream_id: String, after: u64) -> R
             );
             sse::event(None, None, &f.payload())
         }
-    });
+    }
+}
+
+/// An SSE response with the events of `stream_id` after `after`, then the live tail.
+pub(crate) fn sse_response(state: &AppState, stream_id: String, after: u64) -> Response {
+    let feed =
+        follow(state.store.clone(), stream_id.clone(), after).map(|e| chat_frame(e.as_ref()));
+    chat_sse(state, stream_id, feed)
+}
+
+/// The SSE response of a chat stream's `feed` of frames: cut by a shutdown, and ended by
+/// the error event of a failure the store did not take.
+pub(crate) fn chat_sse<S>(state: &AppState, stream_id: String, feed: S) -> Response
+where
+    S: futures_util::Stream<Item = Bytes> + Send + 'static,
+{
     let feed = crate::shutdown::until_interrupted(state, feed, crate::shutdown::chat_event());
     // A failure the store did not take ends the response with its error event.
     let unrecorded = std::sync::Arc::clone(&state.unrecorded);

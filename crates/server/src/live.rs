@@ -1,0 +1,176 @@
+//! The live hand-off from a generation to the response of the request that started it: each
+//! event, once the log has it, goes framed straight to that response, which then needs no
+//! read of the log per event. A response that falls [`CAPACITY`] events behind, or whose
+//! generation ended, goes on from the log after the last event it got (the follower every
+//! other reader uses), so it sends exactly what the log holds, in order, whatever happens.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use citeflow_store::{follow, EventFeed, StoreError, StoredEvent};
+use futures_util::Stream;
+use tokio::sync::mpsc;
+
+use crate::state::AppState;
+
+/// Events a response may lag behind its generation before it is served from the log.
+pub(crate) const CAPACITY: usize = 256;
+
+/// How a logged event becomes the response's frame (or a read error its error frame).
+pub(crate) type Framer = fn(Result<&StoredEvent, &StoreError>) -> Bytes;
+
+/// The generation's end: sends each logged event, framed, while the response keeps up.
+#[derive(Debug, Default)]
+pub(crate) struct LiveTx {
+    tx: Option<mpsc::Sender<(u64, Bytes)>>,
+    framer: Option<Framer>,
+}
+
+impl LiveTx {
+    /// No response to feed (it reads the log).
+    pub(crate) fn none() -> Self {
+        LiveTx::default()
+    }
+
+    /// Sends events the log has taken. A response that is gone or full is let go: from then
+    /// on it reads the log.
+    pub(crate) fn send(&mut self, events: &[StoredEvent]) {
+        let (Some(tx), Some(framer)) = (&self.tx, self.framer) else {
+            return;
+        };
+        for e in events {
+            let frame = framer(Ok(e));
+            if tx.try_send((e.id, frame)).is_err() {
+                self.tx = None;
+                return;
+            }
+        }
+    }
+}
+
+/// A hand-off for the response of stream `stream_id`, from its first event: the generation's
+/// end and the response's feed of frames.
+pub(crate) fn channel(state: &AppState, stream_id: &str, framer: Framer) -> (LiveTx, LiveFeed) {
+    let (tx, rx) = mpsc::channel(CAPACITY);
+    let feed = LiveFeed {
+        store: Arc::clone(&state.store),
+        stream_id: stream_id.to_owned(),
+        last: 0,
+        framer,
+        phase: Phase::Live(rx),
+    };
+    (
+        LiveTx {
+            tx: Some(tx),
+            framer: Some(framer),
+        },
+        feed,
+    )
+}
+
+/// The response's end: the live frames, then the log after the last of them.
+pub(crate) struct LiveFeed {
+    store: Arc<dyn citeflow_store::Store>,
+    stream_id: String,
+    /// The id of the last event sent.
+    last: u64,
+    framer: Framer,
+    phase: Phase,
+}
+
+enum Phase {
+    Live(mpsc::Receiver<(u64, Bytes)>),
+    Log(EventFeed),
+}
+
+impl Stream for LiveFeed {
+    type Item = Bytes;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+        let this = &mut *self;
+        loop {
+            match &mut this.phase {
+                Phase::Live(rx) => match rx.poll_recv(cx) {
+                    Poll::Ready(Some((id, frame))) => {
+                        this.last = id;
+                        return Poll::Ready(Some(frame));
+                    }
+                    Poll::Ready(None) => {
+                        // The generation ended or let this response go: the log has the rest.
+                        let feed =
+                            follow(Arc::clone(&this.store), this.stream_id.clone(), this.last);
+                        this.phase = Phase::Log(feed);
+                    }
+                    Poll::Pending => return Poll::Pending,
+                },
+                Phase::Log(feed) => {
+                    let framer = this.framer;
+                    return feed
+                        .as_mut()
+                        .poll_next(cx)
+                        .map(|e| e.map(|e| framer(e.as_ref())));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use citeflow_store::{MemoryStore, Store, StreamRecord, StreamStatus};
+    use futures_util::StreamExt;
+
+    use super::*;
+    use crate::ServerSettings;
+
+    fn frame(e: Result<&StoredEvent, &StoreError>) -> Bytes {
+        let e = e.expect("read");
+        Bytes::from(format!("{}:{}", e.id, e.data))
+    }
+
+    fn ev(id: u64) -> StoredEvent {
+        StoredEvent {
+            id,
+            data: format!("e{id}"),
+        }
+    }
+
+    async fn running(store: &Arc<dyn Store>, id: &str) {
+        store
+            .create_stream(StreamRecord {
+                id: id.into(),
+                owner: "o".into(),
+                session_id: None,
+                status: StreamStatus::Running,
+                created_ms: 0,
+            })
+            .await
+            .expect("create");
+    }
+
+    /// A response that keeps up gets every event live; one that falls behind gets the rest
+    /// from the log; either way exactly the log's events, in order, once each.
+    #[tokio::test]
+    async fn live_then_the_log_gives_the_log_exactly() {
+        let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        let state = AppState::new(ServerSettings::new("http://127.0.0.1:9/v1"), store.clone());
+        for (id, n) in [("kept-up", 10u64), ("behind", CAPACITY as u64 * 3)] {
+            running(&store, id).await;
+            let (mut tx, feed) = channel(&state, id, frame);
+            for i in 1..=n {
+                store.append_events(id, vec![ev(i)]).await.expect("append");
+                tx.send(&[ev(i)]);
+            }
+            store
+                .finish_stream(id, StreamStatus::Completed)
+                .await
+                .expect("finish");
+            drop(tx);
+            let got: Vec<Bytes> = feed.collect().await;
+            let want: Vec<Bytes> = (1..=n).map(|i| frame(Ok(&ev(i)))).collect();
+            assert_eq!(got, want, "{id}");
+        }
+    }
+}
