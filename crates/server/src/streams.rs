@@ -1,5 +1,6 @@
-//! SSE responses from a stream's log: `GET /v1/streams/{id}` and the live answer of a chat
-//! request are both followers of the persisted log.
+//! SSE responses of a chat stream: `GET /v1/streams/{id}` follows the persisted log; the
+//! answer to the request that started it gets its events from the generation
+//! ([`live`](crate::live)) and from the log after them. Both send exactly what the log holds.
 
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
