@@ -23,10 +23,7 @@ pub(crate) type Framer = fn(Result<&StoredEvent, &StoreError>) -> Bytes;
 
 /// The generation's end: sends each logged event, framed, while the response keeps up.
 #[derive(Debug, Default)]
-pub(crate) struct LiveTx {
-    tx: Option<mpsc::Sender<(u64, Bytes)>>,
-    framer: Option<Framer>,
-}
+pub(crate) struct LiveTx(Option<(mpsc::Sender<(u64, Bytes)>, Framer)>);
 
 impl LiveTx {
     /// No response to feed (it reads the log).
@@ -37,13 +34,12 @@ impl LiveTx {
     /// Sends events the log has taken. A response that is gone or full is let go: from then
     /// on it reads the log.
     pub(crate) fn send(&mut self, events: &[StoredEvent]) {
-        let (Some(tx), Some(framer)) = (&self.tx, self.framer) else {
+        let Some((tx, framer)) = &self.0 else {
             return;
         };
         for e in events {
-            let frame = framer(Ok(e));
-            if tx.try_send((e.id, frame)).is_err() {
-                self.tx = None;
+            if tx.try_send((e.id, framer(Ok(e)))).is_err() {
+                self.0 = None;
                 return;
             }
         }
@@ -61,13 +57,7 @@ pub(crate) fn channel(state: &AppState, stream_id: &str, framer: Framer) -> (Liv
         framer,
         phase: Phase::Live(rx),
     };
-    (
-        LiveTx {
-            tx: Some(tx),
-            framer: Some(framer),
-        },
-        feed,
-    )
+    (LiveTx(Some((tx, framer))), feed)
 }
 
 /// The response's end: the live frames, then the log after the last of them.
@@ -156,7 +146,13 @@ mod tests {
     async fn live_then_the_log_gives_the_log_exactly() {
         let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
         let state = AppState::new(ServerSettings::new("http://127.0.0.1:9/v1"), store.clone());
-        for (id, n) in [("kept-up", 10u64), ("behind", CAPACITY as u64 * 3)] {
+        let cap = CAPACITY as u64;
+        for (id, n) in [
+            ("kept-up", 10),
+            ("at-capacity", cap),
+            ("one-past", cap + 1),
+            ("behind", cap * 3),
+        ] {
             running(&store, id).await;
             let (mut tx, feed) = channel(&state, id, frame);
             for i in 1..=n {
