@@ -16,6 +16,7 @@ use crate::code::ErrorCode;
 use crate::error::StreamError;
 use crate::live::LiveTx;
 use crate::metrics::OPENAI;
+use crate::plain_chunk::{self, Plain, META_KEYS};
 use crate::state::AppState;
 use crate::unrecorded::{record_failure, with_retries};
 use crate::upstream_body::UpstreamEvents;
@@ -47,6 +48,9 @@ pub(crate) struct Generation {
     logged: u64,
     /// `id`, `object`, `created`, `model` of the last upstream chunk, for our own chunks.
     meta: Value,
+    /// The same members as the last plain chunk wrote them (empty: not known), so that a
+    /// plain chunk decodes them only when they change.
+    meta_text: [String; 5],
     speed: Speed,
     /// The hand-off of each logged event to the response of the request that started it.
     live: LiveTx,
@@ -243,6 +247,7 @@ impl Generation {
             next_id: 1,
             logged: 0,
             meta: json!({"object": "chat.completion.chunk"}),
+            meta_text: Default::default(),
             speed: Speed {
                 requested,
                 first: None,
@@ -461,6 +466,74 @@ impl Generation {
         json_text(&c)
     }
 
+    /// Counts a chunk with content, for the answer's speed.
+    fn saw_content(&mut self) {
+        let now = Instant::now();
+        if self.speed.first.is_none() {
+            self.speed.first = Some(now);
+            self.state
+                .metrics
+                .observe_first_token(now - self.speed.requested);
+        }
+        self.speed.last = Some(now);
+        self.speed.chunks += 1;
+    }
+
+    /// Rewrites one upstream event's `data` (counted once it reads as JSON); returns the
+    /// events to log, and whether the chunk finished choice 0. A plain chunk ([`plain_chunk`]) is rewritten in its own
+    /// text; any other goes through [`Self::on_chunk`].
+    async fn on_data(&mut self, data: &str) -> Result<(Vec<StoredEvent>, bool), StreamError> {
+        if let Some(p) = plain_chunk::read(data).filter(|_| !self.choices[0].ended) {
+            self.state.metrics.chunks.inc(OPENAI);
+            return Ok((self.on_plain(data, p).await?, false));
+        }
+        let v = parse(data)?;
+        self.state.metrics.chunks.inc(OPENAI);
+        let finish = v
+            .pointer("/choices/0/finish_reason")
+            .is_some_and(|f| !f.is_null());
+        Ok((self.on_chunk(v).await?, finish))
+    }
+
+    /// [`Self::on_chunk`] for a plain chunk of choice 0, which has not ended: the same
+    /// events, its rewrite spliced into the upstream's text (no `Value` made of it).
+    async fn on_plain(
+        &mut self,
+        data: &str,
+        p: Plain<'_>,
+    ) -> Result<Vec<StoredEvent>, StreamError> {
+        for (i, raw) in p.meta.iter().enumerate() {
+            let Some(raw) = raw.map(|r| r.get()) else {
+                continue;
+            };
+            if self.meta_text[i] != raw {
+                let v: Value = serde_json::from_str(raw).map_err(|e| StreamError::internal(&e))?;
+                if self.meta.get(META_KEYS[i]) != Some(&v) {
+                    self.meta[META_KEYS[i]] = v;
+                }
+                self.meta_text[i].clear();
+                self.meta_text[i].push_str(raw);
+            }
+        }
+        let text = p.content.as_ref();
+        if !text.is_empty() {
+            self.saw_content();
+        }
+        let c = &mut self.choices[0];
+        c.input.push_str(text);
+        c.rewriter
+            .write(text)
+            .map_err(|e| StreamError::internal(&e))?;
+        let d = self.drain(0).await?;
+        let data = p.splice(data, &d.text, &d.annotations, &self.citeflow(d.events));
+        let mut out = vec![self.event(data)];
+        if let Some(done) = d.done {
+            let data = self.done_chunk(0, done);
+            out.push(self.event(data));
+        }
+        Ok(out)
+    }
+
     /// Rewrites one upstream chunk; returns the events to log.
     ///
     /// Any JSON is handled: a payload that is not an object, or one of whose choices (or its
@@ -505,12 +578,13 @@ impl Generation {
                 .to_owned();
             return Err(StreamError::new(ErrorCode::UpstreamError, message));
         }
-        for k in ["id", "object", "created", "model", "system_fingerprint"] {
+        for k in META_KEYS {
             // The same on every chunk of an answer: copied only when it changes.
             if let Some(v) = chunk.get(k).filter(|v| self.meta.get(k) != Some(*v)) {
                 self.meta[k] = v.clone();
             }
         }
+        self.meta_text = Default::default();
         if let Some(t) = chunk
             .pointer("/usage/completion_tokens")
             .and_then(Value::as_u64)
@@ -540,15 +614,7 @@ impl Generation {
                 continue;
             }
             if input.as_deref().is_some_and(|t| !t.is_empty()) {
-                let now = Instant::now();
-                if self.speed.first.is_none() {
-                    self.speed.first = Some(now);
-                    self.state
-                        .metrics
-                        .observe_first_token(now - self.speed.requested);
-                }
-                self.speed.last = Some(now);
-                self.speed.chunks += 1;
+                self.saw_content();
             }
             let finished = choice.get("finish_reason").is_some_and(|f| !f.is_null());
             let c = &mut self.choices[at];
@@ -717,12 +783,9 @@ pub(crate) async fn run(mut g: Generation, resp: reqwest::Response) {
                     done = true;
                     break;
                 }
-                let v = parse(&ev.data)?;
-                saw_finish |= v
-                    .pointer("/choices/0/finish_reason")
-                    .is_some_and(|f| !f.is_null());
-                g.state.metrics.chunks.inc(OPENAI);
-                out.extend(g.on_chunk(v).await?);
+                let (events, finish) = g.on_data(&ev.data).await?;
+                saw_finish |= finish;
+                out.extend(events);
             }
             if batch.last && !done && !saw_finish {
                 if !out.is_empty() {

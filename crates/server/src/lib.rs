@@ -40,6 +40,7 @@ mod live;
 mod messages;
 mod metrics;
 mod passthrough;
+mod plain_chunk;
 mod plan;
 mod proxy;
 mod quota;
