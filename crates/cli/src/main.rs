@@ -27,6 +27,9 @@ use broken_pipe::is_broken_pipe;
 /// threads (tokio's workers, the SQLite writer). Against glibc's malloc, in the same runs of
 /// `scripts/bench-server.sh 1000 20`: about 8% less CPU per chunk; memory per idle stream 60
 /// KiB instead of 44 (`scripts/bench/idle_streams.py`, target 64; mimalloc v3 took 79).
+/// Built with `no_thp`: mimalloc then does not ask for transparent huge pages, whose 2 MiB
+/// pages were mostly empty here (idle stream 47.5 KiB instead of 61.7, resident at start 20 MB
+/// instead of 37; CPU per chunk the same within the noise).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
