@@ -50,11 +50,15 @@ pub(crate) fn citeflow(args: &[&str], stdin: &[u8]) -> Output {
     out
 }
 
-pub(crate) fn temp_file(name: &str, contents: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("citeflow-cli-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
-    std::fs::write(&p, contents).unwrap();
+/// A file holding `contents`, named after `name`, deleted when the returned path is dropped.
+pub(crate) fn temp_file(name: &str, contents: &str) -> tempfile::TempPath {
+    let p = tempfile::Builder::new()
+        .prefix("citeflow-cli-test-")
+        .suffix(&format!("-{name}"))
+        .tempfile()
+        .expect("temp file")
+        .into_temp_path();
+    std::fs::write(&p, contents).expect("write temp file");
     p
 }
 

@@ -4,7 +4,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, writeFileSync, readFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -444,8 +444,9 @@ test("Japanese and Chinese answers render, full-width 【1】 included", async (
   await ctx.close();
 });
 
-test("a book source shows its chapter and CFI (passages of `citeflow ingest`, uploaded as a file)", async () => {
+test("a book source shows its chapter and CFI (passages of `citeflow ingest`, uploaded as a file)", async (t) => {
   const dir = mkdtempSync(join(tmpdir(), "citeflow-web-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
   const out = join(dir, "alice.json");
   execFileSync(citeflowBin, ["ingest", join(sharedDir, "fixtures/epub/alice.epub"), "--format", "json", "--out", out], {
     stdio: ["ignore", "ignore", "inherit"],
@@ -622,7 +623,7 @@ test("asking against a book picked in the list: the server retrieves its passage
   await ctx.close();
 });
 
-test("an .epub uploaded in the page joins the book list and can be asked at once", async () => {
+test("an .epub uploaded in the page joins the book list and can be asked at once", async (t) => {
   await script(env.upstream, "book-upload", ["April is the cruellest month {{cite:1}}."], { paceMs: 20 });
   const { ctx, page, errors } = await openPage();
   await page.locator("#mode-book").check();
@@ -636,6 +637,7 @@ test("an .epub uploaded in the page joins the book list and can be asked at once
   assert.match(await entry.locator(".cfi").textContent(), /^epubcfi\(\/6\//);
   // Not an EPUB: the server says why.
   const dir = mkdtempSync(join(tmpdir(), "citeflow-web-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
   writeFileSync(join(dir, "fake.epub"), "not a zip at all");
   await page.locator("#book-file").setInputFiles(join(dir, "fake.epub"));
   await page.waitForFunction(() => /fake\.epub: not a readable EPUB/.test(document.querySelector("#status").textContent));
