@@ -46,7 +46,7 @@ pub(crate) struct Generation {
     next_id: u64,
     /// The id of the last event the log took.
     logged: u64,
-    /// `id`, `object`, `created`, `model` of the last upstream chunk, for our own chunks.
+    /// The [`META_KEYS`] members of the last upstream chunk, for our own chunks.
     meta: Value,
     /// The same members as the last plain chunk wrote them (empty: not known), so that a
     /// plain chunk decodes them only when they change.
@@ -480,8 +480,8 @@ impl Generation {
     }
 
     /// Rewrites one upstream event's `data` (counted once it reads as JSON); returns the
-    /// events to log, and whether the chunk finished choice 0. A plain chunk ([`plain_chunk`]) is rewritten in its own
-    /// text; any other goes through [`Self::on_chunk`].
+    /// events to log, and whether the chunk finished choice 0. A plain chunk ([`plain_chunk`])
+    /// is rewritten in its own text; any other goes through [`Self::on_chunk`].
     async fn on_data(&mut self, data: &str) -> Result<(Vec<StoredEvent>, bool), StreamError> {
         if let Some(p) = plain_chunk::read(data).filter(|_| !self.choices[0].ended) {
             self.state.metrics.chunks.inc(OPENAI);

@@ -277,7 +277,8 @@ mod tests {
             let p = read(&data).expect("a plain chunk");
             prop_assert_eq!(p.content.as_ref(), text.as_str());
             let annotations = if cited {
-                vec![json!({"type": "url_citation", "url_citation": {"url": "https://a", "start_index": 0, "end_index": 3}})]
+                let at = json!({"url": "https://a", "start_index": 0, "end_index": 3});
+                vec![json!({"type": "url_citation", "url_citation": at})]
             } else {
                 Vec::new()
             };
