@@ -56,6 +56,12 @@ pub(crate) type Reply = Box<dyn FnOnce(Option<StoreError>) + Send>;
 /// Most jobs in one transaction.
 const MAX_BATCH: usize = 512;
 
+/// How long the writer waits after a batch of more than one job before it takes the next:
+/// under load, the jobs that come meanwhile share one commit and one wake-up of this thread
+/// (a commit rewrites the log's last page whole, and each wake-up is a thread switch), and
+/// their senders find no sleeping writer to wake. A lone job (no load) is never delayed.
+const GATHER: std::time::Duration = std::time::Duration::from_micros(200);
+
 pub(crate) fn backend(e: rusqlite::Error) -> StoreError {
     StoreError::Backend(e.to_string())
 }
@@ -112,7 +118,8 @@ pub(crate) fn run(
             drop(batch);
             continue;
         }
-        let mut replies = Vec::with_capacity(batch.len());
+        let n = batch.len();
+        let mut replies = Vec::with_capacity(n);
         for job in batch {
             replies.push(job(&conn, &mut running));
         }
@@ -126,6 +133,9 @@ pub(crate) fn run(
         }
         for reply in replies {
             reply(failed.clone());
+        }
+        if n > 1 {
+            std::thread::sleep(GATHER);
         }
     }
 }
