@@ -507,10 +507,8 @@ impl Generation {
                 continue;
             };
             if self.meta_text[i] != raw {
-                let v: Value = serde_json::from_str(raw).map_err(|e| StreamError::internal(&e))?;
-                if self.meta.get(META_KEYS[i]) != Some(&v) {
-                    self.meta[META_KEYS[i]] = v;
-                }
+                self.meta[META_KEYS[i]] =
+                    serde_json::from_str(raw).map_err(|e| StreamError::internal(&e))?;
                 self.meta_text[i].clear();
                 self.meta_text[i].push_str(raw);
             }

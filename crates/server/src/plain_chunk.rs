@@ -165,29 +165,28 @@ impl Plain<'_> {
         citeflow: &Value,
     ) -> String {
         let (cs, ce) = self.content_at;
-        let mut out = String::with_capacity(data.len() + text.len() + 96);
-        out.push_str(&data[..cs]);
-        push_json(&mut out, &text);
-        out.push_str(&data[ce..self.delta_end]);
+        let mut out = Vec::with_capacity(data.len() + text.len() + 96);
+        out.extend_from_slice(&data.as_bytes()[..cs]);
+        push_json(&mut out, text);
+        out.extend_from_slice(&data.as_bytes()[ce..self.delta_end]);
         if !annotations.is_empty() {
-            out.push_str(",\"annotations\":");
-            push_json(&mut out, &annotations);
+            out.extend_from_slice(b",\"annotations\":");
+            push_json(&mut out, annotations);
         }
-        out.push_str(&data[self.delta_end..self.chunk_end]);
-        out.push_str(",\"citeflow\":");
+        out.extend_from_slice(&data.as_bytes()[self.delta_end..self.chunk_end]);
+        out.extend_from_slice(b",\"citeflow\":");
         push_json(&mut out, citeflow);
-        out.push('}');
-        out
+        out.push(b'}');
+        // Slices of a `str` cut at ASCII delimiters, and serde_json's UTF-8: checked once here,
+        // the fallback never runs.
+        String::from_utf8(out)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
     }
 }
 
 /// Appends `v`'s JSON text (it cannot fail: strings and `Value`s always serialise).
-fn push_json<T: serde::Serialize + ?Sized>(out: &mut String, v: &T) {
-    let mut buf = std::mem::take(out).into_bytes();
-    let _ = serde_json::to_writer(&mut buf, v);
-    // serde_json writes UTF-8 only; the fallback never runs.
-    *out = String::from_utf8(buf)
-        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+fn push_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
+    let _ = serde_json::to_writer(out, v);
 }
 
 #[cfg(test)]
