@@ -54,6 +54,9 @@ pub(crate) struct Generation {
     speed: Speed,
     /// The hand-off of each logged event to the response of the request that started it.
     live: LiveTx,
+    /// The `citeflow` member of a chunk without events, as JSON text: most chunks carry it
+    /// as it is.
+    citeflow_empty: String,
 }
 
 /// What draining one choice's rewriter gave.
@@ -232,7 +235,9 @@ impl Generation {
         requested: Instant,
         live: LiveTx,
     ) -> Self {
+        let citeflow_empty = json_text(&json!({"stream_id": stream_id, "events": []}));
         Generation {
+            citeflow_empty,
             state,
             stream_id,
             scope,
@@ -523,7 +528,12 @@ impl Generation {
             .write(text)
             .map_err(|e| StreamError::internal(&e))?;
         let d = self.drain(0).await?;
-        let data = p.splice(data, &d.text, &d.annotations, &self.citeflow(d.events));
+        let data = if d.events.is_empty() {
+            p.splice(data, &d.text, &d.annotations, &self.citeflow_empty)
+        } else {
+            let citeflow = json_text(&self.citeflow(d.events));
+            p.splice(data, &d.text, &d.annotations, &citeflow)
+        };
         let mut out = vec![self.event(data)];
         if let Some(done) = d.done {
             let data = self.done_chunk(0, done);

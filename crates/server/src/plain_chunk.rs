@@ -156,13 +156,14 @@ pub(crate) fn read(data: &str) -> Option<Plain<'_>> {
 
 impl Plain<'_> {
     /// The upstream's chunk `data` (the one [`read`] was given) with its content replaced by
-    /// `text`, `annotations` added to its delta when there are any, and `citeflow` added.
+    /// `text`, `annotations` added to its delta when there are any, and the member
+    /// `citeflow` added with the JSON text `citeflow`.
     pub(crate) fn splice(
         &self,
         data: &str,
         text: &str,
         annotations: &[Value],
-        citeflow: &Value,
+        citeflow: &str,
     ) -> String {
         let (cs, ce) = self.content_at;
         let mut out = Vec::with_capacity(data.len() + text.len() + 96);
@@ -175,7 +176,7 @@ impl Plain<'_> {
         }
         out.extend_from_slice(&data.as_bytes()[self.delta_end..self.chunk_end]);
         out.extend_from_slice(b",\"citeflow\":");
-        push_json(&mut out, citeflow);
+        out.extend_from_slice(citeflow.as_bytes());
         out.push(b'}');
         // Slices of a `str` cut at ASCII delimiters, and serde_json's UTF-8: checked once here,
         // the fallback never runs.
@@ -282,7 +283,7 @@ mod tests {
                 Vec::new()
             };
             let citeflow = json!({"stream_id": "s", "events": [{"type": "citation", "number": 1}]});
-            let out = p.splice(&data, &new_text, &annotations, &citeflow);
+            let out = p.splice(&data, &new_text, &annotations, &citeflow.to_string());
             let got: Value = serde_json::from_str(&out).expect("the splice is JSON");
             prop_assert_eq!(got, by_value(&data, &new_text, &annotations, &citeflow));
         }

@@ -4,7 +4,9 @@
 //! `upstream_too_large`) and line length (`max_upstream_line_bytes`, `upstream_malformed`).
 //! Both generation paths (chat in `generate`, the provider routes in `relay`) read through it.
 
+use std::future::Future;
 use std::pin::Pin;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -39,6 +41,8 @@ pub(crate) struct UpstreamEvents {
     /// and moved only when it fires early (the body gave something meanwhile): a chunk costs
     /// no timer registration of its own.
     timer: Pin<Box<tokio::time::Sleep>>,
+    /// The timer was polled since it was last set: it will wake this task when it fires.
+    timer_armed: bool,
     max_duration_ms: u64,
     max_bytes: u64,
     received: u64,
@@ -57,6 +61,7 @@ impl UpstreamEvents {
             idle,
             last_activity: now,
             timer: Box::pin(tokio::time::sleep_until((now + idle).min(deadline))),
+            timer_armed: false,
             max_duration_ms: limits.max_stream_duration_ms,
             max_bytes: limits.max_upstream_bytes,
             received: 0,
@@ -71,19 +76,27 @@ impl UpstreamEvents {
         let malformed = |e: citeflow_core::sse::SseError| {
             StreamError::new(ErrorCode::UpstreamMalformed, e.to_string())
         };
-        let next = loop {
-            tokio::select! {
-                biased;
-                item = self.body.next() => break Ok(item),
-                () = self.timer.as_mut() => {
-                    let due = (self.last_activity + self.idle).min(self.deadline);
-                    if tokio::time::Instant::now() >= due {
-                        break Err(());
-                    }
-                    self.timer.as_mut().reset(due);
-                }
+        let next = std::future::poll_fn(|cx| loop {
+            if let Poll::Ready(item) = self.body.poll_next_unpin(cx) {
+                return Poll::Ready(Ok(item));
             }
-        };
+            // Once polled, the timer keeps this task's waker until it fires: it is polled
+            // again only then (or once moved), not each time the body has nothing yet.
+            if self.timer_armed && !self.timer.is_elapsed() {
+                return Poll::Pending;
+            }
+            if self.timer.as_mut().poll(cx).is_pending() {
+                self.timer_armed = true;
+                return Poll::Pending;
+            }
+            let due = (self.last_activity + self.idle).min(self.deadline);
+            if tokio::time::Instant::now() >= due {
+                return Poll::Ready(Err(()));
+            }
+            self.timer.as_mut().reset(due);
+            self.timer_armed = false;
+        })
+        .await;
         self.last_activity = tokio::time::Instant::now();
         let received = Instant::now();
         let last = match next {
