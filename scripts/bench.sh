@@ -18,9 +18,10 @@
 #   Python  feed, feed_text and the batch path against a pure-Python processor and against the
 #           empty loop of the same shape (crates/py/bench/bench.py).
 #   proxy   citeflow serve against a pass-through proxy and the upstream, 1000 streams
-#           (scripts/bench-server.sh): CPU per chunk, throughput, p99 added latency, memory
-#           per open stream; and memory per idle stream at 1000 open streams, beside the
-#           pass-through proxy (scripts/bench/idle_streams.py).
+#           (scripts/bench-server.sh), with the SQLite store and again with the store in
+#           memory: CPU per chunk, throughput, p99 added latency, memory per open stream; and
+#           memory per idle stream at 1000 open streams, beside the pass-through proxy
+#           (scripts/bench/idle_streams.py).
 #   Redis   allocations/s and events/s, Redis beside SQLite (scripts/bench-redis.sh); the main
 #           table gets their ratios (batched against one script per allocation; Redis against
 #           SQLite at 1,000 streams).
@@ -123,6 +124,13 @@ if [ "$QUICK" = 0 ]; then
         row "proxy: ${line%%:*}, 50 chunks/s each" "${line#*: } (target 1.5× CPU, 95% throughput, p99 within 1 ms)" \
             "bash scripts/bench-server.sh 1000 20"
     done < <(grep '^ratio ' "$OUT/server.md")
+    # The same with the store in memory: the proxy's own work, without the durable log.
+    BENCH_STORE=memory bash scripts/bench-server.sh 1000 20 > "$OUT/server-memory.md"
+    while IFS= read -r line; do
+        line="${line#ratio }"
+        row "proxy, in-memory store: ${line%%:*}, 50 chunks/s each" "${line#*: }" \
+            "BENCH_STORE=memory bash scripts/bench-server.sh 1000 20"
+    done < <(grep '^ratio ' "$OUT/server-memory.md")
     mem="$(grep 'per open stream' "$OUT/server.md" | head -n1)"
     [ -n "$mem" ] && row "proxy: memory per open stream while all stream" \
         "$mem (the 64 KiB target is for idle streams: next row)" "bash scripts/bench-server.sh 1000 20"
@@ -162,6 +170,9 @@ if [ "$QUICK" = 0 ]; then
     echo
     echo "## proxy (scripts/bench-server.sh 1000 20)"
     cat "$OUT/server.md"
+    echo
+    echo "## proxy, in-memory store (BENCH_STORE=memory scripts/bench-server.sh 1000 20)"
+    cat "$OUT/server-memory.md"
     echo
     echo "## Redis (scripts/bench-redis.sh)"
     cat "$OUT/redis.md"

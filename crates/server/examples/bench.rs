@@ -38,6 +38,9 @@ fn rss_kib(pid: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// The name prefix of the SQLite store's threads.
+const STORE_THREADS: &str = "sqlite-";
+
 /// CPU time (user + system) a process has used so far, in microseconds (Linux).
 fn cpu_us(pid: &str) -> u64 {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
@@ -55,6 +58,21 @@ fn cpu_us(pid: &str) -> u64 {
     f.iter().sum::<u64>() * 10_000
 }
 
+/// CPU time of a process's threads whose name starts with `prefix` (the SQLite store's
+/// `sqlite-writer` and `sqlite-checkpoint`), in microseconds (Linux).
+fn threads_cpu_us(pid: &str, prefix: &str) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .filter_map(Result::ok)
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.starts_with(prefix))
+        })
+        .map(|t| cpu_us(&format!("{pid}/task/{}", t.file_name().to_string_lossy())))
+        .sum()
+}
+
 struct Run {
     seconds: f64,
     chunks: u64,
@@ -64,6 +82,8 @@ struct Run {
     peak_rss_kib: u64,
     /// CPU microseconds per chunk: upstream, proxy (0 when direct), this client.
     cpu_per_chunk_us: [f64; 3],
+    /// Of the proxy's, the SQLite store's own threads (writer and checkpoints).
+    store_cpu_per_chunk_us: f64,
 }
 
 /// One stream: posts, reads every event, records each stamped chunk's latency.
@@ -118,6 +138,7 @@ async fn run(url: &str, model: &str, n: usize, pids: [Option<&str>; 2], spread: 
         pid.map_or(0, cpu_us),
         cpu_us(&me),
     ];
+    let store_before = pid.map_or(0, |p| threads_cpu_us(p, STORE_THREADS));
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(n)
         .build()
@@ -161,6 +182,7 @@ async fn run(url: &str, model: &str, n: usize, pids: [Option<&str>; 2], spread: 
         failed: 0,
         peak_rss_kib: 0,
         cpu_per_chunk_us: [0.0; 3],
+        store_cpu_per_chunk_us: 0.0,
     };
     let mut peak_seen = 0;
     for t in tasks {
@@ -195,6 +217,9 @@ async fn run(url: &str, model: &str, n: usize, pids: [Option<&str>; 2], spread: 
         r.cpu_per_chunk_us[i] =
             cpu_after[i].saturating_sub(cpu_before[i]) as f64 / r.chunks.max(1) as f64;
     }
+    let store_after = pid.map_or(0, |p| threads_cpu_us(p, STORE_THREADS));
+    r.store_cpu_per_chunk_us =
+        store_after.saturating_sub(store_before) as f64 / r.chunks.max(1) as f64;
     r.latencies_us.sort_unstable();
     r
 }
@@ -303,10 +328,22 @@ fn ratio_line(n: usize, starts: &str, cf: &Run, pass: &Run) -> String {
     let cf_rate = cf.chunks.saturating_sub(n as u64) as f64 / cf.seconds;
     let pass_rate = pass.chunks as f64 / pass.seconds;
     let p99 = pct(&cf.latencies_us, 0.99) - pct(&pass.latencies_us, 0.99);
-    format!(
+    let mut line = format!(
         "ratio {n} streams, {starts}: citeflow / pass-through CPU per chunk {cpu:.2}× ({:.1} / {:.1} µs), throughput {:.1}% of pass-through, p99 latency {p99:+.2} ms against pass-through",
         cf.cpu_per_chunk_us[1],
         pass.cpu_per_chunk_us[1],
         100.0 * cf_rate / pass_rate,
-    )
+    );
+    // Where the durable log's own threads are in citeflow's CPU: their share, as a ratio to
+    // the pass-through proxy's whole CPU per chunk, and what the rest comes to.
+    let store = cf.store_cpu_per_chunk_us;
+    if store > 0.0 {
+        let base = pass.cpu_per_chunk_us[1].max(f64::MIN_POSITIVE);
+        line.push_str(&format!(
+            "; of citeflow's, the SQLite store's threads {store:.1} µs ({:.2}× the pass-through's), the rest {:.2}×",
+            store / base,
+            (cf.cpu_per_chunk_us[1] - store) / base,
+        ));
+    }
+    line
 }
