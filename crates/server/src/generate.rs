@@ -819,7 +819,11 @@ pub(crate) async fn run(mut g: Generation, resp: reqwest::Response) {
     })
     .await;
     match result {
-        Ok(()) => g.finish(StreamStatus::Completed, None).await,
+        Ok(()) => {
+            g.finish(StreamStatus::Completed, None).await;
+            // The response got every event from here (unless it was let go): it ends now.
+            g.live.end();
+        }
         Err(f) => g.fail(f).await,
     }
 }

@@ -3,6 +3,8 @@
 //! read of the log per event. A response that falls [`CAPACITY`] events behind, or whose
 //! generation ended, goes on from the log after the last event it got (the follower every
 //! other reader uses), so it sends exactly what the log holds, in order, whatever happens.
+//! A generation that finished with every event handed off says so ([`LiveTx::end`]): the
+//! response then ends without reading the log again.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -21,9 +23,18 @@ pub(crate) const CAPACITY: usize = 256;
 /// How a logged event becomes the response's frame (or a read error its error frame).
 pub(crate) type Framer = fn(Result<&StoredEvent, &StoreError>) -> Bytes;
 
+/// What goes from the generation to its response.
+#[derive(Debug)]
+enum Live {
+    /// A logged event's id and frame.
+    Event(u64, Bytes),
+    /// The stream finished and its status is logged: every event of it was handed off.
+    End,
+}
+
 /// The generation's end: sends each logged event, framed, while the response keeps up.
 #[derive(Debug, Default)]
-pub(crate) struct LiveTx(Option<(mpsc::Sender<(u64, Bytes)>, Framer)>);
+pub(crate) struct LiveTx(Option<(mpsc::Sender<Live>, Framer)>);
 
 impl LiveTx {
     /// No response to feed (it reads the log).
@@ -38,10 +49,19 @@ impl LiveTx {
             return;
         };
         for e in events {
-            if tx.try_send((e.id, framer(Ok(e)))).is_err() {
+            if tx.try_send(Live::Event(e.id, framer(Ok(e)))).is_err() {
                 self.0 = None;
                 return;
             }
+        }
+    }
+
+    /// Tells the response that the stream finished (its status is logged) after the events
+    /// sent: it ends there. Only for a response that got every event; one that was let go
+    /// (or a full channel) reads the rest from the log.
+    pub(crate) fn end(&mut self) {
+        if let Some((tx, _)) = self.0.take() {
+            let _ = tx.try_send(Live::End);
         }
     }
 }
@@ -71,8 +91,10 @@ pub(crate) struct LiveFeed {
 }
 
 enum Phase {
-    Live(mpsc::Receiver<(u64, Bytes)>),
+    Live(mpsc::Receiver<Live>),
     Log(EventFeed),
+    /// The generation said the stream ended after the last event sent.
+    Ended,
 }
 
 impl Stream for LiveFeed {
@@ -83,9 +105,13 @@ impl Stream for LiveFeed {
         loop {
             match &mut this.phase {
                 Phase::Live(rx) => match rx.poll_recv(cx) {
-                    Poll::Ready(Some((id, frame))) => {
+                    Poll::Ready(Some(Live::Event(id, frame))) => {
                         this.last = id;
                         return Poll::Ready(Some(frame));
+                    }
+                    Poll::Ready(Some(Live::End)) => {
+                        this.phase = Phase::Ended;
+                        return Poll::Ready(None);
                     }
                     Poll::Ready(None) => {
                         // The generation ended or let this response go: the log has the rest.
@@ -102,6 +128,7 @@ impl Stream for LiveFeed {
                         .poll_next(cx)
                         .map(|e| e.map(|e| framer(e.as_ref())));
                 }
+                Phase::Ended => return Poll::Ready(None),
             }
         }
     }
@@ -168,5 +195,47 @@ mod tests {
             let want: Vec<Bytes> = (1..=n).map(|i| frame(Ok(&ev(i)))).collect();
             assert_eq!(got, want, "{id}");
         }
+    }
+
+    /// A response that got every event ends at the generation's `end` without the log (here
+    /// the log still says running, so a read of it would wait); one that was let go reads
+    /// the rest from the log, and `end` changes nothing for it.
+    #[tokio::test]
+    async fn end_closes_a_response_that_got_everything() {
+        let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        let state = AppState::new(ServerSettings::new("http://127.0.0.1:9/v1"), store.clone());
+        running(&store, "kept-up").await;
+        let (mut tx, feed) = channel(&state, "kept-up", frame);
+        for i in 1..=3 {
+            store
+                .append_events("kept-up", vec![ev(i)])
+                .await
+                .expect("append");
+            tx.send(&[ev(i)]);
+        }
+        tx.end();
+        let got: Vec<Bytes> =
+            tokio::time::timeout(std::time::Duration::from_secs(5), feed.collect())
+                .await
+                .expect("ended without the log");
+        assert_eq!(got, (1..=3).map(|i| frame(Ok(&ev(i)))).collect::<Vec<_>>());
+
+        let n = CAPACITY as u64 + 1;
+        running(&store, "let-go").await;
+        let (mut tx, feed) = channel(&state, "let-go", frame);
+        for i in 1..=n {
+            store
+                .append_events("let-go", vec![ev(i)])
+                .await
+                .expect("append");
+            tx.send(&[ev(i)]);
+        }
+        tx.end();
+        store
+            .finish_stream("let-go", StreamStatus::Completed)
+            .await
+            .expect("finish");
+        let got: Vec<Bytes> = feed.collect().await;
+        assert_eq!(got, (1..=n).map(|i| frame(Ok(&ev(i)))).collect::<Vec<_>>());
     }
 }
