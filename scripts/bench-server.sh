@@ -11,8 +11,10 @@
 #   defaults: 100,1000  20  smollm2-01.sse (200 chunks, about one token each)
 #   BENCH_CITEFLOW=PATH measures another citeflow binary (an A/B run against an older build);
 #   BENCH_STORE=memory|sqlite:PATH|redis://… picks its store; BENCH_PERF=FILE records citeflow
-#   under `perf record`; BENCH_SYSCALLS=DIR counts system calls (see below). At the end, the
-#   CPU time of each of citeflow's threads over the whole run.
+#   under `perf record`; BENCH_SYSCALLS=DIR counts system calls (see below);
+#   BENCH_ROUNDS=R runs the pass-through proxy and citeflow R times in turn and gives the
+#   round with the median CPU ratio (and every round's). At the end, the CPU time of each of
+#   citeflow's threads over the whole run.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -117,19 +117,21 @@ row "Python: feed_text against its empty loop" "$(py_ratio floor_text)" "python 
 
 # --- proxy and Redis --------------------------------------------------------------------
 if [ "$QUICK" = 0 ]; then
+    # Three rounds of the pass-through proxy and citeflow in turn: the median pair is shown.
+    export BENCH_ROUNDS="${BENCH_ROUNDS:-3}"
     bash scripts/bench-server.sh 1000 20 > "$OUT/server.md"
     # "ratio 1000 streams, together: citeflow / pass-through …": the measure before the colon.
     while IFS= read -r line; do
         line="${line#ratio }"
         row "proxy: ${line%%:*}, 50 chunks/s each" "${line#*: } (target 1.5× CPU, 95% throughput, p99 within 1 ms)" \
-            "bash scripts/bench-server.sh 1000 20"
+            "BENCH_ROUNDS=3 bash scripts/bench-server.sh 1000 20"
     done < <(grep '^ratio ' "$OUT/server.md")
     # The same with the store in memory: the proxy's own work, without the durable log.
     BENCH_STORE=memory bash scripts/bench-server.sh 1000 20 > "$OUT/server-memory.md"
     while IFS= read -r line; do
         line="${line#ratio }"
         row "proxy, in-memory store: ${line%%:*}, 50 chunks/s each" "${line#*: }" \
-            "BENCH_STORE=memory bash scripts/bench-server.sh 1000 20"
+            "BENCH_STORE=memory BENCH_ROUNDS=3 bash scripts/bench-server.sh 1000 20"
     done < <(grep '^ratio ' "$OUT/server-memory.md")
     mem="$(grep 'per open stream' "$OUT/server.md" | head -n1)"
     [ -n "$mem" ] && row "proxy: memory per open stream while all stream" \
@@ -168,10 +170,10 @@ echo
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ "$QUICK" = 0 ]; then
     echo
-    echo "## proxy (scripts/bench-server.sh 1000 20)"
+    echo "## proxy (BENCH_ROUNDS=3 scripts/bench-server.sh 1000 20)"
     cat "$OUT/server.md"
     echo
-    echo "## proxy, in-memory store (BENCH_STORE=memory scripts/bench-server.sh 1000 20)"
+    echo "## proxy, in-memory store (BENCH_STORE=memory BENCH_ROUNDS=3 scripts/bench-server.sh 1000 20)"
     cat "$OUT/server-memory.md"
     echo
     echo "## Redis (scripts/bench-redis.sh)"

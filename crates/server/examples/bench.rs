@@ -11,6 +11,10 @@
 //! then with starts spread evenly over one pace interval `SPREAD_MS` (chunks arrive evenly, as
 //! independent users' streams do).
 //!
+//! With `BENCH_ROUNDS=R` (default 1), the pass-through proxy and citeflow run R times in turn
+//! after the direct run, and each ratio line is the round with the median CPU ratio, followed
+//! by every round's: on this shared machine one pair of runs can move by a tenth or more.
+//!
 //! `bench UPSTREAM_URL UPSTREAM_PID PASSTHROUGH_URL PASSTHROUGH_PID CITEFLOW_URL CITEFLOW_PID MODEL N[,N…] [SPREAD_MS]`
 
 use std::sync::Arc;
@@ -265,6 +269,11 @@ async fn main() {
     let (citeflow, pid, model) = (&a[4], a[5].as_str(), &a[6]);
     let counts: Vec<usize> = a[7].split(',').filter_map(|s| s.parse().ok()).collect();
     let spread_ms: u64 = a.get(8).and_then(|s| s.parse().ok()).unwrap_or(20);
+    let rounds: usize = std::env::var("BENCH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1)
+        .max(1);
     println!("| streams | starts | path | seconds | chunks/s | throughput vs direct | chunk latency p50 ms | p99 ms | added p50 ms | added p99 ms | failed | CPU µs per chunk: upstream / proxy / client |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut memory = Vec::new();
@@ -282,27 +291,46 @@ async fn main() {
         ] {
             let direct = run(upstream, model, n, [Some(upstream_pid), None], spread).await;
             println!("{}", row(n, starts, "direct", &direct, &direct));
-            let pids = [Some(upstream_pid), Some(pass_pid)];
-            let through = run(pass, model, n, pids, spread).await;
-            println!(
-                "{}",
-                row(n, starts, "pass-through proxy", &through, &direct)
-            );
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            let idle = rss_kib(pid);
-            let cf = run(citeflow, model, n, [Some(upstream_pid), Some(pid)], spread).await;
-            println!("{}", row(n, starts, "citeflow", &cf, &direct));
-            failed += direct.failed + through.failed + cf.failed;
-            ratios.push(ratio_line(n, starts, &cf, &through));
-            // Memory per open stream from the first run of each count only: the allocator
-            // keeps what a run freed, so the growth in a later run says little.
-            if spread.is_zero() {
-                let per_stream_kib = cf.peak_rss_kib.saturating_sub(idle) as f64 / n as f64;
-                memory.push(format!(
-                    "{n} streams: citeflow RSS {idle} → {} KiB, {per_stream_kib:.0} KiB per open stream",
-                    cf.peak_rss_kib
+            let mut pairs = Vec::new();
+            for round in 0..rounds {
+                let label = |name: &str| match rounds {
+                    1 => name.to_owned(),
+                    _ => format!("{name}, round {}", round + 1),
+                };
+                let pids = [Some(upstream_pid), Some(pass_pid)];
+                let through = run(pass, model, n, pids, spread).await;
+                println!(
+                    "{}",
+                    row(n, starts, &label("pass-through proxy"), &through, &direct)
+                );
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                let idle = rss_kib(pid);
+                let cf = run(citeflow, model, n, [Some(upstream_pid), Some(pid)], spread).await;
+                println!("{}", row(n, starts, &label("citeflow"), &cf, &direct));
+                failed += direct.failed + through.failed + cf.failed;
+                // Memory per open stream from the first run of each count only: the allocator
+                // keeps what a run freed, so the growth in a later run says little.
+                if spread.is_zero() && round == 0 {
+                    let per_stream_kib = cf.peak_rss_kib.saturating_sub(idle) as f64 / n as f64;
+                    memory.push(format!(
+                        "{n} streams: citeflow RSS {idle} → {} KiB, {per_stream_kib:.0} KiB per open stream",
+                        cf.peak_rss_kib
+                    ));
+                }
+                pairs.push((cpu_ratio(&cf, &through), cf, through));
+            }
+            pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let (_, cf, through) = &pairs[pairs.len() / 2];
+            let mut line = ratio_line(n, starts, cf, through);
+            if pairs.len() > 1 {
+                let each: Vec<String> = pairs.iter().map(|p| format!("{:.2}×", p.0)).collect();
+                line.push_str(&format!(
+                    " (the median of {} rounds; CPU ratios {})",
+                    pairs.len(),
+                    each.join(", ")
                 ));
             }
+            ratios.push(line);
         }
     }
     println!();
@@ -320,10 +348,15 @@ async fn main() {
     }
 }
 
+/// citeflow's CPU per chunk against the pass-through proxy's.
+fn cpu_ratio(cf: &Run, pass: &Run) -> f64 {
+    cf.cpu_per_chunk_us[1] / pass.cpu_per_chunk_us[1].max(f64::MIN_POSITIVE)
+}
+
 /// citeflow against the pass-through proxy of the same run: CPU per chunk of the proxy
 /// process, throughput, and the p99 added latency.
 fn ratio_line(n: usize, starts: &str, cf: &Run, pass: &Run) -> String {
-    let cpu = cf.cpu_per_chunk_us[1] / pass.cpu_per_chunk_us[1].max(f64::MIN_POSITIVE);
+    let cpu = cpu_ratio(cf, pass);
     // citeflow's extra source-list chunk per stream is not upstream work.
     let cf_rate = cf.chunks.saturating_sub(n as u64) as f64 / cf.seconds;
     let pass_rate = pass.chunks as f64 / pass.seconds;
