@@ -235,7 +235,7 @@ impl Generation {
         requested: Instant,
         live: LiveTx,
     ) -> Self {
-        let citeflow_empty = json_text(&json!({"stream_id": stream_id, "events": []}));
+        let citeflow_empty = json_text(&citeflow_member(&stream_id, Vec::new()));
         Generation {
             citeflow_empty,
             state,
@@ -460,7 +460,7 @@ impl Generation {
     }
 
     fn citeflow(&self, events: Vec<Value>) -> Value {
-        json!({"stream_id": self.stream_id, "events": events})
+        citeflow_member(&self.stream_id, events)
     }
 
     /// A chunk of our own (the tail and the source list), shaped like the upstream's.
@@ -848,6 +848,11 @@ where
             )))
         }
     }
+}
+
+/// The `citeflow` member of a chunk of stream `stream_id` carrying `events`.
+fn citeflow_member(stream_id: &str, events: Vec<Value>) -> Value {
+    json!({"stream_id": stream_id, "events": events})
 }
 
 /// A chunk's JSON text, written by serde_json into one buffer (`Value`'s `Display` goes

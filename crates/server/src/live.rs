@@ -204,16 +204,21 @@ mod tests {
     async fn end_closes_a_response_that_got_everything() {
         let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
         let state = AppState::new(ServerSettings::new("http://127.0.0.1:9/v1"), store.clone());
-        running(&store, "kept-up").await;
-        let (mut tx, feed) = channel(&state, "kept-up", frame);
-        for i in 1..=3 {
-            store
-                .append_events("kept-up", vec![ev(i)])
-                .await
-                .expect("append");
-            tx.send(&[ev(i)]);
-        }
-        tx.end();
+        // A running stream whose `n` events the log took and the generation sent, then `end`.
+        let ended = |id: &'static str, n: u64| {
+            let (store, state) = (store.clone(), state.clone());
+            async move {
+                running(&store, id).await;
+                let (mut tx, feed) = channel(&state, id, frame);
+                for i in 1..=n {
+                    store.append_events(id, vec![ev(i)]).await.expect("append");
+                    tx.send(&[ev(i)]);
+                }
+                tx.end();
+                feed
+            }
+        };
+        let feed = ended("kept-up", 3).await;
         let got: Vec<Bytes> =
             tokio::time::timeout(std::time::Duration::from_secs(5), feed.collect())
                 .await
@@ -221,16 +226,7 @@ mod tests {
         assert_eq!(got, (1..=3).map(|i| frame(Ok(&ev(i)))).collect::<Vec<_>>());
 
         let n = CAPACITY as u64 + 1;
-        running(&store, "let-go").await;
-        let (mut tx, feed) = channel(&state, "let-go", frame);
-        for i in 1..=n {
-            store
-                .append_events("let-go", vec![ev(i)])
-                .await
-                .expect("append");
-            tx.send(&[ev(i)]);
-        }
-        tx.end();
+        let feed = ended("let-go", n).await;
         store
             .finish_stream("let-go", StreamStatus::Completed)
             .await
