@@ -29,6 +29,7 @@ SHARED="${CITEFLOW_SHARED_DIR:-$(cd "$ROOT/.." && pwd)/shared}"
 cargo build --quiet --locked --release -p citeflow-cli
 cargo build --quiet --locked --release -p citeflow-replay --example replay_upstream
 cargo build --quiet --locked --release -p citeflow-server --example passthrough --example bench
+cargo build --quiet --locked --release -p citeflow-store-sqlite --example append_floor
 
 WORK="$(mktemp -d)"
 PIDS=()
@@ -83,7 +84,7 @@ fi
 echo "machine: $(nproc) cores, $(uname -sr); $(rustc --version)"
 echo "model $MODEL, upstream pace ${PACE_MS} ms per chunk, citeflow store ${BENCH_STORE:-sqlite (WAL)}"
 "$TARGET_DIR/release/examples/bench" "$UPSTREAM" "$UPSTREAM_PID" "$PASS" "$PASS_PID" \
-    "$CITEFLOW" "$CITEFLOW_PID" "$MODEL" "$STREAMS" "$PACE_MS"
+    "$CITEFLOW" "$CITEFLOW_PID" "$MODEL" "$STREAMS" "$PACE_MS" | tee "$WORK/bench.out"
 for pid in "${COUNTERS[@]}"; do kill -INT "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
 # Where citeflow's CPU went over the whole run, by thread name (seconds of user + system time).
 echo
@@ -95,3 +96,16 @@ for t in /proc/"$CITEFLOW_PID"/task/*; do
     read -r -a f <<< "$(sed 's/^.*) //' "$t/stat")"
     echo "$name ${f[11]} ${f[12]}"
 done | awk -v hz="$(getconf CLK_TCK)" '{cpu[$1] += ($2 + $3) / hz} END {for (n in cpu) printf "  %-28s %7.2f s\n", n, cpu[n]}' | sort -k2 -rn
+# With the SQLite store: the floor of its durable append, SQLite alone (no channel, job, reply,
+# index or tail) appending rows of the size citeflow logged in this run, as a ratio against the
+# pass-through proxy's CPU per chunk of the first ratio line. `append_floor` says how.
+if [ -z "${BENCH_STORE:-}" ] && [ -s "$WORK/citeflow.db" ]; then
+    BYTES="$(python3 -c "import sqlite3,sys; print(round(sqlite3.connect(sys.argv[1]).execute('SELECT avg(length(data)) FROM event_log').fetchone()[0] or 300))" "$WORK/citeflow.db")"
+    PASS_US="$(grep -m1 '^ratio ' "$WORK/bench.out" | sed -E 's/.*\(([0-9.]+) \/ ([0-9.]+) µs\).*/\2/')"
+    echo
+    echo "SQLite alone, 200,000 rows of $BYTES bytes (the average event citeflow logged) from 1000 streams:"
+    "$TARGET_DIR/release/examples/append_floor" 200000 "$BYTES" 1000 1,4,16,64 | tee "$WORK/floor.md"
+    echo
+    awk -F'|' -v pass="$PASS_US" '$2 + 0 == 16 {
+        printf "floor SQLite append alone, 16 rows per commit: %.2f µs per row, %.2f× the pass-through proxy'"'"'s CPU per chunk (%s µs)\n", $5, $5 / pass, pass }' "$WORK/floor.md"
+fi

@@ -1,0 +1,125 @@
+//! The floor of a durable append in SQLite on this machine: the CPU that SQLite alone spends
+//! to log one row per chunk, with nothing of citeflow around it (no channel, no job, no
+//! reply, no index, no tail). One thread inserts rows of the given size into a table shaped
+//! like the store's log (`pos INTEGER PRIMARY KEY, stream_id, id, data`), `BATCH` rows per
+//! `BEGIN IMMEDIATE … COMMIT`, on a file with the store's settings (WAL, `synchronous =
+//! NORMAL`, 4 KiB pages); a second connection runs a passive checkpoint every 250 ms and one
+//! at the end, as the store's checkpoint thread does. Prints the CPU time of both threads per row, for each
+//! batch size.
+//!
+//!     cargo run --release -p citeflow-store-sqlite --example append_floor -- [ROWS] [BYTES] [STREAMS] [BATCH,…]
+//!     defaults: 200000 rows of 300 bytes, from 1000 streams, batches of 1,4,16,64
+//!
+//! `scripts/bench-server.sh` runs it after the proxy and gives the figure as a ratio against
+//! the pass-through proxy's CPU per chunk of the same run.
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use rusqlite::{params, Connection};
+
+/// CPU time of the calling thread, in microseconds: the first field of
+/// `/proc/thread-self/schedstat`, nanoseconds on the CPU (Linux).
+fn thread_cpu_us() -> f64 {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").expect("schedstat");
+    let ns: f64 = stat
+        .split_whitespace()
+        .next()
+        .and_then(|f| f.parse().ok())
+        .expect("nanoseconds");
+    ns / 1e3
+}
+
+fn open(path: &std::path::Path) -> Connection {
+    let c = Connection::open(path).expect("open the file");
+    c.execute_batch(
+        "PRAGMA page_size = 4096; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;
+         PRAGMA cache_size = -8192;",
+    )
+    .expect("settings");
+    c
+}
+
+/// Appends `rows` rows of `bytes` bytes, `batch` per transaction, round-robin over `streams`
+/// streams; returns the CPU µs per row of the writer and of the checkpoint thread.
+fn run(
+    dir: &std::path::Path,
+    rows: usize,
+    bytes: usize,
+    streams: usize,
+    batch: usize,
+) -> (f64, f64) {
+    let path = dir.join(format!("floor-{batch}.db"));
+    let conn = open(&path);
+    conn.execute_batch(
+        "CREATE TABLE event_log (pos INTEGER PRIMARY KEY, stream_id TEXT NOT NULL,
+         id INTEGER NOT NULL, data TEXT NOT NULL);",
+    )
+    .expect("schema");
+    let (stop_tx, stop_rx) = mpsc::channel::<()>();
+    let checkpoints = {
+        let c = open(&path);
+        std::thread::spawn(move || {
+            let t0 = thread_cpu_us();
+            while let Err(mpsc::RecvTimeoutError::Timeout) =
+                stop_rx.recv_timeout(Duration::from_millis(250))
+            {
+                let _ = c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+            }
+            // As the store's thread does when it stops: every page reaches the file once.
+            let _ = c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+            thread_cpu_us() - t0
+        })
+    };
+    let ids: Vec<String> = (0..streams)
+        .map(|i| format!("chatcmpl-{i:08}-0000-0000-0000-000000000000"))
+        .collect();
+    let data = "x".repeat(bytes);
+    let t0 = thread_cpu_us();
+    let mut n = 0;
+    while n < rows {
+        conn.execute_batch("BEGIN IMMEDIATE").expect("begin");
+        let mut insert = conn
+            .prepare_cached("INSERT INTO event_log (stream_id, id, data) VALUES (?1, ?2, ?3)")
+            .expect("prepare");
+        for _ in 0..batch.min(rows - n) {
+            insert
+                .execute(params![ids[n % streams], (n / streams) as i64, data])
+                .expect("insert");
+            n += 1;
+        }
+        drop(insert);
+        conn.execute_batch("COMMIT").expect("commit");
+    }
+    let writer = thread_cpu_us() - t0;
+    drop(stop_tx);
+    let checkpoint = checkpoints.join().expect("checkpoint thread");
+    (writer / rows as f64, checkpoint / rows as f64)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let arg = |i: usize, default: usize| {
+        args.get(i)
+            .map(|s| s.parse().expect("a number"))
+            .unwrap_or(default)
+    };
+    let rows = arg(0, 200_000);
+    let bytes = arg(1, 300);
+    let streams = arg(2, 1000);
+    let batches: Vec<usize> = args
+        .get(3)
+        .map(|s| {
+            s.split(',')
+                .map(|b| b.parse().expect("a batch size"))
+                .collect()
+        })
+        .unwrap_or_else(|| vec![1, 4, 16, 64]);
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    println!("| rows per commit | writer µs per row | checkpoint µs per row | together |");
+    println!("|---|---|---|---|");
+    for batch in batches {
+        let (w, c) = run(dir.path(), rows, bytes, streams, batch);
+        println!("| {batch} | {w:.2} | {c:.2} | {:.2} |", w + c);
+    }
+}
