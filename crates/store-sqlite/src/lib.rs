@@ -6,11 +6,11 @@
 //! only after its transaction committed, so an event is in the file before the server sends
 //! it. Reads use their own connections. A running stream's record and recent events are also
 //! kept in memory, so its live followers never query the file: the hot path of a stream only
-//! writes. Events go to an append-ordered log (1 KiB pages), and that is all an append
-//! writes: a stream's entries in the index by stream are written when it finishes, from the
-//! positions the writer kept meanwhile, so that a commit touching many running streams writes
-//! only the log's last pages. Streams a crash left running are indexed when the file is
-//! opened. A thread of its own copies the WAL into the file (`PASSIVE` checkpoints), so the
+//! writes. Events go to an append-ordered log (4 KiB pages), and that is all an append
+//! writes: a stream's index (the log position of each of its events, one blob on its row) is
+//! written when it finishes, in one statement, from the positions the writer kept meanwhile,
+//! so that a commit touching many running streams writes only the log's last pages. Streams a
+//! crash left running are indexed when the file is opened. A thread of its own copies the WAL into the file (`PASSIVE` checkpoints), so the
 //! writer never waits for that.
 //!
 //! ```

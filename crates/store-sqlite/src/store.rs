@@ -1,7 +1,7 @@
 //! [`SqliteStore`]: opening a file and the [`Store`] methods. Its parts are child modules that
 //! read this module's private types directly: [`schema`] (creation, migration, connection
-//! settings), [`rows`] (reading sessions, streams and events) and [`tail`] (a running stream
-//! in memory).
+//! settings), [`rows`] (reading sessions, streams and events), [`positions`] (a stream's index
+//! of its events on its row) and [`tail`] (a running stream in memory).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -17,11 +17,12 @@ use rusqlite::{params, Connection};
 
 use crate::writer::{self, backend, exec, in_savepoint, query_opt, Job, Running};
 
+mod positions;
 mod rows;
 mod schema;
 mod tail;
 
-use rows::{last_in_file, last_running, read_at, read_events, read_session, read_stream};
+use rows::{index_of, last_in_file, last_running, read_at, read_events, read_session, read_stream};
 use schema::{index_running, open_conn, set_up};
 use tail::{FromTail, Tail, TAIL_EVENTS};
 
@@ -441,34 +442,47 @@ impl Store for SqliteStore {
 
     async fn finish_stream(&self, stream_id: &str, status: StreamStatus) -> Result<(), StoreError> {
         let id = stream_id.to_owned();
-        // The stream's events that are not in the index yet go there now, with the status,
-        // in one savepoint: a finished stream is read through the index alone.
+        // The positions of the stream's events that its row does not hold yet go there now,
+        // with the status, in one statement: a finished stream is read through its row alone.
         self.write_bare(move |c, running| {
-            let unindexed = running
+            // Of a stream the writer tracks: how many events the row holds (those before the
+            // first unindexed one), and the positions of the rest. Of any other stream, the
+            // row holds every event.
+            let (held, unindexed) = running
                 .get_mut(&id)
-                .map(|s| s.unindexed.as_slice())
+                .map(|s| {
+                    let held = s.unindexed.first().map_or(s.last, |&(e, _)| e - 1);
+                    (held, s.unindexed.as_slice())
+                })
                 .unwrap_or_default();
-            in_savepoint(c, |c| {
-                let n = exec(
+            let n = if unindexed.is_empty() {
+                exec(
                     c,
                     "UPDATE streams SET status = ?2 WHERE id = ?1",
                     params![id, status.as_str()],
-                )?;
-                if n == 0 {
-                    return Err(StoreError::not_found("stream", &id));
+                )?
+            } else {
+                let mut index = if held > 0 {
+                    index_of(c, &id)?
+                } else {
+                    Vec::new()
+                };
+                if positions::count(index.len()) != held {
+                    return Err(StoreError::Backend(format!(
+                        "the index of stream {id} holds {} events, not {held}",
+                        positions::count(index.len())
+                    )));
                 }
-                let mut index = c
-                    .prepare_cached(
-                        "INSERT OR IGNORE INTO event_index (stream_id, id, pos) VALUES (?1, ?2, ?3)",
-                    )
-                    .map_err(backend)?;
-                for &(event, pos) in unindexed {
-                    index
-                        .execute(params![id, event as i64, pos])
-                        .map_err(backend)?;
-                }
-                Ok(())
-            })?;
+                index.extend(positions::encode(unindexed.iter().map(|&(_, p)| p)));
+                exec(
+                    c,
+                    "UPDATE streams SET status = ?2, positions = ?3 WHERE id = ?1",
+                    params![id, status.as_str(), index],
+                )?
+            };
+            if n == 0 {
+                return Err(StoreError::not_found("stream", &id));
+            }
             running.remove(&id);
             Ok(())
         })
@@ -557,19 +571,22 @@ impl Store for SqliteStore {
                 )
                 .map_err(backend)? as u64;
             let old = "SELECT id FROM streams WHERE status != 'running' AND created_ms < ?1";
-            c.execute(
-                &format!(
-                    "DELETE FROM event_log WHERE pos IN
-                     (SELECT pos FROM event_index WHERE stream_id IN ({old}))"
-                ),
-                params![cutoff],
-            )
-            .map_err(backend)?;
-            c.execute(
-                &format!("DELETE FROM event_index WHERE stream_id IN ({old})"),
-                params![cutoff],
-            )
-            .map_err(backend)?;
+            // Each old stream's events, by the positions on its row.
+            let indexes: Vec<(String, Option<Vec<u8>>)> = c
+                .prepare(
+                    "SELECT id, positions FROM streams WHERE status != 'running' AND created_ms < ?1",
+                )
+                .and_then(|mut st| {
+                    st.query_map(params![cutoff], |r| Ok((r.get(0)?, r.get(1)?)))?
+                        .collect()
+                })
+                .map_err(backend)?;
+            for (id, index) in indexes {
+                let index = index.unwrap_or_default();
+                for (_, pos) in positions::after(&id, &index, 0, usize::MAX)? {
+                    exec(c, "DELETE FROM event_log WHERE pos = ?1", params![pos])?;
+                }
+            }
             c.execute(
                 &format!(
                     "DELETE FROM numbers WHERE namespace IN (SELECT 'stream:' || id FROM ({old}))"

@@ -10,14 +10,15 @@ use rusqlite::Connection;
 pub(crate) type Job = Box<dyn FnOnce(&Connection, &mut Running) -> Reply + Send>;
 
 /// What the writer's transaction knows of each running stream: its newest event id, and the
-/// log positions of the events it appended that the by-stream index does not hold yet (the
-/// index gets them when the stream finishes, so that appends touch only the log's last page).
+/// log positions of the events it appended that the stream's index (the positions on its row)
+/// does not hold yet (the row gets them when the stream finishes, so that appends touch only
+/// the log's last page).
 ///
-/// Invariant: for every running stream, the index plus this table's positions cover every
-/// event in the file. A stream missing here has all its events indexed (it was recovered when
-/// the file was opened, or every event came before a failed commit and was re-indexed), and
-/// is looked up in the index (then remembered). Only the writer's jobs change streams and
-/// events.
+/// Invariant: for every running stream, the index on its row plus this table's positions cover
+/// every event in the file, in order. A stream missing here has all its events indexed (it was
+/// recovered when the file was opened, or every event came before a failed commit and was
+/// re-indexed), and is looked up on its row (then remembered). Only the writer's jobs change
+/// streams and events.
 #[derive(Debug, Default)]
 pub(crate) struct Running(HashMap<String, RunningStream>);
 
@@ -26,7 +27,8 @@ pub(crate) struct Running(HashMap<String, RunningStream>);
 pub(crate) struct RunningStream {
     /// The newest event id.
     pub(crate) last: u64,
-    /// `(event id, log position)` of events not yet in the index, oldest first.
+    /// `(event id, log position)` of events not yet in the index, oldest first (consecutive
+    /// ids, after those the index holds).
     pub(crate) unindexed: Vec<(u64, i64)>,
 }
 

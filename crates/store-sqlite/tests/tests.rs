@@ -163,7 +163,7 @@ fn a_version_1_file_is_upgraded_without_losing_events() {
     let v: i64 = c
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .expect("version");
-    assert_eq!(v, 3);
+    assert_eq!(v, 4);
 }
 
 /// Every event of a stream, read page by page.
@@ -258,6 +258,11 @@ fn interleaved_streams_read_back_running_finished_and_after_reopening() {
             assert!(store.events_after(s, 0, 10).await.is_err(), "{s} purged");
         }
     });
+    let c = rusqlite::Connection::open(&path).expect("reopen");
+    let left: i64 = c
+        .query_row("SELECT COUNT(*) FROM event_log", [], |r| r.get(0))
+        .expect("count");
+    assert_eq!(left, 0, "a purged stream's events leave the log");
 }
 
 /// A file written by schema version 2 (a rowid log with a unique index by stream) opens with
@@ -307,5 +312,72 @@ fn a_version_2_file_is_upgraded_without_losing_events() {
     let v: i64 = c
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .expect("version");
-    assert_eq!(v, 3);
+    assert_eq!(v, 4);
+}
+
+/// A file written by schema version 3 (the index by stream as one `event_index` row per event)
+/// opens with everything in it: a finished stream reads back whole through its new index, and a
+/// running one a crash left half indexed reads back whole, continues and finishes.
+#[test]
+fn a_version_3_file_is_upgraded_without_losing_events() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("v3.db");
+    old_file(
+        &path,
+        "CREATE TABLE streams (id TEXT PRIMARY KEY, owner TEXT NOT NULL, session_id TEXT,
+                 status TEXT NOT NULL, created_ms INTEGER NOT NULL, first_pos INTEGER);
+             CREATE TABLE event_log (pos INTEGER PRIMARY KEY, stream_id TEXT NOT NULL,
+                 id INTEGER NOT NULL, data TEXT NOT NULL);
+             CREATE TABLE event_index (stream_id TEXT NOT NULL, id INTEGER NOT NULL,
+                 pos INTEGER NOT NULL, PRIMARY KEY (stream_id, id)) WITHOUT ROWID;
+             INSERT INTO streams VALUES ('done', 'o', NULL, 'completed', 1, 1),
+                 ('live', 'o', NULL, 'running', 1, 2);
+             INSERT INTO event_log VALUES (1, 'done', 1, 'd1'), (2, 'live', 1, 'l1'),
+                 (3, 'done', 2, 'd2'), (4, 'live', 2, 'l2'), (5, 'live', 3, 'l3');
+             INSERT INTO event_index VALUES ('done', 1, 1), ('done', 2, 3), ('live', 1, 2);
+             PRAGMA user_version = 3;",
+    );
+    let ev = |id, data: &str| StoredEvent {
+        id,
+        data: data.into(),
+    };
+    futures_executor::block_on(async {
+        let store = SqliteStore::open(&path).expect("open and upgrade");
+        assert_eq!(read_all(&store, "done").await, [ev(1, "d1"), ev(2, "d2")]);
+        assert_eq!(
+            read_all(&store, "live").await,
+            [ev(1, "l1"), ev(2, "l2"), ev(3, "l3")]
+        );
+        let bad = store.append_events("live", vec![ev(5, "l5")]).await;
+        assert!(bad.is_err(), "{bad:?}");
+        store
+            .append_events("live", vec![ev(4, "l4")])
+            .await
+            .expect("append after the migrated events");
+        store
+            .finish_stream("live", StreamStatus::Completed)
+            .await
+            .expect("finish");
+        assert_eq!(
+            read_all(&store, "live").await,
+            [ev(1, "l1"), ev(2, "l2"), ev(3, "l3"), ev(4, "l4")]
+        );
+        assert_eq!(
+            store.events_after("live", 2, 1).await.expect("page"),
+            [ev(3, "l3")]
+        );
+    });
+    let c = rusqlite::Connection::open(&path).expect("reopen");
+    let v: i64 = c
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .expect("version");
+    assert_eq!(v, 4);
+    let old_index: i64 = c
+        .query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE name = 'event_index'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("tables");
+    assert_eq!(old_index, 0, "the old index table is gone");
 }

@@ -7,6 +7,7 @@ use citeflow_store::{
 };
 use rusqlite::{params, Connection};
 
+use super::positions;
 use crate::writer::{backend, query_opt};
 
 pub(super) fn read_session(conn: &Connection, id: &str) -> Result<SessionRecord, StoreError> {
@@ -70,11 +71,11 @@ pub(super) fn read_stream(
 
 /// Up to `limit` events of a stream after event `after`, read on a reader connection.
 ///
-/// A finished stream's events are all in the index. A running stream's newest ones reach the
-/// index only when it finishes, so its events are read from the log itself, from its first
-/// position on: a scan over every stream's events since it began. Only a running stream without
-/// a tail takes it (one a crash left running, until the server closes it); a tail knows the
-/// position of each of its stream's events.
+/// A finished stream's events are all in its index (the positions on its row). A running
+/// stream's positions reach the row only when it finishes, so its events are read from the log
+/// itself, from its first position on: a scan over every stream's events since it began. Only
+/// a running stream without a tail takes it (one a crash left running, until the server closes
+/// it); a tail knows the position of each of its stream's events.
 pub(super) fn read_events(
     c: &Connection,
     stream: &StreamRecord,
@@ -82,34 +83,28 @@ pub(super) fn read_events(
     after: u64,
     limit: usize,
 ) -> Result<Vec<StoredEvent>, StoreError> {
-    let (sql, from) = if stream.status.is_finished() {
-        (
-            "SELECT i.id, e.data FROM event_index i JOIN event_log e ON e.pos = i.pos
-             WHERE i.stream_id = ?1 AND i.id > ?2 ORDER BY i.id LIMIT ?3",
-            None,
-        )
-    } else {
-        let Some(first) = first_pos else {
-            return Ok(Vec::new());
-        };
-        (
+    if stream.status.is_finished() {
+        let blob = index_of(c, &stream.id)?;
+        let at = positions::after(&stream.id, &blob, after, limit)?;
+        return read_at(c, &stream.id, &at);
+    }
+    let Some(first) = first_pos else {
+        return Ok(Vec::new());
+    };
+    let mut st = c
+        .prepare_cached(
             "SELECT id, data FROM event_log WHERE pos >= ?4 AND stream_id = ?1 AND id > ?2
              ORDER BY pos LIMIT ?3",
-            Some(first),
         )
-    };
-    let mut st = c.prepare_cached(sql).map_err(backend)?;
-    let row = |r: &rusqlite::Row<'_>| {
-        Ok(StoredEvent {
-            id: r.get::<_, i64>(0)? as u64,
-            data: r.get(1)?,
+        .map_err(backend)?;
+    let rows = st
+        .query_map(params![stream.id, after as i64, limit as i64, first], |r| {
+            Ok(StoredEvent {
+                id: r.get::<_, i64>(0)? as u64,
+                data: r.get(1)?,
+            })
         })
-    };
-    let rows = match from {
-        None => st.query_map(params![stream.id, after as i64, limit as i64], row),
-        Some(first) => st.query_map(params![stream.id, after as i64, limit as i64, first], row),
-    }
-    .map_err(backend)?;
+        .map_err(backend)?;
     rows.collect::<Result<Vec<_>, _>>().map_err(backend)
 }
 
@@ -164,14 +159,14 @@ pub(super) fn last_running(
 }
 
 /// The newest event id of a stream that may take events and that the writer's [`Running`](crate::writer::Running)
-/// table does not hold (so the index holds all its events): `StreamClosed` when it finished,
+/// table does not hold (so its index holds all its events): `StreamClosed` when it finished,
 /// `NotFound` when there is no such stream.
 pub(super) fn last_in_file(c: &Connection, id: &str) -> Result<u64, StoreError> {
-    let status: String = query_opt(
+    let (status, bytes): (String, Option<i64>) = query_opt(
         c,
-        "SELECT status FROM streams WHERE id = ?1",
+        "SELECT status, length(positions) FROM streams WHERE id = ?1",
         params![id],
-        |r| r.get(0),
+        |r| Ok((r.get(0)?, r.get(1)?)),
     )?
     .ok_or_else(|| StoreError::not_found("stream", id))?;
     let status = StreamStatus::from_name(&status)
@@ -182,12 +177,17 @@ pub(super) fn last_in_file(c: &Connection, id: &str) -> Result<u64, StoreError> 
             status: status.as_str(),
         });
     }
-    let last: Option<i64> = query_opt(
+    Ok(positions::count(bytes.unwrap_or(0) as usize))
+}
+
+/// The index of a stream as its row holds it (empty: none yet).
+pub(super) fn index_of(c: &Connection, id: &str) -> Result<Vec<u8>, StoreError> {
+    Ok(query_opt(
         c,
-        "SELECT MAX(id) FROM event_index WHERE stream_id = ?1",
+        "SELECT positions FROM streams WHERE id = ?1",
         params![id],
-        |r| r.get(0),
+        |r| r.get::<_, Option<Vec<u8>>>(0),
     )?
-    .flatten();
-    Ok(last.unwrap_or(0) as u64)
+    .flatten()
+    .unwrap_or_default())
 }

@@ -6,7 +6,8 @@ use std::path::Path;
 use citeflow_store::StoreError;
 use rusqlite::{params, Connection};
 
-use crate::writer::{backend, exec, query_opt};
+use super::positions;
+use crate::writer::{backend, query_opt};
 
 pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
@@ -31,7 +32,8 @@ CREATE TABLE IF NOT EXISTS streams (
     session_id TEXT,
     status TEXT NOT NULL,
     created_ms INTEGER NOT NULL,
-    first_pos INTEGER
+    first_pos INTEGER,
+    positions BLOB
 );
 CREATE TABLE IF NOT EXISTS event_log (
     pos INTEGER PRIMARY KEY,
@@ -39,16 +41,10 @@ CREATE TABLE IF NOT EXISTS event_log (
     id INTEGER NOT NULL,
     data TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS event_index (
-    stream_id TEXT NOT NULL,
-    id INTEGER NOT NULL,
-    pos INTEGER NOT NULL,
-    PRIMARY KEY (stream_id, id)
-) WITHOUT ROWID;
 ";
 
 /// The schema version this code writes (`PRAGMA user_version`).
-pub(super) const SCHEMA_VERSION: i64 = 3;
+pub(super) const SCHEMA_VERSION: i64 = 4;
 
 // The event log, by version:
 // 1. a `WITHOUT ROWID` table keyed by stream: with many streams running, every append landed
@@ -57,15 +53,17 @@ pub(super) const SCHEMA_VERSION: i64 = 3;
 //    one index page per append, so a commit wrote one page per running stream to the WAL;
 // 3. the rowid table alone on the hot path (`pos`, in append order; `streams.first_pos` is a
 //    stream's first event) and an index by stream written when the stream finishes, from the
-//    writer's memory, or when the file is opened, for streams that were running.
+//    writer's memory, or when the file is opened, for streams that were running: one
+//    `(stream_id, id, pos)` row per event, a B-tree insert each (about a sixth of the writer
+//    thread's time in `scripts/bench-server.sh 1000 20`);
+// 4. that index as one blob of positions on the stream's row (`streams.positions`, see
+//    [`super::positions`]): one statement per stream.
 
-/// Version 1 and 2 to 3, run after [`SCHEMA`] created the new tables; `{old}` is the old
-/// table of events.
-pub(super) const MIGRATE_TO_3: &str = "
+/// Version 1 and 2 to 4, run after [`SCHEMA`] created the new tables; `{old}` is the old
+/// table of events. The streams' indexes are written next, from the log.
+pub(super) const MIGRATE_LOG: &str = "
 INSERT INTO event_log (stream_id, id, data) SELECT stream_id, id, data FROM {old}
     ORDER BY stream_id, id;
-INSERT INTO event_index (stream_id, id, pos) SELECT stream_id, id, pos FROM event_log;
-UPDATE streams SET first_pos = (SELECT MIN(pos) FROM event_index WHERE stream_id = streams.id);
 DROP TABLE {old};
 ";
 
@@ -92,10 +90,10 @@ pub(super) fn open_conn(path: &Path) -> Result<Connection, StoreError> {
     Ok(conn)
 }
 
-/// Indexes every event of every running stream (those already indexed are kept): run when
-/// the file is opened (streams a crash left running) and after a failed commit, when the
-/// writer's [`Running`](crate::writer::Running) table is lost. Scans the log from the oldest running stream's first
-/// event.
+/// Indexes every event of every running stream: run when the file is opened (streams a crash
+/// left running) and after a failed commit, when the writer's
+/// [`Running`](crate::writer::Running) table is lost. Scans the log from the oldest running
+/// stream's first event and writes each running stream's index whole.
 pub(super) fn index_running(c: &Connection) -> Result<(), StoreError> {
     let from: Option<i64> = query_opt(
         c,
@@ -105,11 +103,11 @@ pub(super) fn index_running(c: &Connection) -> Result<(), StoreError> {
     )?
     .flatten();
     if let Some(from) = from {
-        exec(
+        positions::write_all(
             c,
-            "INSERT OR IGNORE INTO event_index (stream_id, id, pos)
-             SELECT stream_id, id, pos FROM event_log
-             WHERE pos >= ?1 AND stream_id IN (SELECT id FROM streams WHERE status = 'running')",
+            "SELECT stream_id, id, pos FROM event_log
+             WHERE pos >= ?1 AND stream_id IN (SELECT id FROM streams WHERE status = 'running')
+             ORDER BY stream_id, id",
             params![from],
         )?;
     }
@@ -136,20 +134,42 @@ pub(super) fn set_up(conn: &Connection) -> Result<(), StoreError> {
             _ => None,
         };
         if old.is_some() {
-            conn.execute_batch("ALTER TABLE streams ADD COLUMN first_pos INTEGER")?;
+            conn.execute_batch("ALTER TABLE streams ADD COLUMN first_pos INTEGER")
+                .map_err(backend)?;
+        }
+        if (1..=3).contains(&version) {
+            conn.execute_batch("ALTER TABLE streams ADD COLUMN positions BLOB")
+                .map_err(backend)?;
         }
         if version == 2 {
             conn.execute_batch(
                 "DROP INDEX event_log_by_stream; ALTER TABLE event_log RENAME TO event_log_v2;",
+            )
+            .map_err(backend)?;
+        }
+        conn.execute_batch(SCHEMA).map_err(backend)?;
+        if let Some(old) = old {
+            conn.execute_batch(&MIGRATE_LOG.replace("{old}", old))
+                .map_err(backend)?;
+            positions::write_all(
+                conn,
+                "SELECT stream_id, id, pos FROM event_log ORDER BY stream_id, id",
+                [],
             )?;
         }
-        conn.execute_batch(SCHEMA)?;
-        if let Some(old) = old {
-            conn.execute_batch(&MIGRATE_TO_3.replace("{old}", old))?;
+        if version == 3 {
+            // The index by stream, already in order, becomes one blob per stream.
+            positions::write_all(
+                conn,
+                "SELECT stream_id, id, pos FROM event_index ORDER BY stream_id, id",
+                [],
+            )?;
+            conn.execute_batch("DROP TABLE event_index")
+                .map_err(backend)?;
         }
         conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))
+            .map_err(backend)
     })()
-    .map_err(backend)
     .and_then(|()| index_running(conn));
     match upgrade {
         Ok(()) => conn.execute_batch("COMMIT").map_err(backend)?,
