@@ -14,7 +14,8 @@
 #   CLI     `citeflow render` as a whole process against Onyx's two citation processors on the
 #           same 100k and 300k-token answers (scripts/bench/onyx.py; needs ONYX_GIT, a clone of
 #           github.com/onyx-dot-app/onyx, else the rows say skipped), and the number of write
-#           syscalls the render makes for 100k chunks (strace).
+#           syscalls the render makes for 100k chunks (strace); the CPU time of 100× the
+#           text against 1× (scripts/bench/cli_linear.py).
 #   Python  feed, feed_text and the batch path against a pure-Python processor and against the
 #           empty loop of the same shape (crates/py/bench/bench.py).
 #   proxy   citeflow serve against a pass-through proxy and the upstream, 1000 streams
@@ -85,6 +86,9 @@ fi
 # --- CLI --------------------------------------------------------------------------------
 python3 scripts/bench/onyx.py --citeflow "$REL/citeflow" --tokens 100000,300000 > "$OUT/onyx.md"
 while IFS= read -r line; do rows+=("$line"); done < "$OUT/onyx.md"
+linear="$(python3 scripts/bench/cli_linear.py --citeflow "$REL/citeflow" | sed 's/^CLI linear: //')"
+row "CLI: linear in the text, 100k and 10M tokens (100× the text)" "$linear" \
+    "python3 scripts/bench/cli_linear.py --citeflow target/release/citeflow"
 if command -v strace >/dev/null 2>&1; then
     python3 - "$OUT/w.jsonl" "$OUT/s.json" <<'EOF'
 import json, sys
