@@ -573,9 +573,9 @@ impl Store for SqliteStore {
             let old = "SELECT id FROM streams WHERE status != 'running' AND created_ms < ?1";
             // Each old stream's events, by the positions on its row.
             let indexes: Vec<(String, Option<Vec<u8>>)> = c
-                .prepare(
-                    "SELECT id, positions FROM streams WHERE status != 'running' AND created_ms < ?1",
-                )
+                .prepare(&format!(
+                    "SELECT id, positions FROM streams WHERE id IN ({old})"
+                ))
                 .and_then(|mut st| {
                     st.query_map(params![cutoff], |r| Ok((r.get(0)?, r.get(1)?)))?
                         .collect()

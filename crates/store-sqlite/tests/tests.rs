@@ -159,11 +159,7 @@ fn a_version_1_file_is_upgraded_without_losing_events() {
             .expect("allocate");
         assert_eq!(n.number, 2);
     });
-    let c = rusqlite::Connection::open(&path).expect("reopen");
-    let v: i64 = c
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .expect("version");
-    assert_eq!(v, 4);
+    assert_eq!(schema_version(&path), 4);
 }
 
 /// Every event of a stream, read page by page.
@@ -177,6 +173,39 @@ async fn read_all(store: &SqliteStore, stream: &str) -> Vec<StoredEvent> {
         got.extend(page);
     }
     got
+}
+
+fn ev(id: u64, data: &str) -> StoredEvent {
+    StoredEvent {
+        id,
+        data: data.into(),
+    }
+}
+
+/// The `live` stream of an upgraded file holds `l1` … `l{n}`: it reads back whole, takes event
+/// `n + 1` and no other, finishes, and reads back whole again.
+async fn live_continues_after(store: &SqliteStore, n: u64) {
+    let events = |n: u64| (1..=n).map(|i| ev(i, &format!("l{i}"))).collect::<Vec<_>>();
+    assert_eq!(read_all(store, "live").await, events(n));
+    let bad = store.append_events("live", vec![ev(n + 2, "skip")]).await;
+    assert!(bad.is_err(), "{bad:?}");
+    store
+        .append_events("live", vec![ev(n + 1, &format!("l{}", n + 1))])
+        .await
+        .expect("append after the migrated events");
+    store
+        .finish_stream("live", StreamStatus::Completed)
+        .await
+        .expect("finish");
+    assert_eq!(read_all(store, "live").await, events(n + 1));
+}
+
+/// The file's `PRAGMA user_version`.
+fn schema_version(path: &std::path::Path) -> i64 {
+    rusqlite::Connection::open(path)
+        .expect("reopen")
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .expect("version")
 }
 
 fn running(id: &str) -> StreamRecord {
@@ -285,34 +314,12 @@ fn a_version_2_file_is_upgraded_without_losing_events() {
                  ('live', 2, 'l2'), ('done', 2, 'd2');
              PRAGMA user_version = 2;",
     );
-    let ev = |id, data: &str| StoredEvent {
-        id,
-        data: data.into(),
-    };
     futures_executor::block_on(async {
         let store = SqliteStore::open(&path).expect("open and upgrade");
         assert_eq!(read_all(&store, "done").await, [ev(1, "d1"), ev(2, "d2")]);
-        assert_eq!(read_all(&store, "live").await, [ev(1, "l1"), ev(2, "l2")]);
-        let bad = store.append_events("live", vec![ev(4, "l4")]).await;
-        assert!(bad.is_err(), "{bad:?}");
-        store
-            .append_events("live", vec![ev(3, "l3")])
-            .await
-            .expect("append after the migrated events");
-        store
-            .finish_stream("live", StreamStatus::Completed)
-            .await
-            .expect("finish");
-        assert_eq!(
-            read_all(&store, "live").await,
-            [ev(1, "l1"), ev(2, "l2"), ev(3, "l3")]
-        );
+        live_continues_after(&store, 2).await;
     });
-    let c = rusqlite::Connection::open(&path).expect("reopen");
-    let v: i64 = c
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .expect("version");
-    assert_eq!(v, 4);
+    assert_eq!(schema_version(&path), 4);
 }
 
 /// A file written by schema version 3 (the index by stream as one `event_index` row per event)
@@ -337,41 +344,17 @@ fn a_version_3_file_is_upgraded_without_losing_events() {
              INSERT INTO event_index VALUES ('done', 1, 1), ('done', 2, 3), ('live', 1, 2);
              PRAGMA user_version = 3;",
     );
-    let ev = |id, data: &str| StoredEvent {
-        id,
-        data: data.into(),
-    };
     futures_executor::block_on(async {
         let store = SqliteStore::open(&path).expect("open and upgrade");
         assert_eq!(read_all(&store, "done").await, [ev(1, "d1"), ev(2, "d2")]);
-        assert_eq!(
-            read_all(&store, "live").await,
-            [ev(1, "l1"), ev(2, "l2"), ev(3, "l3")]
-        );
-        let bad = store.append_events("live", vec![ev(5, "l5")]).await;
-        assert!(bad.is_err(), "{bad:?}");
-        store
-            .append_events("live", vec![ev(4, "l4")])
-            .await
-            .expect("append after the migrated events");
-        store
-            .finish_stream("live", StreamStatus::Completed)
-            .await
-            .expect("finish");
-        assert_eq!(
-            read_all(&store, "live").await,
-            [ev(1, "l1"), ev(2, "l2"), ev(3, "l3"), ev(4, "l4")]
-        );
+        live_continues_after(&store, 3).await;
         assert_eq!(
             store.events_after("live", 2, 1).await.expect("page"),
             [ev(3, "l3")]
         );
     });
+    assert_eq!(schema_version(&path), 4);
     let c = rusqlite::Connection::open(&path).expect("reopen");
-    let v: i64 = c
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .expect("version");
-    assert_eq!(v, 4);
     let old_index: i64 = c
         .query_row(
             "SELECT COUNT(*) FROM sqlite_master WHERE name = 'event_index'",
