@@ -12,6 +12,9 @@
 #   BENCH_CITEFLOW=PATH measures another citeflow binary (an A/B run against an older build);
 #   BENCH_STORE=memory|sqlite:PATH|redis://… picks its store; BENCH_PERF=FILE records citeflow
 #   under `perf record`; BENCH_SYSCALLS=DIR counts system calls (see below);
+#   BENCH_PIN=1 pins the upstream and the load generator to CPU 0 and the proxy under test (the
+#   pass-through proxy, then citeflow) to CPU 1, so that neither side waits for the other's run
+#   queue (issue 17 allows it; the figures then say how the server does on one core of its own);
 #   BENCH_ROUNDS=R runs the pass-through proxy and citeflow R times in turn and gives the
 #   round with the median CPU ratio (and every round's). At the end, the CPU time of each of
 #   citeflow's threads over the whole run.
@@ -48,19 +51,25 @@ first_line() {
     return 1
 }
 
-CITEFLOW_REPLAY_STAMPS=1 "$TARGET_DIR/release/examples/replay_upstream" "$SHARED/fixtures/streams" "$PACE_MS" \
+LOAD=()
+SERVER=()
+if [ -n "${BENCH_PIN:-}" ]; then
+    LOAD=(taskset -c 0)
+    SERVER=(taskset -c 1)
+fi
+CITEFLOW_REPLAY_STAMPS=1 "${LOAD[@]}" "$TARGET_DIR/release/examples/replay_upstream" "$SHARED/fixtures/streams" "$PACE_MS" \
     > "$WORK/upstream.out" &
 PIDS+=($!)
 UPSTREAM_PID=$!
 UPSTREAM="$(first_line "$WORK/upstream.out")"
-"$TARGET_DIR/release/examples/passthrough" "$UPSTREAM" > "$WORK/passthrough.out" &
+"${SERVER[@]}" "$TARGET_DIR/release/examples/passthrough" "$UPSTREAM" > "$WORK/passthrough.out" &
 PASS_PID=$!
 PIDS+=("$PASS_PID")
 PASS="$(first_line "$WORK/passthrough.out")"
 # BENCH_PERF=FILE records citeflow under `perf record` (its CPU column is then perf's own).
 WRAP=()
 [ -n "${BENCH_PERF:-}" ] && WRAP=(perf record -q --call-graph dwarf,16384 -F 300 -o "$BENCH_PERF" --)
-CITEFLOW_LOG=warn "${WRAP[@]}" "${BENCH_CITEFLOW:-$TARGET_DIR/release/citeflow}" serve --upstream "$UPSTREAM" --listen 127.0.0.1:0 \
+CITEFLOW_LOG=warn "${SERVER[@]}" "${WRAP[@]}" "${BENCH_CITEFLOW:-$TARGET_DIR/release/citeflow}" serve --upstream "$UPSTREAM" --listen 127.0.0.1:0 \
     --store "${BENCH_STORE:-sqlite:$WORK/citeflow.db}" --max-streams-per-key 100000 > "$WORK/citeflow.out" &
 CITEFLOW_PID=$!
 PIDS+=("$CITEFLOW_PID")
@@ -82,8 +91,8 @@ if [ -n "${BENCH_SYSCALLS:-}" ]; then
     done
 fi
 echo "machine: $(nproc) cores, $(uname -sr); $(rustc --version)"
-echo "model $MODEL, upstream pace ${PACE_MS} ms per chunk, citeflow store ${BENCH_STORE:-sqlite (WAL)}"
-"$TARGET_DIR/release/examples/bench" "$UPSTREAM" "$UPSTREAM_PID" "$PASS" "$PASS_PID" \
+echo "model $MODEL, upstream pace ${PACE_MS} ms per chunk, citeflow store ${BENCH_STORE:-sqlite (WAL)}${BENCH_PIN:+; upstream and load generator pinned to CPU 0, the proxy under test to CPU 1}"
+"${LOAD[@]}" "$TARGET_DIR/release/examples/bench" "$UPSTREAM" "$UPSTREAM_PID" "$PASS" "$PASS_PID" \
     "$CITEFLOW" "$CITEFLOW_PID" "$MODEL" "$STREAMS" "$PACE_MS" | tee "$WORK/bench.out"
 for pid in "${COUNTERS[@]}"; do kill -INT "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
 # Where citeflow's CPU went over the whole run, by thread name (seconds of user + system time).

@@ -9,15 +9,16 @@
 # Rows:
 #   core    citeflow-core fed in 4-byte chunks with a citation every ~130 bytes, and marker-free
 #           ASCII in 64 KB chunks (crates/core/examples/chunk_cost): poll_event_into against
-#           poll_event (an owned String per text event); instructions per chunk (callgrind)
-#           when valgrind is installed.
+#           poll_event (an owned String per text event); 100× the text against 1× (linear
+#           time); instructions per chunk (callgrind) when valgrind is installed.
 #   CLI     `citeflow render` as a whole process against Onyx's two citation processors on the
 #           same 100k and 300k-token answers (scripts/bench/onyx.py; needs ONYX_GIT, a clone of
 #           github.com/onyx-dot-app/onyx, else the rows say skipped), and the number of write
 #           syscalls the render makes for 100k chunks (strace); the CPU time of 100× the
 #           text against 1× (scripts/bench/cli_linear.py).
 #   Python  feed, feed_text and the batch path against a pure-Python processor and against the
-#           empty loop of the same shape (crates/py/bench/bench.py).
+#           empty loop of the same shape, and the cost per token at 1×, 10× and 100× the
+#           text (crates/py/bench/bench.py).
 #   proxy   citeflow serve against a pass-through proxy and the upstream, 1000 streams
 #           (scripts/bench-server.sh), with the SQLite store and again with the store in
 #           memory: CPU per chunk, throughput, p99 added latency, memory per open stream; the
@@ -64,6 +65,13 @@ plain_64k="$(best_mbps plain 65536 1073741824 into)"
 row "core: 4-byte chunks, a citation every ~130 bytes" \
     "$(python3 -c "print(f'{$cited_into:.0f} MB/s, {$cited_into/$cited_owned:.2f}× poll_event ($cited_owned MB/s); target 150 MB/s')")" \
     "target/release/examples/chunk_cost cited 4 16777216 into|owned"
+# Linear: the same chunking over 100× the text must take at most 110× the time (MB/s at 1×
+# over MB/s at 100×, times 100); best of three of each.
+lin_1="$(best_mbps cited 4 1048576 into)"
+lin_100="$(best_mbps cited 4 104857600 into)"
+row "core: linear in the text, 1 MiB and 100 MiB in 4-byte chunks (100× the text)" \
+    "$(python3 -c "print(f'100× the text took {100 * $lin_1 / $lin_100:.0f}× the time ($lin_1 → $lin_100 MB/s; target ≤ 110×)')")" \
+    "target/release/examples/chunk_cost cited 4 1048576|104857600 into"
 row "core: marker-free ASCII, 64 KB chunks" "$plain_64k MB/s; target 3,000 MB/s" \
     "target/release/examples/chunk_cost plain 65536 1073741824"
 if command -v valgrind >/dev/null 2>&1; then
@@ -120,6 +128,10 @@ row "Python: feed_text (text only)" "$(py_ratio feed_text)" "python crates/py/be
 row "Python: batch (rewrite_stream, 256 tokens a call)" "$(py_ratio batch)" "python crates/py/bench/bench.py"
 row "Python: feed against its empty loop" "$(py_ratio floor)" "python crates/py/bench/bench.py"
 row "Python: feed_text against its empty loop" "$(py_ratio floor_text)" "python crates/py/bench/bench.py"
+# "feed: 100x the text took 98x the time (target <= 110x); ns/token …", one line a path.
+py_linear="$(sed -nE 's/^([a-z_]+): 100x the text took ([0-9]+)x the time.*/\1 \2×/p' "$OUT/py.txt" | paste -sd, - | sed 's/,/, /g')"
+row "Python: linear in the text, 1× and 100× the tokens (the time of 100× the text)" \
+    "${py_linear:-?} (target ≤ 110×)" "python crates/py/bench/bench.py"
 
 # --- proxy and Redis --------------------------------------------------------------------
 if [ "$QUICK" = 0 ]; then
