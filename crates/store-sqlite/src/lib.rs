@@ -31,4 +31,5 @@
 mod store;
 mod writer;
 
+pub use store::purge::{PURGE_SLICE_EVENTS, PURGE_SLICE_SESSIONS};
 pub use store::SqliteStore;

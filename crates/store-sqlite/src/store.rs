@@ -1,7 +1,8 @@
 //! [`SqliteStore`]: opening a file and the [`Store`] methods. Its parts are child modules that
 //! read this module's private types directly: [`schema`] (creation, migration, connection
 //! settings), [`rows`] (reading sessions, streams and events), [`positions`] (a stream's index
-//! of its events on its row) and [`tail`] (a running stream in memory).
+//! of its events on its row), [`purge`] (idle records, a slice at a time) and [`tail`] (a
+//! running stream in memory).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -18,6 +19,7 @@ use rusqlite::{params, Connection};
 use crate::writer::{self, backend, exec, in_savepoint, query_opt, Job, Running};
 
 mod positions;
+pub(crate) mod purge;
 mod rows;
 mod schema;
 mod tail;
@@ -556,52 +558,23 @@ impl Store for SqliteStore {
 
     async fn purge_idle(&self, idle_before_ms: u64) -> Result<u64, StoreError> {
         let cutoff = idle_before_ms as i64;
-        self.write(move |c| {
-            let mut n = 0u64;
-            c.execute(
-                "DELETE FROM numbers WHERE namespace IN
-                 (SELECT 'session:' || id FROM sessions WHERE last_used_ms < ?1)",
-                params![cutoff],
-            )
-            .map_err(backend)?;
-            n += c
-                .execute(
-                    "DELETE FROM sessions WHERE last_used_ms < ?1",
-                    params![cutoff],
-                )
-                .map_err(backend)? as u64;
-            let old = "SELECT id FROM streams WHERE status != 'running' AND created_ms < ?1";
-            // Each old stream's events, by the positions on its row.
-            let indexes: Vec<(String, Option<Vec<u8>>)> = c
-                .prepare(&format!(
-                    "SELECT id, positions FROM streams WHERE id IN ({old})"
-                ))
-                .and_then(|mut st| {
-                    st.query_map(params![cutoff], |r| Ok((r.get(0)?, r.get(1)?)))?
-                        .collect()
-                })
-                .map_err(backend)?;
-            for (id, index) in indexes {
-                let index = index.unwrap_or_default();
-                for (_, pos) in positions::after(&id, &index, 0, usize::MAX)? {
-                    exec(c, "DELETE FROM event_log WHERE pos = ?1", params![pos])?;
-                }
+        // A slice per writer job: the live streams' appends wait for one slice at most.
+        let mut n = 0;
+        loop {
+            let (k, done) = self.write(move |c| purge::sessions(c, cutoff)).await?;
+            n += k;
+            if done {
+                break;
             }
-            c.execute(
-                &format!(
-                    "DELETE FROM numbers WHERE namespace IN (SELECT 'stream:' || id FROM ({old}))"
-                ),
-                params![cutoff],
-            )
-            .map_err(backend)?;
-            n += c
-                .execute(
-                    "DELETE FROM streams WHERE status != 'running' AND created_ms < ?1",
-                    params![cutoff],
-                )
-                .map_err(backend)? as u64;
-            Ok(n)
-        })
-        .await
+        }
+        loop {
+            let (k, done) = self
+                .write(move |c| purge::streams(c, cutoff, purge::PURGE_SLICE_EVENTS))
+                .await?;
+            n += k;
+            if done {
+                return Ok(n);
+            }
+        }
     }
 }

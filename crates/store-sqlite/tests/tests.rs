@@ -364,3 +364,86 @@ fn a_version_3_file_is_upgraded_without_losing_events() {
         .expect("tables");
     assert_eq!(old_index, 0, "the old index table is gone");
 }
+
+/// A purge larger than one slice ([`PURGE_SLICE_EVENTS`] events, [`PURGE_SLICE_SESSIONS`]
+/// sessions) takes several writer jobs and ends with exactly what one big delete would leave:
+/// every old finished stream and idle session gone with its events and numbers; running
+/// streams, newer streams and sessions in use whole.
+#[test]
+fn a_purge_larger_than_a_slice_removes_exactly_the_idle_records() {
+    use citeflow_core::{Source, Sources};
+    use citeflow_store::SessionRecord;
+    use citeflow_store_sqlite::{PURGE_SLICE_EVENTS, PURGE_SLICE_SESSIONS};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("purge.db");
+    let per_stream = PURGE_SLICE_EVENTS / 2 + 1;
+    let old = ["o1", "o2", "o3", "o4"];
+    let old_sessions = PURGE_SLICE_SESSIONS + PURGE_SLICE_SESSIONS / 2;
+    let session = |id: String, used: u64| SessionRecord {
+        id,
+        owner: "o".into(),
+        sources: Sources::from_vec(vec![Source::new("s1")]).expect("sources"),
+        created_ms: used,
+        last_used_ms: used,
+    };
+    futures_executor::block_on(async {
+        let store = SqliteStore::open(&path).expect("open");
+        for (s, created_ms) in old
+            .iter()
+            .map(|s| (*s, 1))
+            .chain([("live", 1), ("new", 50)])
+        {
+            let record = StreamRecord {
+                created_ms,
+                ..running(s)
+            };
+            store.create_stream(record).await.expect("create");
+            let events: Vec<_> = (1..=per_stream).map(|i| ev(i, s)).collect();
+            store.append_events(s, events).await.expect("append");
+            let scope = NumberScope::Stream(s.into());
+            store.allocate(&scope, "k", "s1").await.expect("number");
+            if s != "live" {
+                store
+                    .finish_stream(s, StreamStatus::Completed)
+                    .await
+                    .expect("finish");
+            }
+        }
+        for i in 0..old_sessions + 2 {
+            // The last two are in use (after the cutoff).
+            let used = if i < old_sessions { 1 } else { 50 };
+            store
+                .create_session(session(format!("se{i}"), used))
+                .await
+                .expect("session");
+            let scope = NumberScope::Session(format!("se{i}"));
+            store.allocate(&scope, "k", "s1").await.expect("number");
+        }
+
+        let purged = store.purge_idle(10).await.expect("purge");
+        assert_eq!(purged, old.len() as u64 + old_sessions as u64);
+        for s in old {
+            assert!(store.events_after(s, 0, 1).await.is_err(), "{s} purged");
+        }
+        for s in ["live", "new"] {
+            let all: Vec<_> = (1..=per_stream).map(|i| ev(i, s)).collect();
+            assert_eq!(read_all(&store, s).await, all, "{s} whole");
+        }
+        assert_eq!(store.count_sessions("o").await.expect("count"), 2);
+        assert!(store.session(&format!("se{}", old_sessions)).await.is_ok());
+        assert!(store.session("se0").await.is_err());
+    });
+    let c = rusqlite::Connection::open(&path).expect("reopen");
+    let count = |sql: &str| -> i64 { c.query_row(sql, [], |r| r.get(0)).expect(sql) };
+    assert_eq!(
+        count("SELECT COUNT(*) FROM event_log"),
+        2 * per_stream as i64,
+        "only the live and the new stream's events are left"
+    );
+    assert_eq!(
+        count("SELECT COUNT(*) FROM numbers"),
+        4,
+        "the numbers of the two streams and two sessions left"
+    );
+}

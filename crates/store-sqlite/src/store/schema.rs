@@ -18,6 +18,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     last_used_ms INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS sessions_by_owner ON sessions (owner);
+CREATE INDEX IF NOT EXISTS sessions_by_last_used ON sessions (last_used_ms);
 CREATE TABLE IF NOT EXISTS numbers (
     namespace TEXT NOT NULL,
     key TEXT NOT NULL,
@@ -35,6 +36,7 @@ CREATE TABLE IF NOT EXISTS streams (
     first_pos INTEGER,
     positions BLOB
 );
+CREATE INDEX IF NOT EXISTS streams_by_created ON streams (created_ms);
 CREATE TABLE IF NOT EXISTS event_log (
     pos INTEGER PRIMARY KEY,
     stream_id TEXT NOT NULL,
