@@ -200,12 +200,17 @@ async fn live_continues_after(store: &SqliteStore, n: u64) {
     assert_eq!(read_all(store, "live").await, events(n + 1));
 }
 
-/// The file's `PRAGMA user_version`.
-fn schema_version(path: &std::path::Path) -> i64 {
+/// The one integer `sql` gives, read from the file at `path` (a count, a pragma).
+fn file_int(path: &std::path::Path, sql: &str) -> i64 {
     rusqlite::Connection::open(path)
         .expect("reopen")
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .expect("version")
+        .query_row(sql, [], |r| r.get(0))
+        .expect(sql)
+}
+
+/// The file's `PRAGMA user_version`.
+fn schema_version(path: &std::path::Path) -> i64 {
+    file_int(path, "PRAGMA user_version")
 }
 
 fn running(id: &str) -> StreamRecord {
@@ -287,10 +292,7 @@ fn interleaved_streams_read_back_running_finished_and_after_reopening() {
             assert!(store.events_after(s, 0, 10).await.is_err(), "{s} purged");
         }
     });
-    let c = rusqlite::Connection::open(&path).expect("reopen");
-    let left: i64 = c
-        .query_row("SELECT COUNT(*) FROM event_log", [], |r| r.get(0))
-        .expect("count");
+    let left = file_int(&path, "SELECT COUNT(*) FROM event_log");
     assert_eq!(left, 0, "a purged stream's events leave the log");
 }
 
@@ -354,14 +356,10 @@ fn a_version_3_file_is_upgraded_without_losing_events() {
         );
     });
     assert_eq!(schema_version(&path), 4);
-    let c = rusqlite::Connection::open(&path).expect("reopen");
-    let old_index: i64 = c
-        .query_row(
-            "SELECT COUNT(*) FROM sqlite_master WHERE name = 'event_index'",
-            [],
-            |r| r.get(0),
-        )
-        .expect("tables");
+    let old_index = file_int(
+        &path,
+        "SELECT COUNT(*) FROM sqlite_master WHERE name = 'event_index'",
+    );
     assert_eq!(old_index, 0, "the old index table is gone");
 }
 
@@ -434,8 +432,7 @@ fn a_purge_larger_than_a_slice_removes_exactly_the_idle_records() {
         assert!(store.session(&format!("se{}", old_sessions)).await.is_ok());
         assert!(store.session("se0").await.is_err());
     });
-    let c = rusqlite::Connection::open(&path).expect("reopen");
-    let count = |sql: &str| -> i64 { c.query_row(sql, [], |r| r.get(0)).expect(sql) };
+    let count = |sql: &str| file_int(&path, sql);
     assert_eq!(
         count("SELECT COUNT(*) FROM event_log"),
         2 * per_stream as i64,
