@@ -123,7 +123,8 @@ impl Style {
     /// Appends the rendering of `number` for `source` to `out`.
     pub fn render_number(&self, number: u32, source: &Source, out: &mut String) {
         use std::fmt::Write;
-        let url = source.url.as_deref().and_then(link_url);
+        // Checked and copied only by the styles that link (most render a bare number).
+        let url = || source.url.as_deref().and_then(link_url);
         // Writing to a String cannot fail.
         let _ = match self {
             Style::Brackets | Style::AsWritten => {
@@ -133,12 +134,12 @@ impl Style {
                 Ok(())
             }
             Style::Remove => Ok(()),
-            Style::MarkdownLink => match url {
+            Style::MarkdownLink => match url() {
                 Some(url) => write!(out, "[[{number}]]({url})"),
                 None => write!(out, "[{number}]"),
             },
             Style::FullWidth => write!(out, "【{number}】"),
-            Style::Html => match url {
+            Style::Html => match url() {
                 Some(url) => write!(
                     out,
                     "<sup class=\"citeflow-cite\"><a href=\"{}\">{number}</a></sup>",
@@ -156,7 +157,7 @@ impl Style {
             }
             Style::Template(t) | Style::HtmlTemplate(t) => {
                 let html = matches!(self, Style::HtmlTemplate(_));
-                let url = url.unwrap_or_else(|| format!("#cite-{number}"));
+                let url = url().unwrap_or_else(|| format!("#cite-{number}"));
                 let title = source.title.as_deref().unwrap_or("");
                 let (id, title, url) = if html {
                     (
