@@ -10,8 +10,10 @@
 //! writes: a stream's index (the log position of each of its events, one blob on its row) is
 //! written when it finishes, in one statement, from the positions the writer kept meanwhile,
 //! so that a commit touching many running streams writes only the log's last pages. Streams a
-//! crash left running are indexed when the file is opened. A thread of its own copies the WAL into the file (`PASSIVE` checkpoints), so the
-//! writer never waits for that.
+//! crash left running are indexed when the file is opened. A thread of its own copies the WAL
+//! into the file (`PASSIVE` checkpoints), so the writer never waits for that; past
+//! [`SqliteOptions::wal_max_bytes`] the writer copies the rest itself and the WAL starts over,
+//! so that it stays bounded under steady load.
 //!
 //! ```
 //! use citeflow_store::{NumberScope, Store};
@@ -28,8 +30,10 @@
 //! # }).unwrap();
 //! ```
 
+mod options;
 mod store;
 mod writer;
 
+pub use options::{SqliteOptions, DEFAULT_WAL_MAX_BYTES};
 pub use store::purge::{PURGE_SLICE_EVENTS, PURGE_SLICE_SESSIONS};
 pub use store::SqliteStore;

@@ -6,7 +6,8 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{mpsc, Mutex};
+use std::sync::atomic::AtomicBool;
+use std::sync::{mpsc, Arc, Mutex};
 
 use async_trait::async_trait;
 use citeflow_core::{NumberEntry, Numbering, Source};
@@ -17,6 +18,7 @@ use citeflow_store::{
 use rusqlite::{params, Connection};
 
 use crate::writer::{self, backend, exec, in_savepoint, query_opt, Job, Running};
+use crate::SqliteOptions;
 
 mod positions;
 pub(crate) mod purge;
@@ -55,26 +57,58 @@ impl std::fmt::Debug for SqliteStore {
 }
 
 impl SqliteStore {
-    /// Opens (or creates) the database file and starts the writer thread.
+    /// Opens (or creates) the database file and starts the writer thread, with
+    /// [`SqliteOptions::default`].
     ///
     /// # Errors
     /// [`StoreError::Unavailable`] when the file cannot be opened or created,
     /// [`StoreError::Backend`] when its schema cannot be set up.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::open_with(path, &SqliteOptions::default())
+    }
+
+    /// Opens (or creates) the database file and starts the writer thread.
+    ///
+    /// # Errors
+    /// As [`SqliteStore::open`].
+    pub fn open_with(path: impl AsRef<Path>, options: &SqliteOptions) -> Result<Self, StoreError> {
         let path = path.as_ref().to_path_buf();
         let conn = open_conn(&path)?;
         set_up(&conn)?;
+        // A WAL frame is a page and its 24-byte header; the page size is the file's own (files
+        // made by earlier versions have 1 KiB pages). The WAL starts over at three quarters of
+        // its limit, so that what is written meanwhile stays under it, and the file is not cut
+        // back (and grown again) each time; `journal_size_limit` cuts it back after a burst.
+        let page: u64 = conn
+            .query_row("PRAGMA page_size", [], |r| r.get::<_, i64>(0))
+            .map_err(backend)?
+            .try_into()
+            .unwrap_or(4096);
+        let restart_frames = options.wal_max_bytes / 4 * 3 / (page + 24);
+        let limit = i64::try_from(options.wal_max_bytes).unwrap_or(i64::MAX);
+        conn.query_row(&format!("PRAGMA journal_size_limit = {limit}"), [], |_| {
+            Ok(())
+        })
+        .map_err(backend)?;
         let (tx, rx) = mpsc::channel();
+        let restart = Arc::new(AtomicBool::new(false));
+        let restart_by_writer = Arc::clone(&restart);
         std::thread::Builder::new()
             // Thread names are cut at 15 bytes by Linux (`/proc/*/task/*/comm`): these stay whole.
             .name("sqlite-writer".into())
-            .spawn(move || writer::run(conn, rx, index_running))
+            .spawn(move || writer::run(conn, rx, index_running, restart_by_writer))
             .map_err(|e| StoreError::Unavailable(format!("writer thread: {e}")))?;
         let checkpoints = open_conn(&path)?;
+        let mut wal = path.clone().into_os_string();
+        wal.push("-wal");
+        let wal = PathBuf::from(wal);
         let (stop_checkpoints, stop) = mpsc::channel();
         std::thread::Builder::new()
             .name("sqlite-checkpoint".into())
-            .spawn(move || writer::checkpoint(checkpoints, CHECKPOINT_EVERY, stop))
+            .spawn(move || {
+                let every = CHECKPOINT_EVERY;
+                writer::checkpoint(checkpoints, &wal, every, restart_frames, stop, restart);
+            })
             .map_err(|e| StoreError::Unavailable(format!("checkpoint thread: {e}")))?;
         Ok(SqliteStore {
             path,

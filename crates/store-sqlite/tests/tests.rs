@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use citeflow_store::{conformance, NumberScope, Store, StoredEvent, StreamRecord, StreamStatus};
-use citeflow_store_sqlite::SqliteStore;
+use citeflow_store_sqlite::{SqliteOptions, SqliteStore};
 
 #[test]
 fn sqlite_store_passes_the_conformance_suite() {
@@ -442,5 +442,56 @@ fn a_purge_larger_than_a_slice_removes_exactly_the_idle_records() {
         count("SELECT COUNT(*) FROM numbers"),
         4,
         "the numbers of the two streams and two sessions left"
+    );
+}
+
+/// Under steady appends the WAL never empties by itself (the writer commits while the
+/// checkpoint thread copies); past three quarters of `wal_max_bytes` it starts over, so its
+/// file stays near the limit instead of growing with everything written. Appends of one event
+/// every millisecond for at least 2 s (each commit writes at least one 4 KiB frame, so without
+/// a restart the WAL would hold at least `appends × 4120` bytes) with a limit of 256 KiB: the
+/// file ends under a third of that, and every event reads back, before and after reopening.
+#[test]
+fn the_wal_starts_over_under_steady_appends() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("wal.db");
+    let wal = dir.path().join("wal.db-wal");
+    let mut options = SqliteOptions::default();
+    options.wal_max_bytes = 256 << 10;
+    let data = "x".repeat(1000);
+    let appended = futures_executor::block_on(async {
+        let store = SqliteStore::open_with(&path, &options).expect("open");
+        store
+            .create_stream(running("steady"))
+            .await
+            .expect("create");
+        let start = std::time::Instant::now();
+        let mut n = 0;
+        while n < 1500 || start.elapsed() < std::time::Duration::from_secs(2) {
+            n += 1;
+            store
+                .append_events("steady", vec![ev(n, &format!("{n} {data}"))])
+                .await
+                .expect("append");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let size = std::fs::metadata(&wal).expect("the WAL").len();
+        let without_restart = n * 4120;
+        assert!(
+            size < without_restart / 3,
+            "WAL file of {size} bytes after {n} appends: it did not start over"
+        );
+        let want: Vec<StoredEvent> = (1..=n).map(|i| ev(i, &format!("{i} {data}"))).collect();
+        assert_eq!(read_all(&store, "steady").await, want);
+        store
+            .finish_stream("steady", StreamStatus::Completed)
+            .await
+            .expect("finish");
+        want
+    });
+    let store = SqliteStore::open(&path).expect("reopen");
+    assert_eq!(
+        futures_executor::block_on(read_all(&store, "steady")),
+        appended
     );
 }

@@ -1,0 +1,31 @@
+//! [`SqliteOptions`]: how a [`SqliteStore`](crate::SqliteStore) runs its file.
+
+/// The default of [`SqliteOptions::wal_max_bytes`]: 64 MiB.
+pub const DEFAULT_WAL_MAX_BYTES: u64 = 64 << 20;
+
+/// How a [`SqliteStore`](crate::SqliteStore) runs its file; [`SqliteOptions::default`], then
+/// change what you need.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SqliteOptions {
+    /// The most the WAL (`FILE-wal`) may hold before the writer starts it over, in bytes.
+    ///
+    /// The store's checkpoint thread copies the WAL into the file four times a second without
+    /// stopping the writer, but under steady load the WAL never empties, and only an empty
+    /// WAL starts over. Past this size, the writer copies what remains itself, between two
+    /// batches of appends (milliseconds), and the WAL starts over; its file is then cut back
+    /// to this size. Lower keeps less on disk and costs that pause more often. 0 starts the
+    /// WAL over after every checkpoint.
+    ///
+    /// ### Default
+    /// [`DEFAULT_WAL_MAX_BYTES`] (64 MiB).
+    pub wal_max_bytes: u64,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        SqliteOptions {
+            wal_max_bytes: DEFAULT_WAL_MAX_BYTES,
+        }
+    }
+}
