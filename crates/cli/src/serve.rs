@@ -158,6 +158,10 @@ pub(crate) struct ServeArgs {
     /// How long an unused session is kept, in ms [default: 7 days].
     #[arg(long, env = "CITEFLOW_SESSION_TTL_MS")]
     session_ttl_ms: Option<u64>,
+    /// With the SQLite store: most bytes its WAL file may hold before it starts over (under
+    /// steady load it never empties by itself) [default: 67108864].
+    #[arg(long, env = "CITEFLOW_SQLITE_WAL_MAX_BYTES")]
+    sqlite_wal_max_bytes: Option<u64>,
     /// Book index directory (as written by `citeflow ingest --index`): GET /v1/books lists its
     /// books, POST /v1/books adds one, citeflow.book asks against one [default:
     /// $CITEFLOW_DATA_DIR/index, else ~/.local/share/citeflow/index].
@@ -238,6 +242,7 @@ fn limits(a: &ServeArgs) -> Limits {
         l.max_upstream_line_bytes = v;
     }
     set(&mut l.session_idle_ttl_ms, a.session_ttl_ms);
+    set(&mut l.sqlite_wal_max_bytes, a.sqlite_wal_max_bytes);
     set(&mut l.header_read_timeout_ms, a.header_read_timeout_ms);
     set(&mut l.body_read_timeout_ms, a.body_read_timeout_ms);
     set(&mut l.shutdown_grace_ms, a.shutdown_grace_ms);

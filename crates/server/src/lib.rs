@@ -272,11 +272,11 @@ pub fn check_exposure(
     Ok(())
 }
 
-/// Opens the store named by the settings.
+/// Opens the store named by the settings (`limits` gives the SQLite store's WAL limit).
 ///
 /// # Errors
 /// [`StoreError`] when it cannot be opened.
-pub fn open_store(location: &StoreLocation) -> Result<Arc<dyn Store>, StoreError> {
+pub fn open_store(location: &StoreLocation, limits: &Limits) -> Result<Arc<dyn Store>, StoreError> {
     Ok(match location {
         StoreLocation::Memory => Arc::new(MemoryStore::new()),
         StoreLocation::Sqlite(path) => {
@@ -285,7 +285,11 @@ pub fn open_store(location: &StoreLocation) -> Result<Arc<dyn Store>, StoreError
                     StoreError::Unavailable(format!("cannot create {}: {e}", dir.display()))
                 })?;
             }
-            Arc::new(citeflow_store_sqlite::SqliteStore::open(path)?)
+            let mut options = citeflow_store_sqlite::SqliteOptions::default();
+            options.wal_max_bytes = limits.sqlite_wal_max_bytes;
+            Arc::new(citeflow_store_sqlite::SqliteStore::open_with(
+                path, &options,
+            )?)
         }
         StoreLocation::Redis(url) => Arc::new(citeflow_store_redis::RedisStore::open(url)?),
     })
@@ -307,7 +311,7 @@ pub async fn launch(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), LaunchError> {
     check_exposure(&settings, listener.local_addr()?)?;
-    let store = open_store(&settings.store)?;
+    let store = open_store(&settings.store, &settings.limits)?;
     let state = AppState::try_new(settings, store)?;
     let n = recover_interrupted(&state).await?;
     if n > 0 {

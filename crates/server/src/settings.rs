@@ -110,6 +110,13 @@ pub struct Limits {
     /// ### Default
     /// 7 days.
     pub session_idle_ttl_ms: u64,
+    /// With the SQLite store: the most bytes its WAL (`FILE-wal`) may hold before the writer
+    /// starts it over (under steady load it never empties by itself; see
+    /// `citeflow_store_sqlite::SqliteOptions::wal_max_bytes`).
+    ///
+    /// ### Default
+    /// 64 MiB.
+    pub sqlite_wal_max_bytes: u64,
     /// Most passages `citeflow.top_k` may ask for from a book (`invalid_request`).
     ///
     /// ### Default
@@ -203,6 +210,7 @@ impl Default for Limits {
             max_upstream_bytes: 64 << 20,
             max_upstream_line_bytes: 1 << 20,
             session_idle_ttl_ms: 7 * 24 * 3600 * 1000,
+            sqlite_wal_max_bytes: citeflow_store_sqlite::DEFAULT_WAL_MAX_BYTES,
             max_top_k: 32,
             max_book_bytes: 64 << 20,
             max_reading_chars: 200_000,
