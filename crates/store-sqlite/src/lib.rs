@@ -11,7 +11,7 @@
 //! written when it finishes, in one statement, from the positions the writer kept meanwhile,
 //! so that a commit touching many running streams writes only the log's last pages. Streams a
 //! crash left running are indexed when the file is opened. A thread of its own copies the WAL
-//! into the file (`PASSIVE` checkpoints), so the writer never waits for that; past
+//! into the file (`PASSIVE` checkpoints), so the writer never waits for that; near
 //! [`SqliteOptions::wal_max_bytes`] the writer copies the rest itself and the WAL starts over,
 //! so that it stays bounded under steady load.
 //!

@@ -8,14 +8,16 @@ pub const DEFAULT_WAL_MAX_BYTES: u64 = 64 << 20;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SqliteOptions {
-    /// The most the WAL (`FILE-wal`) may hold before the writer starts it over, in bytes.
+    /// The most the WAL (`FILE-wal`) should hold, in bytes.
     ///
     /// The store's checkpoint thread copies the WAL into the file four times a second without
     /// stopping the writer, but under steady load the WAL never empties, and only an empty
-    /// WAL starts over. Past this size, the writer copies what remains itself, between two
-    /// batches of appends (milliseconds), and the WAL starts over; its file is then cut back
-    /// to this size. Lower keeps less on disk and costs that pause more often. 0 starts the
-    /// WAL over after every checkpoint.
+    /// WAL starts over. Once a copy finds it past three quarters of this size, the writer
+    /// copies what remains itself, between two batches of appends (1–2.5 ms at 50,000 appends
+    /// a second), and the WAL starts over; a file that a burst grew past this size is cut back
+    /// to it. The WAL can pass it only by what is written between two copies (a quarter
+    /// second). Lower keeps less on disk and costs that pause more often; 0 starts the WAL
+    /// over after every copy.
     ///
     /// ### Default
     /// [`DEFAULT_WAL_MAX_BYTES`] (64 MiB).
