@@ -251,3 +251,84 @@ fn json_logs_and_error_bodies_carry_the_request_id() {
         );
     }
 }
+
+/// `--sqlite-wal-max-bytes` reaches the SQLite store: four clients create sessions of 8 KB of
+/// sources for 1.5 s, which grows the WAL past the limit of 64 KiB given here; once the load
+/// stops and the checkpoints have copied everything, one more session starts the WAL over,
+/// and the file is cut back to the limit (with the default limit, 64 MiB, it keeps the size it
+/// grew to). Every session created reads back.
+#[test]
+fn the_sqlite_wal_limit_reaches_the_store() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("s.db");
+    let wal = dir.path().join("s.db-wal");
+    let limit: u64 = 64 << 10;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_citeflow"));
+    cmd.args([
+        "serve",
+        "--upstream",
+        "http://127.0.0.1:9/v1",
+        "--listen",
+        "127.0.0.1:0",
+        "--no-sample-books",
+        "--max-sessions-per-key",
+        "1000000",
+        "--sqlite-wal-max-bytes",
+        &limit.to_string(),
+        "--store",
+    ])
+    .arg(format!("sqlite:{}", db.display()))
+    .arg("--index")
+    .arg(dir.path().join("index"));
+    let server = start_serve(cmd, None);
+    let text = "x".repeat(8000);
+    let body = |c: usize| json!({"sources": [{"id": format!("c{c}"), "text": text}]});
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (ids, grown) = rt.block_on(async {
+        let start = std::time::Instant::now();
+        let clients = (0..4).map(|c| {
+            let (base, body) = (server.base.clone(), body(c));
+            tokio::spawn(async move {
+                let mut ids = Vec::new();
+                while start.elapsed() < std::time::Duration::from_millis(1500) {
+                    let (status, v) = post(&base, body.clone()).await;
+                    assert_eq!(status, 201, "{v}");
+                    ids.push(v["id"].as_str().expect("id").to_owned());
+                }
+                ids
+            })
+        });
+        let mut ids = Vec::new();
+        let mut grown = 0;
+        for c in clients {
+            ids.extend(c.await.expect("client"));
+            grown = grown.max(std::fs::metadata(&wal).expect("the WAL").len());
+        }
+        // Two checkpoint passes (every 250 ms) with nothing written: every frame copied.
+        tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+        let (status, v) = post(&server.base, body(9)).await;
+        assert_eq!(status, 201, "{v}");
+        ids.push(v["id"].as_str().expect("id").to_owned());
+        (ids, grown)
+    });
+    let size = std::fs::metadata(&wal).expect("the WAL").len();
+    assert!(
+        grown > limit + (32 << 10) && size <= limit + (16 << 10),
+        "WAL file of {grown} bytes under load, {size} after it ({} sessions)",
+        ids.len()
+    );
+    rt.block_on(async {
+        let client = reqwest::Client::new();
+        for id in ids.iter().step_by(7) {
+            let v: Value = client
+                .get(format!("{}/v1/sessions/{id}", server.base))
+                .send()
+                .await
+                .expect("get")
+                .json()
+                .await
+                .expect("json");
+            assert_eq!(v["rounds"][0]["sources"][0]["text"], text.as_str(), "{v}");
+        }
+    });
+}

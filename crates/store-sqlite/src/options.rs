@@ -13,7 +13,7 @@ pub struct SqliteOptions {
     /// The store's checkpoint thread copies the WAL into the file four times a second without
     /// stopping the writer, but under steady load the WAL never empties, and only an empty
     /// WAL starts over. Once a copy finds it past three quarters of this size, the writer
-    /// copies what remains itself, between two batches of appends (1–2.5 ms at 50,000 appends
+    /// copies what remains itself, between two batches of appends (1–3 ms at 50,000 appends
     /// a second), and the WAL starts over; a file that a burst grew past this size is cut back
     /// to it. The WAL can pass it only by what is written between two copies (a quarter
     /// second). Lower keeps less on disk and costs that pause more often; 0 starts the WAL
