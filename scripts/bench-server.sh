@@ -32,7 +32,7 @@ SHARED="${CITEFLOW_SHARED_DIR:-$(cd "$ROOT/.." && pwd)/shared}"
 cargo build --quiet --locked --release -p citeflow-cli
 cargo build --quiet --locked --release -p citeflow-replay --example replay_upstream
 cargo build --quiet --locked --release -p citeflow-server --example passthrough --example bench
-cargo build --quiet --locked --release -p citeflow-store-sqlite --example append_floor
+cargo build --quiet --locked --release -p citeflow-store-sqlite --example append_floor --example append_cost
 
 WORK="$(mktemp -d)"
 PIDS=()
@@ -117,4 +117,12 @@ if [ -z "${BENCH_STORE:-}" ] && [ -s "$WORK/citeflow.db" ]; then
     echo
     awk -F'|' -v pass="$PASS_US" '$2 + 0 == 16 {
         printf "floor SQLite append alone, 16 rows per commit: %.2f µs per row, %.2f× the pass-through proxy'"'"'s CPU per chunk (%s µs)\n", $5, $5 / pass, pass }' "$WORK/floor.md"
+    # The store itself at this run's pace, without the proxy (`append_cost`: appends sent each
+    # millisecond, so about 50 share a commit where the proxy's writer gathers 200 µs): what it
+    # adds to SQLite's own work (the job, the reply, the table of running streams, the tail),
+    # and its WAL at the end.
+    N="${STREAMS%%,*}"
+    "$TARGET_DIR/release/examples/append_cost" "$N" "$PACE_MS" "$BYTES" 6 | tee "$WORK/cost.txt"
+    sed -E 's/.*store threads ([0-9.]+), the appending thread ([0-9.]+);.*WAL file ([0-9.]+ MB).*/\1 \2 \3/' "$WORK/cost.txt" |
+        awk -v pass="$PASS_US" '{ printf "store SQLite store alone at this pace: %.2f µs per append in its threads (%.2f× the pass-through proxy'"'"'s CPU per chunk), %.2f µs in the appending thread; WAL file %s %s at the end\n", $1, $1 / pass, $2, $3, $4 }'
 fi

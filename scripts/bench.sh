@@ -22,7 +22,8 @@
 #   proxy   citeflow serve against a pass-through proxy and the upstream, 1000 streams
 #           (scripts/bench-server.sh), with the SQLite store and again with the store in
 #           memory: CPU per chunk, throughput, p99 added latency, memory per open stream; the
-#           SQLite log's floor (SQLite alone appending the same rows); the same at 20 chunks/s
+#           SQLite log's floor (SQLite alone appending the same rows) and the store alone at
+#           the same pace (append_cost); the same at 20 chunks/s
 #           each, where the machine is not saturated; and
 #           memory per idle stream at 1000 open streams, beside the pass-through proxy
 #           (scripts/bench/idle_streams.py).
@@ -147,6 +148,9 @@ if [ "$QUICK" = 0 ]; then
     floor="$(grep '^floor ' "$OUT/server.md" | sed 's/^floor SQLite append alone, 16 rows per commit: //')"
     [ -n "$floor" ] && row "proxy: the SQLite log's floor, SQLite alone appending the same rows, 16 per commit" \
         "$floor" "bash scripts/bench-server.sh 1000 20 (append_floor)"
+    store="$(grep '^store ' "$OUT/server.md" | sed 's/^store SQLite store alone at this pace: //')"
+    [ -n "$store" ] && row "proxy: the SQLite store alone, 1000 streams appending at 50 chunks/s each, without the proxy" \
+        "$store" "bash scripts/bench-server.sh 1000 20 (append_cost)"
     # The same with the store in memory: the proxy's own work, without the durable log.
     BENCH_STORE=memory bash scripts/bench-server.sh 1000 20 > "$OUT/server-memory.md"
     while IFS= read -r line; do
