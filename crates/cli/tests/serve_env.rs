@@ -1,11 +1,28 @@
 //! Every limit of `citeflow serve` can come from the environment (`CITEFLOW_<FLAG>`), a flag
 //! wins over its variable, and `--help` names the variables.
 
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::{json, Value};
 
 use crate::start_serve;
+
+/// `citeflow serve` on a free loopback port, its upstream unreachable (these tests never call
+/// it), its book index in `index`; the caller adds the rest.
+fn serve_cmd(index: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_citeflow"));
+    cmd.args([
+        "serve",
+        "--upstream",
+        "http://127.0.0.1:9/v1",
+        "--listen",
+        "127.0.0.1:0",
+        "--index",
+    ])
+    .arg(index);
+    cmd
+}
 
 async fn post(base: &str, body: Value) -> (u16, Value) {
     let r = reqwest::Client::new()
@@ -21,19 +38,11 @@ async fn post(base: &str, body: Value) -> (u16, Value) {
 fn limits_come_from_the_environment_and_flags_win() {
     let dir = tempfile::tempdir().expect("tempdir");
     let serve = |more: &[&str]| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_citeflow"));
-        cmd.args([
-            "serve",
-            "--upstream",
-            "http://127.0.0.1:9/v1",
-            "--listen",
-            "127.0.0.1:0",
-        ])
-        .args(["--store", "memory", "--no-sample-books", "--index"])
-        .arg(dir.path().join("index"))
-        .args(more)
-        .env("CITEFLOW_MAX_SOURCES", "1")
-        .env("CITEFLOW_MAX_SOURCE_FIELD_BYTES", "10");
+        let mut cmd = serve_cmd(&dir.path().join("index"));
+        cmd.args(["--store", "memory", "--no-sample-books"])
+            .args(more)
+            .env("CITEFLOW_MAX_SOURCES", "1")
+            .env("CITEFLOW_MAX_SOURCE_FIELD_BYTES", "10");
         start_serve(cmd, None)
     };
     let two = json!({"sources": [{"id": "a"}, {"id": "b"}]});
@@ -160,16 +169,8 @@ fn a_config_file_gives_what_flags_and_environment_do_not() {
         "max-sources = 1\nstore = \"memory\"\nno-sample-books = true\n",
     )
     .expect("write");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_citeflow"));
-    cmd.args([
-        "serve",
-        "--upstream",
-        "http://127.0.0.1:9/v1",
-        "--listen",
-        "127.0.0.1:0",
-    ])
-    .args(["--config", f, "--index"])
-    .arg(dir.path().join("index"));
+    let mut cmd = serve_cmd(&dir.path().join("index"));
+    cmd.args(["--config", f]);
     let server = start_serve(cmd, None);
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let (status, v) = rt.block_on(post(
@@ -187,23 +188,14 @@ fn a_config_file_gives_what_flags_and_environment_do_not() {
 fn json_logs_and_error_bodies_carry_the_request_id() {
     let dir = tempfile::tempdir().expect("tempdir");
     let log = dir.path().join("stderr.txt");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_citeflow"));
+    let mut cmd = serve_cmd(&dir.path().join("index"));
     cmd.args([
-        "serve",
-        "--upstream",
-        "http://127.0.0.1:9/v1",
-        "--listen",
-        "127.0.0.1:0",
-    ])
-    .args([
         "--store",
         "memory",
         "--no-sample-books",
         "--log-format",
         "json",
-        "--index",
-    ])
-    .arg(dir.path().join("index"));
+    ]);
     let server = start_serve(cmd, Some(&log));
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let (given, made) = rt.block_on(async {
@@ -263,13 +255,8 @@ fn the_sqlite_wal_limit_reaches_the_store() {
     let db = dir.path().join("s.db");
     let wal = dir.path().join("s.db-wal");
     let limit: u64 = 64 << 10;
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_citeflow"));
+    let mut cmd = serve_cmd(&dir.path().join("index"));
     cmd.args([
-        "serve",
-        "--upstream",
-        "http://127.0.0.1:9/v1",
-        "--listen",
-        "127.0.0.1:0",
         "--no-sample-books",
         "--max-sessions-per-key",
         "1000000",
@@ -277,9 +264,7 @@ fn the_sqlite_wal_limit_reaches_the_store() {
         &limit.to_string(),
         "--store",
     ])
-    .arg(format!("sqlite:{}", db.display()))
-    .arg("--index")
-    .arg(dir.path().join("index"));
+    .arg(format!("sqlite:{}", db.display()));
     let server = start_serve(cmd, None);
     let text = "x".repeat(8000);
     let body = |c: usize| json!({"sources": [{"id": format!("c{c}"), "text": text}]});
