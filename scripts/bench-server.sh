@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Load benchmark of citeflow serve (not a test): N concurrent streams straight from a replaying
 # upstream, then through a pass-through proxy on the same stack (bytes copied, no work: the
-# floor for any proxy here), then through citeflow (SQLite store), in one run. Prints a
+# floor for any proxy here), with the SQLite store also through that proxy appending every
+# event to citeflow's SQLite store before sending it (the floor of a proxy with the same
+# durable log), then through citeflow (SQLite store), in one run. Prints a
 # Markdown table: throughput ratio, per-chunk latency p50/p99 of each path and what it adds,
 # CPU time per chunk of each process, and citeflow's resident memory per open stream. Each
 # count runs with all streams starting together (every stream's chunk in the same instant:
@@ -66,6 +68,16 @@ UPSTREAM="$(first_line "$WORK/upstream.out")"
 PASS_PID=$!
 PIDS+=("$PASS_PID")
 PASS="$(first_line "$WORK/passthrough.out")"
+# With the SQLite store (the default), a second pass-through proxy that appends every SSE event
+# to citeflow's own SQLite store before it sends it: the floor of a proxy that keeps the same
+# durable log (`examples/passthrough.rs`). Each round runs it after the plain one.
+DURABLE=()
+if [ -z "${BENCH_STORE:-}" ]; then
+    "${SERVER[@]}" "$TARGET_DIR/release/examples/passthrough" "$UPSTREAM" --log "$WORK/durable.db" > "$WORK/durable.out" &
+    DURABLE_PID=$!
+    PIDS+=("$DURABLE_PID")
+    DURABLE=("$(first_line "$WORK/durable.out")" "$DURABLE_PID")
+fi
 # BENCH_PERF=FILE records citeflow under `perf record` (its CPU column is then perf's own).
 WRAP=()
 [ -n "${BENCH_PERF:-}" ] && WRAP=(perf record -q --call-graph dwarf,16384 -F 300 -o "$BENCH_PERF" --)
@@ -93,7 +105,7 @@ fi
 echo "machine: $(nproc) cores, $(uname -sr); $(rustc --version)"
 echo "model $MODEL, upstream pace ${PACE_MS} ms per chunk, citeflow store ${BENCH_STORE:-sqlite (WAL)}${BENCH_PIN:+; upstream and load generator pinned to CPU 0, the proxy under test to CPU 1}"
 "${LOAD[@]}" "$TARGET_DIR/release/examples/bench" "$UPSTREAM" "$UPSTREAM_PID" "$PASS" "$PASS_PID" \
-    "$CITEFLOW" "$CITEFLOW_PID" "$MODEL" "$STREAMS" "$PACE_MS" | tee "$WORK/bench.out"
+    "$CITEFLOW" "$CITEFLOW_PID" "$MODEL" "$STREAMS" "$PACE_MS" "${DURABLE[@]}" | tee "$WORK/bench.out"
 for pid in "${COUNTERS[@]}"; do kill -INT "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
 # Where citeflow's CPU went over the whole run, by thread name (seconds of user + system time).
 echo

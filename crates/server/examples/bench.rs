@@ -15,7 +15,12 @@
 //! after the direct run, and each ratio line is the round with the median CPU ratio, followed
 //! by every round's: on this shared machine one pair of runs can move by a tenth or more.
 //!
-//! `bench UPSTREAM_URL UPSTREAM_PID PASSTHROUGH_URL PASSTHROUGH_PID CITEFLOW_URL CITEFLOW_PID MODEL N[,N…] [SPREAD_MS]`
+//! With `DURABLE_URL DURABLE_PID` (the `passthrough` example with `--log`: the same copy, with
+//! every SSE event appended to citeflow's SQLite store before it is sent), each round also runs
+//! that proxy after the pass-through one, and each ratio line also gives citeflow against it:
+//! what citeflow costs above a proxy that keeps the same durable log.
+//!
+//! `bench UPSTREAM_URL UPSTREAM_PID PASSTHROUGH_URL PASSTHROUGH_PID CITEFLOW_URL CITEFLOW_PID MODEL N[,N…] [SPREAD_MS [DURABLE_URL DURABLE_PID]]`
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -240,7 +245,11 @@ fn row(n: usize, starts: &str, name: &str, r: &Run, direct: &Run) -> String {
     let rate = r.chunks as f64 / r.seconds;
     // Chunks per second counts upstream chunks on every path: citeflow adds one source-list
     // chunk per stream, which is not counted.
-    let extra = if name == "citeflow" { n as u64 } else { 0 };
+    let extra = if name.starts_with("citeflow") {
+        n as u64
+    } else {
+        0
+    };
     let upstream_rate = r.chunks.saturating_sub(extra) as f64 / r.seconds;
     let d_rate = direct.chunks as f64 / direct.seconds;
     let added = |p| pct(&r.latencies_us, p) - pct(&direct.latencies_us, p);
@@ -269,6 +278,7 @@ async fn main() {
     let (citeflow, pid, model) = (&a[4], a[5].as_str(), &a[6]);
     let counts: Vec<usize> = a[7].split(',').filter_map(|s| s.parse().ok()).collect();
     let spread_ms: u64 = a.get(8).and_then(|s| s.parse().ok()).unwrap_or(20);
+    let durable = a.get(9).zip(a.get(10).map(String::as_str));
     let rounds: usize = std::env::var("BENCH_ROUNDS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -281,7 +291,10 @@ async fn main() {
     let mut failed = 0;
     for n in counts {
         // Warm every path (connections, caches).
-        for url in [upstream, pass, citeflow] {
+        for url in [upstream, pass, citeflow]
+            .into_iter()
+            .chain(durable.map(|d| d.0))
+        {
             run(url, model, n.min(50), [None, None], Duration::ZERO).await;
         }
         let spread_label = format!("spread over {spread_ms} ms");
@@ -304,6 +317,18 @@ async fn main() {
                     "{}",
                     row(n, starts, &label("pass-through proxy"), &through, &direct)
                 );
+                let logged = match durable {
+                    Some((url, dpid)) => {
+                        let d = run(url, model, n, [Some(upstream_pid), Some(dpid)], spread).await;
+                        println!(
+                            "{}",
+                            row(n, starts, &label("durable pass-through"), &d, &direct)
+                        );
+                        failed += d.failed;
+                        Some(d)
+                    }
+                    None => None,
+                };
                 tokio::time::sleep(Duration::from_millis(500)).await;
                 let idle = rss_kib(pid);
                 let cf = run(citeflow, model, n, [Some(upstream_pid), Some(pid)], spread).await;
@@ -318,13 +343,26 @@ async fn main() {
                         cf.peak_rss_kib
                     ));
                 }
-                pairs.push((cpu_ratio(&cf, &through), cf, through));
+                pairs.push((cpu_ratio(&cf, &through), cf, through, logged));
             }
             pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let (_, cf, through) = &pairs[pairs.len() / 2];
+            let (_, cf, through, logged) = &pairs[pairs.len() / 2];
             let mut line = ratio_line(n, starts, cf, through);
+            if let Some(d) = logged {
+                line.push_str(&durable_part(cf, d));
+            }
             if pairs.len() > 1 {
                 let each: Vec<String> = pairs.iter().map(|p| format!("{:.2}×", p.0)).collect();
+                if durable.is_some() {
+                    let d: Vec<String> = pairs
+                        .iter()
+                        .filter_map(|p| p.3.as_ref().map(|d| format!("{:.2}×", cpu_ratio(&p.1, d))))
+                        .collect();
+                    line.push_str(&format!(
+                        " (against the durable pass-through, rounds {})",
+                        d.join(", ")
+                    ));
+                }
                 line.push_str(&format!(
                     " (the median of {} rounds; CPU ratios {})",
                     pairs.len(),
@@ -380,4 +418,17 @@ fn ratio_line(n: usize, starts: &str, cf: &Run, pass: &Run) -> String {
         ));
     }
     line
+}
+
+/// citeflow against the pass-through proxy that keeps the same durable log (`passthrough
+/// --log`), from the same round: CPU per chunk and the p99 added latency.
+fn durable_part(cf: &Run, durable: &Run) -> String {
+    format!(
+        "; against the durable pass-through (the same SQLite log, nothing else): CPU per chunk {:.2}× ({:.1} / {:.1} µs, its store's threads {:.1} µs), p99 latency {:+.2} ms",
+        cpu_ratio(cf, durable),
+        cf.cpu_per_chunk_us[1],
+        durable.cpu_per_chunk_us[1],
+        durable.store_cpu_per_chunk_us,
+        pct(&cf.latencies_us, 0.99) - pct(&durable.latencies_us, 0.99),
+    )
 }
