@@ -80,7 +80,7 @@ if [ -z "${BENCH_STORE:-}" ]; then
 fi
 # BENCH_PERF=FILE records citeflow under `perf record` (its CPU column is then perf's own).
 WRAP=()
-[ -n "${BENCH_PERF:-}" ] && WRAP=(perf record -q --call-graph dwarf,16384 -F 300 -o "$BENCH_PERF" --)
+[ -n "${BENCH_PERF:-}" ] && WRAP=(perf record -q --call-graph dwarf,16384 ${BENCH_PERF_EVENTS:--F 300} -o "$BENCH_PERF" --)
 CITEFLOW_LOG=warn "${SERVER[@]}" "${WRAP[@]}" "${BENCH_CITEFLOW:-$TARGET_DIR/release/citeflow}" serve --upstream "$UPSTREAM" --listen 127.0.0.1:0 \
     --store "${BENCH_STORE:-sqlite:$WORK/citeflow.db}" --max-streams-per-key 100000 > "$WORK/citeflow.out" &
 CITEFLOW_PID=$!

@@ -21,7 +21,8 @@
 #           text (crates/py/bench/bench.py).
 #   proxy   citeflow serve against a pass-through proxy and the upstream, 1000 streams
 #           (scripts/bench-server.sh), with the SQLite store and again with the store in
-#           memory: CPU per chunk, throughput, p99 added latency, memory per open stream; the
+#           memory: CPU per chunk, throughput, p99 added latency, memory per open stream;
+#           citeflow against a pass-through proxy that keeps the same SQLite log; the
 #           SQLite log's floor (SQLite alone appending the same rows) and the store alone at
 #           the same pace (append_cost); the same at 20 chunks/s
 #           each, where the machine is not saturated; and
@@ -145,6 +146,13 @@ if [ "$QUICK" = 0 ]; then
         row "proxy: ${line%%:*}, 50 chunks/s each" "${line#*: } (target 1.5× CPU, 95% throughput, p99 within 1 ms)" \
             "BENCH_ROUNDS=3 bash scripts/bench-server.sh 1000 20"
     done < <(grep '^ratio ' "$OUT/server.md")
+    # Against the pass-through proxy that appends every event to the same SQLite store before it
+    # sends it (`passthrough --log`): what citeflow costs above a proxy with the same durable log.
+    while IFS= read -r line; do
+        line="${line#durable }"
+        row "proxy against a durable pass-through (the same SQLite log, no citation work): ${line%%:*}, 50 chunks/s each" \
+            "${line#*: }" "BENCH_ROUNDS=3 bash scripts/bench-server.sh 1000 20"
+    done < <(grep '^durable ' "$OUT/server.md")
     floor="$(grep '^floor ' "$OUT/server.md" | sed 's/^floor SQLite append alone, 16 rows per commit: //')"
     [ -n "$floor" ] && row "proxy: the SQLite log's floor, SQLite alone appending the same rows, 16 per commit" \
         "$floor" "bash scripts/bench-server.sh 1000 20 (append_floor)"

@@ -288,6 +288,7 @@ async fn main() {
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut memory = Vec::new();
     let mut ratios = Vec::new();
+    let mut durables = Vec::new();
     let mut failed = 0;
     for n in counts {
         // Warm every path (connections, caches).
@@ -349,19 +350,16 @@ async fn main() {
             let (_, cf, through, logged) = &pairs[pairs.len() / 2];
             let mut line = ratio_line(n, starts, cf, through);
             if let Some(d) = logged {
-                line.push_str(&durable_part(cf, d));
+                durables.push(durable_line(n, starts, cf, d));
             }
             if pairs.len() > 1 {
                 let each: Vec<String> = pairs.iter().map(|p| format!("{:.2}×", p.0)).collect();
-                if durable.is_some() {
+                if let Some(last) = durables.last_mut().filter(|_| durable.is_some()) {
                     let d: Vec<String> = pairs
                         .iter()
                         .filter_map(|p| p.3.as_ref().map(|d| format!("{:.2}×", cpu_ratio(&p.1, d))))
                         .collect();
-                    line.push_str(&format!(
-                        " (against the durable pass-through, rounds {})",
-                        d.join(", ")
-                    ));
+                    last.push_str(&format!(" (the same rounds: {})", d.join(", ")));
                 }
                 line.push_str(&format!(
                     " (the median of {} rounds; CPU ratios {})",
@@ -382,7 +380,7 @@ async fn main() {
         eprintln!("{failed} streams failed: no ratio is printed");
         std::process::exit(1);
     }
-    for r in ratios {
+    for r in ratios.into_iter().chain(durables) {
         println!("{r}");
     }
 }
@@ -421,13 +419,15 @@ fn ratio_line(n: usize, starts: &str, cf: &Run, pass: &Run) -> String {
 }
 
 /// citeflow against the pass-through proxy that keeps the same durable log (`passthrough
-/// --log`), from the same round: CPU per chunk and the p99 added latency.
-fn durable_part(cf: &Run, durable: &Run) -> String {
+/// --log`), from the same round: CPU per chunk, the log's threads in each, and the p99 added
+/// latency.
+fn durable_line(n: usize, starts: &str, cf: &Run, durable: &Run) -> String {
     format!(
-        "; against the durable pass-through (the same SQLite log, nothing else): CPU per chunk {:.2}× ({:.1} / {:.1} µs, its store's threads {:.1} µs), p99 latency {:+.2} ms",
+        "durable {n} streams, {starts}: citeflow / durable pass-through CPU per chunk {:.2}× ({:.1} / {:.1} µs; the SQLite store's threads {:.1} / {:.1} µs), p99 latency {:+.2} ms against it",
         cpu_ratio(cf, durable),
         cf.cpu_per_chunk_us[1],
         durable.cpu_per_chunk_us[1],
+        cf.store_cpu_per_chunk_us,
         durable.store_cpu_per_chunk_us,
         pct(&cf.latencies_us, 0.99) - pct(&durable.latencies_us, 0.99),
     )
