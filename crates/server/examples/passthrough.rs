@@ -28,6 +28,11 @@ use axum::Router;
 use citeflow_store::{Store, StoredEvent, StreamRecord, StreamStatus};
 use futures_util::stream::{BoxStream, StreamExt};
 
+/// citeflow's allocator (`crates/cli/src/main.rs`): a floor measured with another one would say
+/// something about the allocators.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Clone)]
 struct Proxy {
     client: reqwest::Client,
