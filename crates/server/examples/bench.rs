@@ -17,8 +17,9 @@
 //!
 //! With `DURABLE_URL DURABLE_PID` (the `passthrough` example with `--log`: the same copy, with
 //! every SSE event appended to citeflow's SQLite store before it is sent), each round also runs
-//! that proxy after the pass-through one, and each ratio line also gives citeflow against it:
-//! what citeflow costs above a proxy that keeps the same durable log.
+//! that proxy after the pass-through one, and a `durable …` line after the ratio lines gives
+//! citeflow against it, from the round the ratio line shows (and every round's ratio): what
+//! citeflow costs above a proxy that keeps the same durable log.
 //!
 //! `bench UPSTREAM_URL UPSTREAM_PID PASSTHROUGH_URL PASSTHROUGH_PID CITEFLOW_URL CITEFLOW_PID MODEL N[,N…] [SPREAD_MS [DURABLE_URL DURABLE_PID]]`
 
