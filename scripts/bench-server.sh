@@ -14,7 +14,8 @@
 #   BENCH_CITEFLOW=PATH measures another citeflow binary (an A/B run against an older build);
 #   BENCH_STORE=memory|sqlite:PATH|redis://… picks its store; BENCH_PERF=FILE records citeflow
 #   under `perf record` (BENCH_PERF_EVENTS replaces its default `-F 300`, e.g. with
-#   `-e syscalls:sys_enter_futex` to see where those calls come from); BENCH_SYSCALLS=DIR counts system calls (see below);
+#   `-e syscalls:sys_enter_futex` to see where those calls come from); BENCH_SYSCALLS=DIR
+#   counts system calls (see below);
 #   BENCH_PIN=1 pins the upstream and the load generator to CPU 0 and the proxy under test (the
 #   pass-through proxy, then citeflow) to CPU 1, so that neither side waits for the other's run
 #   queue (issue 17 allows it; the figures then say how the server does on one core of its own);
