@@ -351,17 +351,18 @@ async fn main() {
             let (_, cf, through, logged) = &pairs[pairs.len() / 2];
             let mut line = ratio_line(n, starts, cf, through);
             if let Some(d) = logged {
-                durables.push(durable_line(n, starts, cf, d));
-            }
-            if pairs.len() > 1 {
-                let each: Vec<String> = pairs.iter().map(|p| format!("{:.2}×", p.0)).collect();
-                if let Some(last) = durables.last_mut().filter(|_| durable.is_some()) {
-                    let d: Vec<String> = pairs
+                let mut dl = durable_line(n, starts, cf, d);
+                if pairs.len() > 1 {
+                    let each: Vec<String> = pairs
                         .iter()
                         .filter_map(|p| p.3.as_ref().map(|d| format!("{:.2}×", cpu_ratio(&p.1, d))))
                         .collect();
-                    last.push_str(&format!(" (the same rounds: {})", d.join(", ")));
+                    dl.push_str(&format!(" (the same rounds: {})", each.join(", ")));
                 }
+                durables.push(dl);
+            }
+            if pairs.len() > 1 {
+                let each: Vec<String> = pairs.iter().map(|p| format!("{:.2}×", p.0)).collect();
                 line.push_str(&format!(
                     " (the median of {} rounds; CPU ratios {})",
                     pairs.len(),

@@ -113,8 +113,7 @@ fn logged(
                 s.pending.extend_from_slice(&b);
                 let mut events = Vec::new();
                 while let Some(end) = memchr::memmem::find(&s.pending, b"\n\n") {
-                    let rest = s.pending.split_off(end + 2);
-                    let event = std::mem::replace(&mut s.pending, rest);
+                    let event: Vec<u8> = s.pending.drain(..end + 2).collect();
                     events.push(StoredEvent {
                         id: s.next,
                         data: String::from_utf8_lossy(&event).into_owned(),
