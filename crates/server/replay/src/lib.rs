@@ -6,6 +6,10 @@
 //! ([`Replay::spawn`]); [`read_sse`] reads a response's SSE events as a test client does
 //! ([`Received`]). The `replay_upstream` example serves a directory of recorded streams. Not
 //! published: the server, the CLI and the store tests use it as a dev-dependency.
+//!
+//! Besides the scripts, every `Replay` answers the scripted agent models (`agent-search`,
+//! `agent-search-ja`, see [`agent_reply`]): they read the request to decide whether to call a
+//! tool or to answer citing the markers of the tool results.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -20,6 +24,9 @@ use axum::routing::post;
 use axum::Router;
 use bytes::Bytes;
 use serde_json::{json, Value};
+
+mod agent;
+pub use agent::{agent_reply, answer_text, marker_ids, AgentReply, AGENT_MODELS};
 
 /// One step of a scripted answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -280,12 +287,26 @@ async fn answer(State(replay): State<Replay>, body: axum::body::Bytes) -> Respon
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .push(req);
-    let script = replay
-        .scripts
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(&model)
-        .cloned();
+    let scripted = match agent::agent_reply(
+        replay
+            .requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .last()
+            .unwrap_or(&Value::Null),
+    ) {
+        Some(AgentReply::Json(v)) => return axum::Json(v).into_response(),
+        Some(AgentReply::Stream(script)) => Some(script),
+        None => None,
+    };
+    let script = scripted.or_else(|| {
+        replay
+            .scripts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&model)
+            .cloned()
+    });
     let Some(script) = script else {
         return (
             StatusCode::NOT_FOUND,
