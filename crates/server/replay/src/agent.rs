@@ -9,13 +9,24 @@
 //! - two or more, or a request without `tools` → the answer: for each tool message in order, the
 //!   first two distinct `[[id]]` markers of its content are cited (a document in both rounds is
 //!   cited again), streamed in small deltas that cut every marker, ending with `stop`.
+//!
+//! The variants `agent-search-turns` and `agent-search-turns-ja` act per user turn: they count
+//! (and cite) only the tool messages after the last `user` message, and from the second user
+//! message on they search `Eiffel Tower` then `Paris bridges` (`エッフェル塔`, `パリ 橋`), so
+//! that a conversation's second answer brings new sources (for tests of numbering that
+//! continues across turns).
 
 use serde_json::{json, Value};
 
 use crate::{Script, Step};
 
 /// The model names this module answers.
-pub const AGENT_MODELS: [&str; 2] = ["agent-search", "agent-search-ja"];
+pub const AGENT_MODELS: [&str; 4] = [
+    "agent-search",
+    "agent-search-ja",
+    "agent-search-turns",
+    "agent-search-turns-ja",
+];
 
 /// What the agent model sends back for one request.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,7 +53,17 @@ pub fn agent_reply(req: &Value) -> Option<AgentReply> {
         .get("messages")
         .and_then(Value::as_array)
         .map_or(&[], Vec::as_slice);
-    let tool_texts: Vec<String> = messages
+    let turns = model.starts_with("agent-search-turns");
+    let is_user = |m: &Value| m.get("role").and_then(Value::as_str) == Some("user");
+    let user_turns = messages.iter().filter(|m| is_user(m)).count();
+    let turn: &[Value] = if turns {
+        let start = messages.iter().rposition(is_user).map_or(0, |i| i + 1);
+        &messages[start..]
+    } else {
+        messages
+    };
+    let later = turns && user_turns >= 2;
+    let tool_texts: Vec<String> = turn
         .iter()
         .filter(|m| m.get("role").and_then(Value::as_str) == Some("tool"))
         .map(|m| content_text(m.get("content")))
@@ -50,25 +71,15 @@ pub fn agent_reply(req: &Value) -> Option<AgentReply> {
     let tool_name = req
         .pointer("/tools/0/function/name")
         .and_then(Value::as_str);
+    let queries = match (ja, later) {
+        (false, false) => ["Seine river Paris", "Paris museums"],
+        (true, false) => ["セーヌ川 パリ", "パリ 美術館"],
+        (false, true) => ["Eiffel Tower", "Paris bridges"],
+        (true, true) => ["エッフェル塔", "パリ 橋"],
+    };
     let call = match (tool_name, tool_texts.len()) {
-        (Some(name), 0) => Some((
-            name,
-            if ja {
-                "セーヌ川 パリ"
-            } else {
-                "Seine river Paris"
-            },
-            1,
-        )),
-        (Some(name), 1) => Some((
-            name,
-            if ja {
-                "パリ 美術館"
-            } else {
-                "Paris museums"
-            },
-            2,
-        )),
+        (Some(name), 0) => Some((name, queries[0], 1)),
+        (Some(name), 1) => Some((name, queries[1], 2)),
         _ => None,
     };
     Some(match call {
@@ -322,5 +333,25 @@ mod tests {
             "I found no sources to cite."
         );
         assert_eq!(agent_reply(&json!({"model": "chat-demo"})), None);
+    }
+
+    #[test]
+    fn agent_turns_variant_searches_anew_in_the_second_user_turn() {
+        let mut req = request("agent-search-turns", &["[[a]] [[b]]", "[[c]]"], false);
+        let done = json_reply(&req);
+        let text = done["choices"][0]["message"]["content"].as_str().unwrap();
+        assert_eq!(marker_ids(text), ["a", "b", "c"]);
+        let messages = req["messages"].as_array_mut().unwrap();
+        messages.push(json!({"role": "assistant", "content": text}));
+        messages.push(json!({"role": "user", "content": "And more?"}));
+        let next = json_reply(&req);
+        assert_eq!(
+            next["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"],
+            r#"{"query":"Eiffel Tower"}"#
+        );
+        // The plain model counts every tool message of the conversation: it answers at once.
+        req["model"] = json!("agent-search");
+        let plain = json_reply(&req);
+        assert_eq!(plain["choices"][0]["finish_reason"], "stop");
     }
 }
