@@ -1,6 +1,26 @@
-"""LangChain: a book's passages as ``Document``s through a real ``BaseLoader``.
+"""LangChain: agents whose search tools share one numbering, streamed text rewritten, and a
+book's passages as ``Document``s.
 
-``langchain-core`` is imported when this module is, not by ``import citeflow``::
+``langchain-core`` is imported when this module is, not by ``import citeflow``; ``langchain``
+(v1) and ``langgraph`` only when ``CiteflowMiddleware`` or ``CiteflowTransformer`` is used.
+
+Agents (``langchain.agents.create_agent``)::
+
+    from citeflow.langchain import CiteflowMiddleware, messages_stream
+
+    agent = create_agent(model, tools=[search], middleware=[CiteflowMiddleware()],
+                         checkpointer=InMemorySaver())
+    session = session_from_state(agent.get_state(config).values)   # this thread's numbering
+    stream = agent.stream({"messages": [question]}, config, stream_mode="messages")
+    for ev in messages_stream(stream, session):
+        ...                               # TextEvent (rewritten text), SourceEvent, ..., DoneEvent
+
+The middleware turns each tool result (its artifact, or JSON content) into a round named by the
+call's arguments and shows the model each passage under its marker; ``messages_stream`` turns
+the ``ToolMessage``s of the stream into the same rounds and rewrites the AI message chunks.
+See docs/langchain.md.
+
+Books::
 
     from citeflow.langchain import EpubLoader
 
@@ -18,15 +38,130 @@ and the session.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from typing import Union
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
 
-from ._citeflow import Book, Passage
+from ._citeflow import Book, Passage, Session, Source
+from .adapters import langchain_chunk_text
+from .rounds import (
+    ROUND_KEY,
+    Event,
+    RoundStream,
+    round_record,
+    session_from_records,
+    sources_from_result,
+)
 
-__all__ = ["EpubLoader", "passage_document"]
+if TYPE_CHECKING:
+    from ._langchain_agent import CiteflowMiddleware, CiteflowTransformer
+
+__all__ = [
+    "CiteflowMiddleware",
+    "CiteflowTransformer",
+    "EpubLoader",
+    "NUMBERING_KEY",
+    "amessages_stream",
+    "message_round",
+    "messages_stream",
+    "passage_document",
+    "session_from_state",
+]
+
+#: The agent state key holding the numbering (its JSON), kept by a checkpointer.
+NUMBERING_KEY = "citeflow_numbering"
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("CiteflowMiddleware", "CiteflowTransformer"):
+        from . import _langchain_agent
+
+        return getattr(_langchain_agent, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def message_round(message: ToolMessage) -> Optional[dict[str, Any]]:
+    """The round a tool message carries: the one ``CiteflowMiddleware`` put in its
+    ``additional_kwargs``, else one read from its artifact or JSON content (named by the tool);
+    None when it holds no sources."""
+    carried = message.additional_kwargs.get(ROUND_KEY)
+    if isinstance(carried, Mapping):
+        return dict(carried)
+    sources = sources_from_result(message.artifact, message.content)
+    if not sources:
+        return None
+    return round_record(sources, message.name)
+
+
+def session_from_state(
+    state: Mapping[str, Any], *, style: str = "brackets", session: Optional[Session] = None
+) -> Session:
+    """The session of an agent state (``agent.get_state(config).values``): the rounds of its
+    tool messages, in order, and the numbering kept under ``NUMBERING_KEY``. ``session`` gives
+    the settings (style, markers) when set."""
+    records = [
+        r
+        for m in state.get("messages") or []
+        if isinstance(m, ToolMessage)
+        for r in [message_round(m)]
+        if r is not None
+    ]
+    settings = session.settings if session is not None else None
+    return session_from_records(
+        records,
+        numbering=state.get(NUMBERING_KEY),
+        style=settings.style if settings is not None else style,
+        settings=settings,
+    )
+
+
+def _item_message(item: Any) -> Any:
+    """The message of one ``stream_mode="messages"`` item: ``(message, metadata)``, or
+    ``("messages", (message, metadata))`` when several modes are streamed."""
+    if isinstance(item, tuple) and len(item) == 2:
+        if item[0] == "messages" and isinstance(item[1], tuple):
+            return item[1][0]
+        if isinstance(item[0], str):
+            return None
+        return item[0]
+    return item
+
+
+def _step(rs: RoundStream, item: Any) -> list[Event]:
+    message = _item_message(item)
+    if isinstance(message, ToolMessage):
+        r = message_round(message)
+        if r is None:
+            return []
+        sources = [Source.from_dict(s) for s in r.get("sources") or []]
+        return rs.add_round(sources, r.get("query"))
+    if isinstance(message, (AIMessageChunk, AIMessage)):
+        text = langchain_chunk_text(message)
+        return rs.feed(text) if text else []
+    return []
+
+
+def messages_stream(stream: Iterable[Any], session: Optional[Session] = None) -> Iterator[Event]:
+    """citeflow's events for a ``graph.stream(..., stream_mode="messages")`` stream: tool
+    messages become rounds of ``session`` (a new session-scope one when None), AI message
+    chunks are rewritten; a ``DoneEvent`` ends it."""
+    rs = RoundStream(session)
+    for item in stream:
+        yield from _step(rs, item)
+    yield from rs.finish()
+
+
+async def amessages_stream(stream: AsyncIterable[Any], session: Optional[Session] = None) -> AsyncIterator[Event]:
+    """``messages_stream`` for ``graph.astream(..., stream_mode="messages")``."""
+    rs = RoundStream(session)
+    async for item in stream:
+        for ev in _step(rs, item):
+            yield ev
+    for ev in rs.finish():
+        yield ev
 
 
 def passage_document(passage: Passage) -> Document:

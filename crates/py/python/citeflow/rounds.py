@@ -1,0 +1,220 @@
+"""Search rounds and streamed text, for the framework helpers (no framework imported).
+
+An agent's answer is text streamed between tool results: each search's results become a round
+of the session, and the text is rewritten by the engine with one numbering across the rounds.
+``RoundStream`` drives that: ``add_round`` for a tool result, ``feed`` for a text delta,
+``finish`` at the end, each returning the engine's events::
+
+    from citeflow.rounds import RoundStream, sources_from_result
+
+    rs = RoundStream()                                  # session scope, [[id]] markers, [n]
+    rs.add_round(sources_from_result(docs), query="Seine river Paris")
+    for delta in model_deltas:
+        for ev in rs.feed(delta): ...                   # TextEvent, SourceEvent, CitationEvent
+    done = rs.finish()[-1]                              # DoneEvent
+    rs.render_sources(done, "markdown")                 # the list grouped by round with its query
+
+``citeflow.langchain``, ``citeflow.chainlit`` and ``citeflow.llamaindex`` only translate their
+framework's types to these calls; every number comes from the Rust engine.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Union
+
+from ._citeflow import (
+    CitationEvent,
+    DoneEvent,
+    Numbering,
+    NumberNeededEvent,
+    Session,
+    Settings,
+    Source,
+    SourceEvent,
+    TextEvent,
+    UnresolvedEvent,
+    context_block,
+    prompt_settings,
+    render_list,
+)
+from .context import to_sources
+
+if TYPE_CHECKING:
+    from ._citeflow import _ListFormatName, _PromptMarkerName
+else:
+    _PromptMarkerName = str
+    _ListFormatName = str
+
+Event = Union[SourceEvent, TextEvent, CitationEvent, UnresolvedEvent, NumberNeededEvent, DoneEvent]
+
+__all__ = [
+    "Event",
+    "ROUND_KEY",
+    "RoundStream",
+    "agent_instruction",
+    "new_session",
+    "round_query",
+    "round_record",
+    "session_from_records",
+    "sources_from_result",
+    "tool_block",
+]
+
+#: Where a tool message carries its round (``{"query": ..., "sources": [source dicts]}``): the
+#: key of ``ToolMessage.additional_kwargs`` (LangChain) the middleware writes.
+ROUND_KEY = "citeflow_round"
+
+
+def new_session(
+    *,
+    style: str = "brackets",
+    marker: _PromptMarkerName = "double_bracket",
+    numbering: Optional[Numbering] = None,
+    settings: Optional[Settings] = None,
+) -> Session:
+    """A session-scope session whose scanner reads ``marker`` and renders ``style``
+    (``brackets`` → ``[1]``, ``full_width`` → ``【1】``)."""
+    return Session(scope="session", settings=prompt_settings(marker, settings), style=style, numbering=numbering)
+
+
+def _hit(item: Any) -> Any:
+    """A search hit as a document the context module reads: a dict without an id but with a
+    ``url`` gets the url as its id."""
+    if isinstance(item, Mapping) and not any(k in item for k in ("id", "passage_id", "metadata")):
+        if "url" in item:
+            return {**item, "id": item["url"]}
+    return item
+
+
+def sources_from_result(artifact: Any, content: Any = None) -> list[Source]:
+    """The sources of one tool result: its artifact (a list of LangChain ``Document``s,
+    LlamaIndex nodes, dicts or ``Source``s, or one of them), else its content when that is a
+    JSON list (or object) of results. Empty when neither holds any."""
+    if artifact is not None:
+        items = artifact if isinstance(artifact, (list, tuple)) else [artifact]
+        try:
+            return to_sources(_hit(i) for i in items)
+        except (TypeError, ValueError):
+            pass
+    if isinstance(content, str):
+        try:
+            parsed = json.loads(content)
+        except ValueError:
+            return []
+        if isinstance(parsed, Mapping):
+            for key in ("results", "documents", "hits"):
+                if isinstance(parsed.get(key), list):
+                    parsed = parsed[key]
+                    break
+            else:
+                parsed = [parsed]
+        if isinstance(parsed, list) and all(isinstance(p, Mapping) for p in parsed):
+            try:
+                return to_sources(_hit(p) for p in parsed)
+            except (TypeError, ValueError):
+                return []
+    return []
+
+
+def round_query(args: Any) -> str:
+    """A round's name from a tool call's arguments: its ``query`` (or the one argument), else
+    the arguments as JSON."""
+    if isinstance(args, Mapping):
+        for key in ("query", "q", "question", "input"):
+            if isinstance(args.get(key), str):
+                return str(args[key])
+        if len(args) == 1:
+            return str(next(iter(args.values())))
+        return json.dumps(args, ensure_ascii=False, sort_keys=True)
+    return "" if args is None else str(args)
+
+
+def round_record(sources: Sequence[Source], query: Optional[str]) -> dict[str, Any]:
+    """A round as plain JSON data (to carry in a message or a checkpoint)."""
+    return {"query": query, "sources": [s.to_dict() for s in sources]}
+
+
+def session_from_records(
+    records: Iterable[Mapping[str, Any]],
+    *,
+    numbering: Optional[Union[Numbering, str]] = None,
+    style: str = "brackets",
+    marker: _PromptMarkerName = "double_bracket",
+    settings: Optional[Settings] = None,
+) -> Session:
+    """A session with these rounds (``round_record``s, in order) and this numbering (a
+    ``Numbering`` or its JSON)."""
+    if isinstance(numbering, str):
+        numbering = Numbering.from_json(numbering)
+    session = new_session(style=style, marker=marker, numbering=numbering, settings=settings)
+    for r in records:
+        session.append_round([Source.from_dict(s) for s in r.get("sources") or []], query=r.get("query"))
+    return session
+
+
+def tool_block(sources: Sequence[Source], marker: _PromptMarkerName = "double_bracket", max_chars: int = 1000) -> str:
+    """What the model reads as a tool's result: each source under the marker it must cite (the
+    core's context block)."""
+    return context_block(list(sources), marker, max_chars_per_source=max_chars)
+
+
+def agent_instruction(marker: _PromptMarkerName = "double_bracket") -> str:
+    """The citation instruction for an agent whose tools return sources under markers."""
+    one = context_block([Source("source_1")], marker).split(" ", 1)[0]
+    two = context_block([Source("source_1"), Source("source_2")], marker).split("\n")[1].split(" ", 1)[0]
+    return (
+        "Search results show each source after its marker, for example "
+        f"{one}. After each sentence that uses a source, write that source's marker exactly as "
+        f"shown; cite several sources as {one}{two}. Do not invent markers."
+    )
+
+
+class RoundStream:
+    """One answer streamed between search rounds, numbered by the engine.
+
+    Call ``add_round`` for each tool result, ``feed`` for each text delta, and ``finish`` once
+    at the end; each returns the events to show. Text fed before a round is added is finished
+    (without a ``DoneEvent``) so that the next text sees the new round; the one ``DoneEvent``
+    comes from ``finish``. The session is in session scope, so its numbering continues in the
+    next answer (``session.numbering``)."""
+
+    def __init__(self, session: Optional[Session] = None) -> None:
+        self.session = session if session is not None else new_session()
+        self._rw: Any = None
+
+    def add_round(self, sources: Sequence[Source], query: Optional[str] = None) -> list[Event]:
+        """Registers a round; returns the events that ended the text before it."""
+        events = self._close()
+        if sources:
+            self.session.append_round(list(sources), query=query)
+        return events
+
+    def feed(self, text: str) -> list[Event]:
+        """The events of one text delta."""
+        if not text:
+            return []
+        if self._rw is None:
+            self._rw = self.session.rewriter()
+        events: list[Event] = self._rw.feed(text)
+        return events
+
+    def finish(self) -> list[Event]:
+        """The last events, ending with the ``DoneEvent``."""
+        if self._rw is None:
+            self._rw = self.session.rewriter()
+        events: list[Event] = self._rw.finish()
+        self._rw = None
+        return events
+
+    def _close(self) -> list[Event]:
+        if self._rw is None:
+            return []
+        events = [e for e in self._rw.finish() if not isinstance(e, DoneEvent)]
+        self._rw = None
+        return events
+
+    def render_sources(self, done: DoneEvent, format: _ListFormatName = "markdown") -> str:
+        """The cited sources of ``done`` as a list grouped by round with its query."""
+        return render_list(done.sources, format, self.session.rounds())

@@ -1,0 +1,134 @@
+"""citeflow.langchain with a real ``create_agent`` whose ``ChatOpenAI`` talks to the replaying
+upstream over HTTP: the scripted agent model searches twice, then cites the markers it was
+shown."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
+from langgraph.checkpoint.memory import InMemorySaver
+
+from citeflow import CitationEvent, DoneEvent, Session, SourceEvent, TextEvent, render_list
+from citeflow.langchain import (
+    NUMBERING_KEY,
+    CiteflowMiddleware,
+    CiteflowTransformer,
+    amessages_stream,
+    messages_stream,
+    session_from_state,
+)
+
+from conftest import hits
+
+
+@tool(response_format="content_and_artifact")
+def search_web(query: str) -> tuple[str, list[dict[str, Any]]]:
+    """Search the web about Paris."""
+    found = hits(query)
+    return "\n".join(h["text"] for h in found), found
+
+
+def agent(url: str, model: str, style: str = "brackets") -> Any:
+    llm = ChatOpenAI(base_url=url, api_key="test", model=model, streaming=True, max_retries=0)
+    return create_agent(
+        llm, tools=[search_web], middleware=[CiteflowMiddleware(style=style)], checkpointer=InMemorySaver()
+    )
+
+
+def config(thread: str) -> Any:
+    return {"configurable": {"thread_id": thread}}
+
+
+def run(graph: Any, thread: str, question: str, style: str = "brackets") -> tuple[list[Any], Session]:
+    session = session_from_state(graph.get_state(config(thread)).values, style=style)
+    stream = graph.stream({"messages": [("user", question)]}, config(thread), stream_mode="messages")
+    return list(messages_stream(stream, session)), session
+
+
+def text_of(events: list[Any]) -> str:
+    return "".join(e.text for e in events if isinstance(e, TextEvent))
+
+
+def test_agent_rounds_share_one_numbering_and_a_second_turn_continues_it(replay_url: str) -> None:
+    graph = agent(replay_url, "agent-search-turns")
+    events, session = run(graph, "t1", "Tell me about Paris")
+    text = text_of(events)
+    assert text == (
+        "The Seine flows through the heart of Paris [1], and its banks are lined with landmarks [2]. "
+        "The city's museums hold vast collections [2], and they draw visitors from everywhere [3]."
+    )
+    # Streamed: many text events, and each number's source comes before the text showing it.
+    assert sum(isinstance(e, TextEvent) for e in events) > 10
+    new = [(e.number, e.source.id, e.round) for e in events if isinstance(e, SourceEvent) and e.is_new]
+    assert new == [(1, "seine", 1), (2, "louvre", 1), (3, "orsay", 2)]
+    assert [e.number for e in events if isinstance(e, CitationEvent)] == [1, 2, 2, 3]
+    done = events[-1]
+    assert isinstance(done, DoneEvent) and done.report.verified
+    assert [r.query for r in session.rounds()] == ["Seine river Paris", "Paris museums"]
+    listed = render_list(done.sources, "markdown", session.rounds())
+    assert re.sub(r"\s+", " ", listed).strip() == (
+        "**Round 1: Seine river Paris** 1. [Seine](https://example.org/seine) "
+        "2. [Louvre](https://example.org/louvre) **Round 2: Paris museums** "
+        "3. [Musée d'Orsay](https://example.org/orsay)"
+    )
+    # The model read each passage under its marker.
+    state = graph.get_state(config("t1")).values
+    tool_contents = [m.content for m in state["messages"] if m.type == "tool"]
+    assert tool_contents[0].startswith("[[seine]] Seine: The Seine flows through Paris.")
+    # The agent state keeps the numbers the stream showed.
+    assert state[NUMBERING_KEY] == session.numbering.to_json()
+
+    # Second turn on the same thread (the checkpointer): numbers continue, old ones stay.
+    events2, session2 = run(graph, "t1", "What else should I see?")
+    assert text_of(events2) == (
+        "The Seine flows through the heart of Paris [4], and its banks are lined with landmarks [1]. "
+        "The city's museums hold vast collections [5], and they draw visitors from everywhere [6]."
+    )
+    new2 = [(e.number, e.source.id, e.round) for e in events2 if isinstance(e, SourceEvent) and e.is_new]
+    assert new2 == [(4, "eiffel", 3), (5, "bridges", 1), (6, "pont-neuf", 4)]
+    assert [r.query for r in session2.rounds()] == [
+        "Seine river Paris",
+        "Paris museums",
+        "Eiffel Tower",
+        "Paris bridges",
+    ]
+    assert graph.get_state(config("t1")).values[NUMBERING_KEY] == session2.numbering.to_json()
+
+
+@pytest.mark.filterwarnings("ignore:The v3 streaming protocol:langchain_core._api.beta_decorator.LangChainBetaWarning")
+def test_sync_async_and_transformer_streams_give_identical_events(replay_url: str) -> None:
+    graph = agent(replay_url, "agent-search")
+    sync_events, _ = run(graph, "s", "Tell me about Paris")
+
+    async def collect_async() -> list[Any]:
+        stream = graph.astream({"messages": [("user", "Tell me about Paris")]}, config("a"), stream_mode="messages")
+        return [e async for e in amessages_stream(stream, Session(scope="session"))]
+
+    async_events = asyncio.run(collect_async())
+    run_v3 = graph.stream_events(
+        {"messages": [("user", "Tell me about Paris")]},
+        config("v3"),
+        version="v3",
+        transformers=[lambda scope: CiteflowTransformer(scope)],
+    )
+    transformer_events = list(run_v3.extensions["citeflow"])
+    expected = [e.to_dict() for e in sync_events]
+    assert [e.to_dict() for e in async_events] == expected
+    assert [e.to_dict() for e in transformer_events] == expected
+    assert "[3]" in text_of(sync_events)
+
+
+def test_japanese_agent_full_width_numbers(replay_url: str) -> None:
+    graph = agent(replay_url, "agent-search-ja", style="full_width")
+    events, session = run(graph, "ja", "パリについて教えて", style="full_width")
+    assert text_of(events) == (
+        "セーヌ川はパリの中心を流れています【1】。岸辺には名所が並びます【2】。"
+        "パリの美術館は膨大な収蔵品を持ちます【2】。世界中から人が訪れます【3】。"
+    )
+    assert [r.query for r in session.rounds()] == ["セーヌ川 パリ", "パリ 美術館"]
