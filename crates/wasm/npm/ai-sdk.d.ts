@@ -1,0 +1,96 @@
+// Types of citeflow/ai-sdk. Structural, with no import of `ai` or `@ai-sdk/provider`: the
+// middleware is accepted by `wrapLanguageModel` of AI SDK 6 (LanguageModelV3Middleware) and
+// AI SDK 7 (LanguageModelV4Middleware), the transform by `streamText`'s `experimental_transform`.
+import type { ListedSource, NumberEntry, PromptMarker, Report, Round, Settings, Source, Sources } from "citeflow";
+
+/** What the prompt gets when `instruct` is on: the citation instruction and the context block. */
+export interface InstructOptions {
+  /** The marker the model is asked to write. Default: `"double_bracket"` (`[[source_3]]`). */
+  marker?: PromptMarker;
+  /** Each source's text in the context block is cut to this many characters. Default: 1200. */
+  maxCharsPerSource?: number;
+}
+
+/** `providerMetadata.citeflow` of the `finish` part (and `generateText`'s `providerMetadata`). */
+export interface CiteflowFinishMetadata {
+  /** The final source list: every cited source with its number and count. */
+  sources: ListedSource[];
+  /** The core's report (counts and the body/list check). */
+  report: Report;
+  /** The numbering table after this answer: pass it as `numbering` to continue a session. */
+  numbering: NumberEntry[];
+  /** The final answer, present when a provider bound a citation after its text was shown. */
+  text?: string;
+  /** The search rounds (the agent transform). */
+  rounds?: Round[];
+}
+
+/** `providerMetadata.citeflow` of each numbered `source` part. */
+export interface CiteflowSourceMetadata {
+  /** The number `[n]` the text shows for this source. */
+  number: number;
+  /** The source's id (the app's id, or the one citeflow gave a provider citation). */
+  sourceId: string;
+  /** The search round that first registered it. */
+  round?: number;
+  /** The provider's cited text, when it sent one. */
+  quote?: string;
+  /** For book passages: the chapter. */
+  chapterTitle?: string;
+  /** For book passages: the EPUB CFI. */
+  cfi?: string;
+}
+
+export interface CiteflowOptions {
+  /** The sources the model is shown (a list, or a `Sources` with rounds). Provider citations bring their own. */
+  sources?: Source[] | Sources;
+  /** The core's settings (marker syntaxes, style, …). */
+  settings?: Settings;
+  /** The numbering to continue (numbers per session): a previous answer's `numbering`. */
+  numbering?: NumberEntry[];
+  /** Add the citation instruction and the context block to the prompt. Default: on when `sources` are given. */
+  instruct?: boolean | InstructOptions;
+  /** Called with the final list and report when an answer ends. */
+  onFinish?: (result: CiteflowFinishMetadata) => void;
+}
+
+/**
+ * A language model middleware (structurally an AI SDK 6 `LanguageModelV3Middleware` and an
+ * AI SDK 7 `LanguageModelV4Middleware`).
+ */
+export interface CiteflowMiddleware {
+  // The version tag each AI SDK checks by type; neither checks it at run time.
+  readonly specificationVersion: any;
+  transformParams: (options: { type: "generate" | "stream"; params: any; model: any }) => PromiseLike<any>;
+  wrapStream: (options: { doGenerate: () => PromiseLike<any>; doStream: () => PromiseLike<any>; params: any; model: any }) => PromiseLike<any>;
+  wrapGenerate: (options: { doGenerate: () => PromiseLike<any>; doStream: () => PromiseLike<any>; params: any; model: any }) => PromiseLike<any>;
+}
+
+/**
+ * The AI SDK middleware: stable `[n]` numbers in the streamed text, one numbered `source` part
+ * per number before the text that first shows it, the final list at `finish`.
+ *
+ * ```ts
+ * const model = wrapLanguageModel({ model: openai("gpt-4.1"), middleware: citeflow({ sources }) });
+ * ```
+ */
+export declare function citeflow(options?: CiteflowOptions): CiteflowMiddleware;
+
+export interface CiteflowTransformOptions {
+  /** Sources known before the first step (more come from tool results). */
+  sources?: Source[] | Sources;
+  settings?: Settings;
+  /** The numbering to continue (numbers per session). */
+  numbering?: NumberEntry[];
+  /** Called with the final list, rounds and report at the end of the call. */
+  onFinish?: (result: CiteflowFinishMetadata) => void;
+}
+
+/**
+ * The agent transform for `streamText({ experimental_transform })`: one numbering across every
+ * step; a tool result carrying documents (an array of `{ id, title?, url?, text? }`, or a
+ * `sources` / `documents` field) registers a search round named by the tool call's input.
+ */
+export declare function citeflowTransform(
+  options?: CiteflowTransformOptions,
+): (options: { tools: any; stopStream: () => void }) => TransformStream<any, any>;

@@ -1,0 +1,204 @@
+// citeflow/ai-sdk's middleware with the real AI SDK (the `ai` package installed here) and the
+// real provider packages (@ai-sdk/anthropic, @ai-sdk/openai: Responses and chat), pointed by
+// baseURL at the replaying upstream that serves the shared recordings over HTTP.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+
+import { createAnthropic } from "@ai-sdk/anthropic";
+import { createOpenAI } from "@ai-sdk/openai";
+import { generateText, streamText, wrapLanguageModel } from "ai";
+import fc from "fast-check";
+import { citeflow } from "citeflow/ai-sdk";
+
+import {
+  checkNumbered,
+  citedName,
+  citedOf,
+  collect,
+  numbersIn,
+  payloads,
+  recordingFetch,
+  recordings,
+  recut,
+  recuttingFetch,
+  replayUrl,
+  textOf,
+} from "./support.mjs";
+
+// Known-pending: these fail only because OpenAI citations that arrive after their text was
+// shown are bound late (the number only in the final text); the core's fix is issue 39.
+const ISSUE_39 = "pending on issue 39: an OpenAI citation arriving after its text was shown is bound late";
+
+function model(api, file, fetch) {
+  if (api === "anthropic") return createAnthropic({ baseURL: replayUrl, apiKey: "test", fetch })(file);
+  const openai = createOpenAI({ baseURL: replayUrl, apiKey: "test", fetch });
+  return api === "responses" ? openai.responses(file) : openai.chat(file);
+}
+
+const prompt = [{ role: "user", content: [{ type: "text", text: "Tech news today?" }] }];
+
+/** The wrapped model's own stream (what streamText reads), as parts. */
+async function modelParts(m, middleware = citeflow()) {
+  const wrapped = wrapLanguageModel({ model: m, middleware });
+  const { stream } = await wrapped.doStream({ prompt });
+  return collect(stream);
+}
+
+for (const rec of recordings) {
+  const name = `middleware_numbers_provider_citations: ${rec.file}`;
+  test(name, { todo: rec.pending39?.includes("numbers") ? ISSUE_39 : undefined }, async () => {
+    const parts = await modelParts(model(rec.api, rec.file));
+    assert.equal(parts.filter((p) => p.type === "error").length, 0, JSON.stringify(parts.find((p) => p.type === "error")));
+    assert.equal(parts.filter((p) => p.type === "raw").length, 0, "raw parts removed when the caller did not ask");
+    const { text, sources } = checkNumbered(parts, rec.file);
+
+    // Exactly the sources the provider cited, once each.
+    if (rec.api !== "chat") {
+      const cited = citedOf(rec.file);
+      assert.deepEqual(new Set(sources.map(citedName)), cited, `${rec.file}: the numbered sources are not the cited ones`);
+    }
+    // The AI SDK alone: source parts without numbers (one per citation, or per search result).
+    const plain = await collect((await model(rec.api, rec.file).doStream({ prompt })).stream);
+    const plainSources = plain.filter((p) => p.type === "source");
+    assert.ok(!plainSources.some((p) => p.providerMetadata?.citeflow), "the plain model has no citeflow metadata");
+    assert.equal(numbersIn(textOf(plain)).filter((n) => rec.api !== "chat").length, 0, `${rec.file}: the AI SDK's text has [n] already`);
+
+    const finish = parts.find((p) => p.type === "finish");
+    const meta = finish.providerMetadata.citeflow;
+    assert.deepEqual(meta.sources.map((l) => l.number), sources.map((s) => s.providerMetadata.citeflow.number));
+    assert.equal(meta.report.verified, true, JSON.stringify(meta.report));
+    console.log(`${rec.file}: ${sources.length} numbered sources (the AI SDK alone: ${plainSources.length} source parts); ${JSON.stringify(text.slice(0, 160))}`);
+  });
+}
+
+// The provider's citation events dropped by the AI SDK alone are kept (Perplexity's [n] tied to
+// its `citations`; the Responses API's file citations).
+test("middleware_keeps_citations_the_ai_sdk_drops: perplexity ranks and file citations", async () => {
+  const plain = await collect((await model("chat", "perplexity-citations.chunks.txt").doStream({ prompt })).stream);
+  assert.equal(plain.filter((p) => p.type === "source").length, 0, "the AI SDK alone gives Perplexity no source parts");
+  const parts = await modelParts(model("chat", "perplexity-citations.chunks.txt"));
+  const sources = parts.filter((p) => p.type === "source");
+  assert.deepEqual(
+    sources.map((s) => s.url),
+    ["https://en.wikipedia.org/wiki/San_Francisco", "https://fred.stlouisfed.org/graph/?g=4K5j"],
+  );
+  assert.match(textOf(parts), /\*\*\[1\]\[2\]/);
+});
+
+// Property: re-cut text deltas and provider citation events moved later within their part give
+// the same text and the same parts.
+for (const rec of recordings) {
+  test(`prop_recut_and_moved_citations_same_parts: ${rec.file}`, { todo: rec.pending39?.includes("prop") ? ISSUE_39 : undefined }, async () => {
+    const events = payloads(rec.file);
+    const want = await modelParts(model(rec.api, rec.file));
+    const wantText = textOf(want);
+    const wantSources = want.filter((p) => p.type === "source");
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ cuts: fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 3 }), move: fc.nat(6) }), {
+          minLength: events.length,
+          maxLength: events.length,
+        }),
+        async (plans) => {
+          const parts = await modelParts(model(rec.api, rec.file, recuttingFetch((ev) => recut(ev, (i) => plans[i] ?? { cuts: [], move: 0 }))));
+          assert.equal(textOf(parts), wantText);
+          assert.deepEqual(parts.filter((p) => p.type === "source"), wantSources);
+        },
+      ),
+      { numRuns: Number(process.env.CITEFLOW_PROP_RUNS ?? 12), seed: Number(process.env.CITEFLOW_PROP_SEED ?? 35) },
+    );
+  });
+}
+
+// The model writes [[source_k]] markers (OpenAI-compatible chat), the app gives the sources.
+test("middleware_model_written_markers_with_sources: chat-demo", async () => {
+  const bodies = [];
+  const openai = createOpenAI({ baseURL: replayUrl, apiKey: "test", fetch: recordingFetch(bodies) });
+  const sources = [
+    { id: "source_3", title: "The Seine", url: "https://en.wikipedia.org/wiki/Seine" },
+    { id: "source_7", title: "Paris", url: "https://en.wikipedia.org/wiki/Paris" },
+  ];
+  const result = streamText({
+    model: wrapLanguageModel({ model: openai.chat("chat-demo"), middleware: citeflow({ sources }) }),
+    prompt: "Tell me about Paris.",
+  });
+  const parts = await collect(result.fullStream);
+  const { text } = checkNumbered(parts, "chat-demo");
+  assert.equal(text, "Paris is the capital of France [1]. The Seine flows through it [2] and its museums draw millions [1].");
+  assert.deepEqual(
+    parts.filter((p) => p.type === "source").map((s) => [s.id, s.url, s.title, s.providerMetadata.citeflow.sourceId]),
+    [
+      ["https://en.wikipedia.org/wiki/Paris", "https://en.wikipedia.org/wiki/Paris", "Paris", "source_7"],
+      ["https://en.wikipedia.org/wiki/Seine", "https://en.wikipedia.org/wiki/Seine", "The Seine", "source_3"],
+    ].map(([, url, title, id]) => [parts.find((p) => p.type === "source" && p.url === url).id, url, title, id]),
+  );
+  assert.equal(await result.text, text);
+  assert.deepEqual((await result.sources).map((s) => s.providerMetadata.citeflow.number), [1, 2]);
+  // instruct (on with sources): the instruction and the context block reached the model.
+  const system = bodies[0].messages.find((m) => m.role === "system").content;
+  assert.match(system, /\[\[source_3\]\]/);
+  assert.match(system, /\[\[source_7\]\]/);
+  assert.ok(!bodies[0].stream_options?.include_raw_chunks, "includeRawChunks is not a wire option");
+
+  // The UI message stream (useChat): numbered source-url parts with their metadata.
+  const ui = await collect(result.toUIMessageStream({ sendSources: true }));
+  const uiSources = ui.filter((c) => c.type === "source-url");
+  assert.deepEqual(uiSources.map((s) => s.url), ["https://en.wikipedia.org/wiki/Paris", "https://en.wikipedia.org/wiki/Seine"]);
+  assert.equal(uiSources[0].providerMetadata?.citeflow?.number, 1);
+});
+
+test("middleware_instruct_off_and_raw_kept_when_asked", async () => {
+  const bodies = [];
+  const openai = createOpenAI({ baseURL: replayUrl, apiKey: "test", fetch: recordingFetch(bodies) });
+  const wrapped = wrapLanguageModel({
+    model: openai.chat("chat-demo"),
+    middleware: citeflow({ sources: [{ id: "source_7", title: "Paris" }, { id: "source_3", title: "Seine" }], instruct: false }),
+  });
+  const { stream } = await wrapped.doStream({ prompt, includeRawChunks: true });
+  const parts = await collect(stream);
+  assert.ok(parts.filter((p) => p.type === "raw").length >= 4, "raw parts kept when the caller asked");
+  assert.equal(bodies[0].messages.filter((m) => m.role === "system").length, 0);
+  const docs = parts.filter((p) => p.type === "source");
+  assert.deepEqual(docs.map((d) => [d.sourceType, d.title]), [["document", "Paris"], ["document", "Seine"]]);
+});
+
+test("middleware_generate_text: the same numbers through generateText", async () => {
+  const openai = createOpenAI({ baseURL: replayUrl, apiKey: "test" });
+  const sources = [{ id: "source_3", title: "The Seine" }, { id: "source_7", title: "Paris" }];
+  const r = await generateText({
+    model: wrapLanguageModel({ model: openai.chat("chat-demo"), middleware: citeflow({ sources }) }),
+    prompt: "Tell me about Paris.",
+  });
+  assert.equal(r.text, "Paris is the capital of France [1]. The Seine flows through it [2] and its museums draw millions [1].");
+  assert.deepEqual(r.sources.map((s) => s.title), ["Paris", "The Seine"]);
+  assert.deepEqual(r.providerMetadata.citeflow.sources.map((l) => [l.number, l.source.id, l.citations]), [
+    [1, "source_7", 2],
+    [2, "source_3", 1],
+  ]);
+});
+
+test("middleware_session_numbering_continues", async () => {
+  const openai = createOpenAI({ baseURL: replayUrl, apiKey: "test" });
+  const sources = [{ id: "source_3", title: "The Seine" }, { id: "source_7", title: "Paris" }];
+  const numbering = [{ number: 1, key: "id:source_3", source_id: "source_3" }];
+  const result = streamText({
+    model: wrapLanguageModel({ model: openai.chat("chat-demo"), middleware: citeflow({ sources, numbering, instruct: false }) }),
+    prompt: "Again.",
+  });
+  const text = await result.text;
+  assert.equal(text, "Paris is the capital of France [2]. The Seine flows through it [1] and its museums draw millions [2].");
+});
+
+// Anthropic through streamText (its server web_search tool declared, as an app does).
+test("middleware_with_stream_text: anthropic web search", async () => {
+  const anthropic = createAnthropic({ baseURL: replayUrl, apiKey: "test" });
+  const result = streamText({
+    model: wrapLanguageModel({ model: anthropic("anthropic-web-search-tool.1.chunks.txt"), middleware: citeflow() }),
+    prompt: "Tech news today?",
+    tools: { web_search: anthropic.tools.webSearch_20250305() },
+  });
+  const parts = await collect(result.fullStream);
+  assert.equal(parts.filter((p) => p.type === "error").length, 0, JSON.stringify(parts.find((p) => p.type === "error")?.error?.message));
+  const { sources } = checkNumbered(parts, "anthropic via streamText");
+  assert.deepEqual((await result.sources).map((s) => s.id), sources.map((s) => s.id));
+});
