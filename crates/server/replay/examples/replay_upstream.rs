@@ -3,7 +3,8 @@
 //! `cargo run -p citeflow-replay --example replay_upstream -- DIR [PACE_MS]`
 //! serves every recorded stream of DIR (named by file, e.g. `"model": "smollm2-17.sse"`) on a
 //! free loopback port and prints `http://127.0.0.1:PORT/v1` on its first line. With
-//! `CITEFLOW_REPLAY_STAMPS=1` every event carries its send time (for the benchmark).
+//! `CITEFLOW_REPLAY_STAMPS=1` every event carries its send time (for the benchmark). The agent
+//! models (`agent-search`, …) answer too; `CITEFLOW_REPLAY_AGENT_PACE_MS` paces their streams.
 
 use std::io::Write;
 
@@ -22,6 +23,11 @@ async fn main() -> std::io::Result<()> {
     } else {
         Replay::new()
     };
+    let agent_pace: u64 = std::env::var("CITEFLOW_REPLAY_AGENT_PACE_MS")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    let replay = replay.with_agent_pace(agent_pace);
     replay.load_dir(std::path::Path::new(&dir), pace_ms)?;
     // A non-streaming answer for clients that do not stream.
     let answer = serde_json::json!({

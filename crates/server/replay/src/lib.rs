@@ -186,6 +186,7 @@ pub struct Replay {
     scripts: Arc<Mutex<HashMap<String, Script>>>,
     requests: Arc<Mutex<Vec<Value>>>,
     stamp: bool,
+    agent_pace_ms: u64,
 }
 
 impl Replay {
@@ -198,6 +199,13 @@ impl Replay {
     /// so that a client can measure each chunk's latency (the benchmark does).
     pub fn with_stamps(mut self) -> Self {
         self.stamp = true;
+        self
+    }
+
+    /// A pause of `ms` before each event of the agent models' streamed replies (so that a
+    /// browser test sees the answer while it streams).
+    pub fn with_agent_pace(mut self, ms: u64) -> Self {
+        self.agent_pace_ms = ms;
         self
     }
 
@@ -296,7 +304,7 @@ async fn answer(State(replay): State<Replay>, body: axum::body::Bytes) -> Respon
             .unwrap_or(&Value::Null),
     ) {
         Some(AgentReply::Json(v)) => return axum::Json(v).into_response(),
-        Some(AgentReply::Stream(script)) => Some(script),
+        Some(AgentReply::Stream(script)) => Some(script.paced(replay.agent_pace_ms)),
         None => None,
     };
     let script = scripted.or_else(|| {
