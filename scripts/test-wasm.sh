@@ -42,20 +42,11 @@ if [ ! -x /usr/bin/chromium ]; then
   as_root apt-get update
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
 fi
-want="$(awk '$0 == "name = \"wasm-bindgen\"" { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)"
-if [ -z "$want" ]; then
-  echo "no wasm-bindgen in Cargo.lock" >&2
-  exit 1
-fi
-have="$(wasm-bindgen --version 2>/dev/null | awk '{ print $2 }' || true)"
-if [ "$have" != "$want" ]; then
-  echo "installing wasm-bindgen-cli $want (found: ${have:-none})"
-  # Not --locked: the registry index lacks one of its pinned dependencies.
-  cargo install wasm-bindgen-cli --version "$want" --force
-fi
+. "$root/scripts/wasm-pkg.sh"
+ensure_wasm_bindgen
 echo "wasm-bindgen $(wasm-bindgen --version | awk '{ print $2 }'), node $(node --version), $(/usr/bin/chromium --version 2>/dev/null | head -n1)"
 
-step "build (profile wasm-release): the rewriter alone (for its budget), then the npm package with books"
+step "build (profile wasm-release): the rewriter alone (for its budget), then the npm package with books [${SECONDS}s]"
 cargo build -p citeflow-wasm --target wasm32-unknown-unknown --profile wasm-release
 target_dir="$(cargo metadata --format-version 1 --no-deps \
   | node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => console.log(JSON.parse(s).target_directory))')"
@@ -63,17 +54,8 @@ wasm="$target_dir/wasm32-unknown-unknown/wasm-release/citeflow_wasm.wasm"
 core_only="$target_dir/wasm-core-only"
 rm -rf "$core_only"
 wasm-bindgen --target web --out-dir "$core_only" --remove-name-section --remove-producers-section "$wasm"
-cargo build -p citeflow-wasm --features epub --target wasm32-unknown-unknown --profile wasm-release
-rm -rf "$pkg"
-mkdir -p "$pkg"
-for t in web nodejs; do
-  out="$pkg/${t%js}"
-  wasm-bindgen --target "$t" --out-dir "$out" --remove-name-section --remove-producers-section "$wasm"
-done
-cp "$crate/npm/package.json" "$pkg/package.json"
-cp "$crate/npm/node-package.json" "$pkg/node/package.json"
-cp "$crate/README.md" "$pkg/README.md"
-cp LICENSE-MIT LICENSE-APACHE "$pkg/"
+# The npm package (scripts/wasm-pkg.sh: shared with scripts/test-ai-sdk.sh, built once).
+build_wasm_pkg
 
 step "build the CLI (snapshot interop and recorded stream tests)"
 cargo build -p citeflow-cli
@@ -130,7 +112,8 @@ tarball="$packdir/citeflow-$version.tgz"
 tar -tzf "$tarball" | sort >"$packdir/list"
 for f in package.json README.md LICENSE-MIT LICENSE-APACHE node/package.json node/citeflow_wasm.js \
   node/citeflow_wasm.d.ts node/citeflow_wasm_bg.wasm web/citeflow_wasm.js web/citeflow_wasm.d.ts \
-  web/citeflow_wasm_bg.wasm; do
+  web/citeflow_wasm_bg.wasm inline/citeflow.js inline/citeflow.d.ts inline/citeflow_wasm_bg.js ai-sdk.js ai-sdk.d.ts \
+  react.js react.d.ts; do
   grep -qxF "package/$f" "$packdir/list" || { echo "the tarball has no $f" >&2; exit 1; }
 done
 for f in LICENSE-MIT LICENSE-APACHE; do
@@ -147,7 +130,8 @@ import { Sources, rewrite } from "citeflow";
 
 const [version, app] = process.argv.slice(2);
 const where = realpathSync(fileURLToPath(import.meta.resolve("citeflow")));
-assert.ok(where.startsWith(realpathSync(app) + "/node_modules/citeflow/node/"), where);
+// ESM imports get the entry that instantiates the WebAssembly at import (no init()).
+assert.equal(where, realpathSync(app) + "/node_modules/citeflow/inline/citeflow.js");
 const installed = JSON.parse(readFileSync(`${app}/node_modules/citeflow/package.json`, "utf8"));
 assert.equal(installed.version, version);
 const r = rewrite(

@@ -1,0 +1,61 @@
+// citeflow/react: a headless hook over an AI SDK UIMessage. It reads the numbered source parts
+// (citeflow/ai-sdk's, or the proxy's AI SDK stream: `providerMetadata.citeflow.number`, else
+// the n-th source part is [n]) and cuts the text into plain runs and `[n]` citations linked to
+// their source. Pure: no React import (nothing to memoise that costs more than the cut).
+
+const CITE = /\[(\d+)\]|【(\d+)】|\[\^(\d+)\]/g;
+
+/** The numbered sources of a message's parts, in number order. */
+function sourcesOf(parts) {
+  const list = [];
+  let order = 0;
+  for (const p of parts) {
+    if (p.type !== "source-url" && p.type !== "source-document" && p.type !== "source") continue;
+    order += 1;
+    const meta = p.providerMetadata?.citeflow ?? {};
+    const number = typeof meta.number === "number" ? meta.number : order;
+    const s = { number, id: meta.sourceId ?? meta.id ?? p.sourceId ?? p.id, key: p.sourceId ?? p.id };
+    if (p.url) s.url = p.url;
+    if (p.title) s.title = p.title;
+    if (meta.quote) s.quote = meta.quote;
+    const chapter = meta.chapterTitle ?? meta.chapter;
+    if (chapter) s.chapterTitle = chapter;
+    if (meta.cfi) s.cfi = meta.cfi;
+    if (meta.round != null) s.round = meta.round;
+    list.push(s);
+  }
+  return list.sort((a, b) => a.number - b.number);
+}
+
+/**
+ * `{ segments, sources, byNumber }` of a UIMessage (or of its `parts`): `segments` are
+ * `{ type: "text", text }` and `{ type: "citation", number, source, text }` in order, a
+ * citation only for a number that has a source part.
+ */
+export function citeflowMessage(message) {
+  const parts = Array.isArray(message) ? message : (message?.parts ?? []);
+  const sources = sourcesOf(parts);
+  const byNumber = {};
+  for (const s of sources) byNumber[s.number] ??= s;
+  const text = parts
+    .filter((p) => p.type === "text")
+    .map((p) => p.text)
+    .join("");
+  const segments = [];
+  let at = 0;
+  for (const m of text.matchAll(CITE)) {
+    const number = Number(m[1] ?? m[2] ?? m[3]);
+    const source = byNumber[number];
+    if (!source) continue;
+    if (m.index > at) segments.push({ type: "text", text: text.slice(at, m.index) });
+    segments.push({ type: "citation", number, source, text: m[0] });
+    at = m.index + m[0].length;
+  }
+  if (at < text.length) segments.push({ type: "text", text: text.slice(at) });
+  return { segments, sources, byNumber };
+}
+
+/** The hook: `const { segments, sources, byNumber } = useCiteflow(message)`. */
+export function useCiteflow(message) {
+  return citeflowMessage(message);
+}

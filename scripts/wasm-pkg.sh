@@ -1,0 +1,49 @@
+# Sourced by scripts/test-wasm.sh and scripts/test-ai-sdk.sh: builds the npm package in
+# crates/wasm/pkg (web + nodejs builds of the .wasm with books, the entry that needs no init(),
+# citeflow/ai-sdk and citeflow/react) once; a second call in the same run, or a run whose
+# .wasm and npm files have not changed, only checks. Expects `root` (the repository).
+
+ensure_wasm_bindgen() {
+  if command -v rustup >/dev/null && ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+    rustup target add wasm32-unknown-unknown
+  fi
+  local want have
+  want="$(awk '$0 == "name = \"wasm-bindgen\"" { getline; gsub(/version = |"/, ""); print; exit }' "$root/Cargo.lock")"
+  if [ -z "$want" ]; then
+    echo "no wasm-bindgen in Cargo.lock" >&2
+    return 1
+  fi
+  have="$(wasm-bindgen --version 2>/dev/null | awk '{ print $2 }' || true)"
+  if [ "$have" != "$want" ]; then
+    echo "installing wasm-bindgen-cli $want (found: ${have:-none})"
+    # Not --locked: the registry index lacks one of its pinned dependencies.
+    cargo install wasm-bindgen-cli --version "$want" --force
+  fi
+}
+
+# build_wasm_pkg: sets `wasm_target_dir` (cargo's target directory) too.
+build_wasm_pkg() {
+  local crate="$root/crates/wasm" pkg="$root/crates/wasm/pkg" wasm stamp f
+  ensure_wasm_bindgen
+  (cd "$root" && cargo build -p citeflow-wasm --features epub --target wasm32-unknown-unknown --profile wasm-release)
+  wasm_target_dir="$(cd "$root" && cargo metadata --format-version 1 --no-deps \
+    | node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => console.log(JSON.parse(s).target_directory))')"
+  wasm="$wasm_target_dir/wasm32-unknown-unknown/wasm-release/citeflow_wasm.wasm"
+  stamp="$(cat "$wasm" "$crate"/npm/* "$crate/README.md" | sha256sum | cut -c1-16)"
+  if [ -f "$pkg/.stamp" ] && [ "$(cat "$pkg/.stamp")" = "$stamp" ]; then
+    echo "npm package in $pkg is up to date ($stamp)"
+    return 0
+  fi
+  rm -rf "$pkg"
+  mkdir -p "$pkg"
+  for t in web nodejs; do
+    wasm-bindgen --target "$t" --out-dir "$pkg/${t%js}" --remove-name-section --remove-producers-section "$wasm"
+  done
+  cp "$crate/npm/package.json" "$pkg/package.json"
+  cp "$crate/npm/node-package.json" "$pkg/node/package.json"
+  for f in ai-sdk.js ai-sdk.d.ts react.js react.d.ts; do cp "$crate/npm/$f" "$pkg/$f"; done
+  cp "$crate/README.md" "$pkg/README.md"
+  cp "$root/LICENSE-MIT" "$root/LICENSE-APACHE" "$pkg/"
+  node "$crate/npm/build-inline.mjs" "$pkg"
+  echo "$stamp" >"$pkg/.stamp"
+}
