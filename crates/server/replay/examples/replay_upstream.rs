@@ -42,14 +42,14 @@ async fn main() -> std::io::Result<()> {
         Script::new(vec![Step::Bytes(answer.to_string().into_bytes())]),
     );
     // A streamed chat answer for the examples of examples/ (sources source_3 and source_7).
-    replay.insert(
-        "chat-demo",
-        Script::chat(&[
-            "Paris is the capital of France [[sou",
-            "rce_7]]. The Seine flows through it [[source_3]]",
-            " and its museums draw millions [[source_7]].",
-        ]),
-    );
+    let demo = [
+        "Paris is the capital of France [[sou",
+        "rce_7]]. The Seine flows through it [[source_3]]",
+        " and its museums draw millions [[source_7]].",
+    ];
+    replay.insert("chat-demo", Script::chat(&demo));
+    // The same, 400 ms a chunk: for pages tested while the answer streams.
+    replay.insert("chat-demo-slow", Script::chat(&demo).paced(400));
     let url = replay.spawn().await?;
     println!("{url}");
     std::io::stdout().flush()?;
