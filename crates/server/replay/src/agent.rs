@@ -214,7 +214,7 @@ fn tool_call(name: &str, query: &str, n: usize, stream: bool) -> AgentReply {
     AgentReply::Stream(Script::new(steps))
 }
 
-fn answer(text: &str, stream: bool) -> AgentReply {
+pub(crate) fn answer(text: &str, stream: bool) -> AgentReply {
     if !stream {
         return AgentReply::Json(completion(
             json!({"role": "assistant", "content": text}),

@@ -9,7 +9,9 @@
 //!
 //! Besides the scripts, every `Replay` answers the scripted agent models (`agent-search`,
 //! `agent-search-ja`, see [`agent_reply`]): they read the request to decide whether to call a
-//! tool or to answer citing the markers of the tool results.
+//! tool or to answer citing the markers of the tool results; and the RAG models
+//! (`cite-sources`, `cite-sources-ja`, see [`cite_sources_reply`]) that cite by rank the
+//! `Source N:` labels of their prompt.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -26,7 +28,9 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 
 mod agent;
+mod cite_sources;
 pub use agent::{agent_reply, answer_text, marker_ids, AgentReply, AGENT_MODELS};
+pub use cite_sources::{cite_sources_reply, cite_sources_text, source_labels, CITE_SOURCES_MODELS};
 
 /// One step of a scripted answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -295,14 +299,14 @@ async fn answer(State(replay): State<Replay>, body: axum::body::Bytes) -> Respon
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .push(req);
-    let scripted = match agent::agent_reply(
-        replay
-            .requests
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .last()
-            .unwrap_or(&Value::Null),
-    ) {
+    let last = replay
+        .requests
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .last()
+        .cloned()
+        .unwrap_or(Value::Null);
+    let scripted = match agent::agent_reply(&last).or_else(|| cite_sources_reply(&last)) {
         Some(AgentReply::Json(v)) => return axum::Json(v).into_response(),
         Some(AgentReply::Stream(script)) => Some(script.paced(replay.agent_pace_ms)),
         None => None,
