@@ -23,8 +23,12 @@ export CITEFLOW_SHARED_DIR="${CITEFLOW_SHARED_DIR:-$(cd "$root/.." && pwd)/share
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 tests="crates/wasm/tests/ai-sdk"
 example="examples/nextjs-ai-sdk"
-out="$root/target/ai-sdk"
-mkdir -p "$out"
+# Screenshots go to target/ai-sdk/ (of CARGO_TARGET_DIR when set); the servers' logs to a
+# directory of this run's own.
+shots="${CARGO_TARGET_DIR:-$root/target}/ai-sdk"
+mkdir -p "$shots"
+export CITEFLOW_SHOTS_DIR="$shots"
+out="$(mktemp -d)"
 
 last=$SECONDS
 step() {
@@ -36,6 +40,7 @@ pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$out"
 }
 trap cleanup EXIT
 
@@ -86,5 +91,31 @@ step "TypeScript (tsc --noEmit): AI SDK 6 and 7 types, the package's .d.ts with 
 (cd "$tests" && ./node_modules/.bin/tsc -p tsconfig.json && ./node_modules/.bin/tsc -p tsconfig.pkg.json)
 (cd "$tests/v7/.run" && ../node_modules/.bin/tsc -p tsconfig.json)
 echo "types check with ai 6 and ai 7"
+
+step "Next.js example: npm packages, one build (skipped when its sources and the package are unchanged)"
+export NEXT_TELEMETRY_DISABLED=1
+if [ ! -x /usr/bin/chromium ]; then
+  if [ "$(id -u)" -eq 0 ]; then apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
+  else sudo apt-get update && sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; fi
+fi
+npm_ci "$example"
+build_stamp="$( (cd "$example" && find app lib next.config.mjs package.json package-lock.json tsconfig.json -type f -print0 \
+  | sort -z | xargs -0 cat; cat "$root/crates/wasm/pkg/.stamp") | sha256sum | cut -c1-16)"
+if [ -f "$example/.next/BUILD_ID" ] && [ "$(cat "$example/.build-stamp" 2>/dev/null)" = "$build_stamp" ]; then
+  echo "$example: .next is up to date ($build_stamp)"
+else
+  (cd "$example" && ./node_modules/.bin/next build)
+  echo "$build_stamp" >"$example/.build-stamp"
+fi
+
+step "Next.js example: next start against the replaying upstream; useChat in headless Chromium, the Edge route"
+port="$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')"
+(cd "$example" && CITEFLOW_EXAMPLE_BASE_URL="$CITEFLOW_REPLAY_URL" CITEFLOW_EXAMPLE_MODEL=chat-demo \
+  exec ./node_modules/.bin/next start -H 127.0.0.1 -p "$port") >"$out/next.log" 2>&1 &
+pids+=($!)
+wait_for_line "$out/next.log" 'Ready' 60 "${pids[-1]}" >/dev/null
+export CITEFLOW_NEXT_URL="http://127.0.0.1:$port"
+(cd "$tests" && node --test --test-reporter=spec nextjs.test.mjs)
+ls "$shots"/*.png
 
 step "done"
