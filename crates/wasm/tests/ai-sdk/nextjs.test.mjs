@@ -111,3 +111,16 @@ test("nextjs_edge_route_renders_without_init", async () => {
     sources: [{ number: 1, title: "Paris" }, { number: 2, title: "The Seine" }],
   });
 });
+
+test("nextjs_browser_bundle_and_worker_render_without_init", async () => {
+  const page = await browser.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  await page.goto(`${url}/render`);
+  await page.waitForFunction(() => document.querySelector("#worker-result")?.textContent && document.querySelector("#main-result")?.textContent, null, { timeout: 15000 });
+  const [main, worker] = await page.evaluate(() => [document.querySelector("#main-result").textContent, document.querySelector("#worker-result").textContent]);
+  assert.deepEqual(errors, []);
+  assert.equal(main, "Paris [1] is on the Seine [2], see [1].");
+  assert.equal(worker, "Paris [1] is on the Seine [2], see [1].");
+  await page.close();
+});
