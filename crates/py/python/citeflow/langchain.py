@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import Any, Optional, Union
 
 from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
@@ -55,9 +55,6 @@ from .rounds import (
     session_from_records,
     sources_from_result,
 )
-
-if TYPE_CHECKING:
-    from ._langchain_agent import CiteflowMiddleware, CiteflowTransformer
 
 __all__ = [
     "CiteflowMiddleware",
@@ -76,6 +73,8 @@ NUMBERING_KEY = "citeflow_numbering"
 
 
 def __getattr__(name: str) -> Any:
+    # CiteflowMiddleware and CiteflowTransformer (citeflow._langchain_agent) need langchain v1
+    # and langgraph; they are imported on first use, so EpubLoader needs langchain-core only.
     if name in ("CiteflowMiddleware", "CiteflowTransformer"):
         from . import _langchain_agent
 
