@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# The Python framework integrations (issue 36): citeflow.langchain (CiteflowMiddleware with a
+# real create_agent, messages_stream, the LangGraph transformer), citeflow.chainlit with the
+# example app examples/chainlit_agent in headless Chromium, and citeflow.llamaindex
+# (CitationQueryEngine, agent workflows), all against the replaying upstream
+# (crates/server/replay: the scripted models agent-search and cite-sources, over real HTTP).
+#
+# Needs: python3 (3.11+) with venv, cargo, node. Installs into target/venv-frameworks
+# (CITEFLOW_FRAMEWORKS_VENV names another) the exact versions of
+# crates/py/requirements-frameworks.txt, and Debian's chromium when missing. Every server
+# (replaying upstream, chainlit) is started by the tests on 127.0.0.1 and stopped by them; the
+# trap ends whatever is left if the run is cut. Idempotent: a second run reuses the venv, the
+# cargo build and the browser. Prints each step's time.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+root="$ROOT"
+PYTHON="${PYTHON:-python3}"
+VENV="${CITEFLOW_FRAMEWORKS_VENV:-$ROOT/target/venv-frameworks}"
+TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+export CITEFLOW_SHARED_DIR="${CITEFLOW_SHARED_DIR:-$(cd "$ROOT/.." && pwd)/shared}"
+
+start=$SECONDS
+last=$SECONDS
+step() {
+    printf 'test-frameworks-py: %-58s %4ds (total %ds)\n' "$1" $((SECONDS - last)) $((SECONDS - start))
+    last=$SECONDS
+}
+
+# The tests run in a process group of their own; if this script is cut, end it (servers too).
+tests_pid=""
+cleanup() {
+    if [ -n "$tests_pid" ] && kill -0 "$tests_pid" 2>/dev/null; then
+        kill -- "-$tests_pid" 2>/dev/null || true
+    fi
+}
+trap cleanup EXIT INT TERM
+
+if [ ! -x "$VENV/bin/python" ]; then
+    mkdir -p "$(dirname "$VENV")"
+    "$PYTHON" -m venv "$VENV"
+fi
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    -r crates/py/requirements-frameworks.txt
+step "pip install -r crates/py/requirements-frameworks.txt"
+
+# The replaying upstream (cargo test of the workspace has usually built it already).
+cargo build --quiet --locked -p citeflow-replay --example replay_upstream
+export CITEFLOW_REPLAY_BIN="$TARGET_DIR/debug/examples/replay_upstream"
+step "cargo build -p citeflow-replay --example replay_upstream"
+
+# citeflow into the venv: the same maturin build as test-python.sh (same target dir, same
+# profile), so whichever runs second only relinks.
+(
+    cd crates/py
+    export VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH"
+    maturin develop --release --locked --quiet
+)
+step "maturin develop --release (citeflow-py)"
+
+# Headless Chromium and playwright-core (shared with the other browser tests).
+# shellcheck source=browser-env.sh
+source scripts/browser-env.sh
+ensure_browser >/dev/null
+step "browser (Debian chromium, playwright-core)"
+
+mkdir -p target/frameworks-py
+set +e
+(
+    cd crates/py
+    exec setsid "$VENV/bin/python" -m pytest -W error -q -p no:cacheprovider --durations=5 tests_frameworks
+) &
+tests_pid=$!
+wait "$tests_pid"
+status=$?
+set -e
+[ "$status" -eq 0 ] || exit "$status"
+step "pytest tests_frameworks (LangChain, Chainlit in Chromium, LlamaIndex)"
+
+"$VENV/bin/python" -m mypy --strict --no-incremental --cache-dir=/dev/null \
+    crates/py/python/citeflow/rounds.py crates/py/python/citeflow/langchain.py \
+    crates/py/python/citeflow/_langchain_agent.py crates/py/python/citeflow/chainlit.py \
+    crates/py/python/citeflow/llamaindex.py
+step "mypy --strict (the framework modules)"
+
+echo "test-frameworks-py: ok (screenshots in target/frameworks-py/)"
