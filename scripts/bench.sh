@@ -18,7 +18,12 @@
 #           text against 1× (scripts/bench/cli_linear.py).
 #   Python  feed, feed_text and the batch path against a pure-Python processor and against the
 #           empty loop of the same shape, and the cost per token at 1×, 10× and 100× the
-#           text (crates/py/bench/bench.py).
+#           text (crates/py/bench/bench.py); the framework adapters (LangChain agent stream,
+#           LlamaIndex CitationQueryEngine) per text chunk against a bare loop over the same
+#           stream from the replaying upstream (crates/py/bench/frameworks.py).
+#   JS      the AI SDK middleware (citeflow/ai-sdk) per text-delta against a no-op
+#           TransformStream middleware and a hand-written regex renumberer, the real provider
+#           packages reading recorded streams from memory (crates/wasm/tests/ai-sdk/bench.mjs).
 #   proxy   citeflow serve against a pass-through proxy and the upstream, 1000 streams
 #           (scripts/bench-server.sh), with the SQLite store and again with the store in
 #           memory: CPU per chunk, throughput, p99 added latency, memory per open stream;
@@ -134,6 +139,32 @@ row "Python: feed_text against its empty loop" "$(py_ratio floor_text)" "python 
 py_linear="$(sed -nE 's/^([a-z_]+): 100x the text took ([0-9]+)x the time.*/\1 \2×/p' "$OUT/py.txt" | paste -sd, - | sed 's/,/, /g')"
 row "Python: linear in the text, 1× and 100× the tokens (the time of 100× the text)" \
     "${py_linear:-?} (target ≤ 110×)" "python crates/py/bench/bench.py"
+
+# --- Python frameworks: each adapter against a bare loop over the same stream -------------
+FW_VENV="$TARGET_DIR/venv-frameworks"
+if [ ! -x "$FW_VENV/bin/python" ]; then
+    python3 -m venv "$FW_VENV"
+fi
+"$FW_VENV/bin/pip" install --quiet --disable-pip-version-check -r crates/py/requirements-frameworks.txt >&2
+(cd crates/py && VIRTUAL_ENV="$FW_VENV" PATH="$FW_VENV/bin:$PATH" maturin develop --release --locked --quiet) >&2
+cargo build --quiet --locked -p citeflow-replay --example replay_upstream
+CITEFLOW_REPLAY_BIN="$TARGET_DIR/debug/examples/replay_upstream" \
+    "$FW_VENV/bin/python" crates/py/bench/frameworks.py --repeat 7 > "$OUT/fw.txt"
+fw_ratio() { grep -E "^  $1 " "$OUT/fw.txt" | sed -E 's/^ +[a-z]+ +([0-9.]+x) +/\1: /'; }
+row "Python: LangChain agent stream, messages_stream against the bare loop (goal ≤ 1.5×)" \
+    "$(fw_ratio langchain)" "python crates/py/bench/frameworks.py"
+row "Python: LlamaIndex CitationQueryEngine stream, citation_stream against the bare loop (goal ≤ 1.5×)" \
+    "$(fw_ratio llamaindex)" "python crates/py/bench/frameworks.py"
+
+# --- JS: the AI SDK middleware (crates/wasm/tests/ai-sdk/bench.mjs) -----------------------
+# The npm package (scripts/wasm-pkg.sh) and the AI SDK 6 test project's packages.
+(. scripts/wasm-pkg.sh && root="$ROOT" build_wasm_pkg) >&2
+[ -d crates/wasm/tests/ai-sdk/node_modules ] || (cd crates/wasm/tests/ai-sdk && npm ci --no-audit --no-fund) >&2
+# The recordings are read from memory (the replaying upstream is not contacted).
+(cd crates/wasm/tests/ai-sdk && CITEFLOW_REPLAY_URL=unused node bench.mjs 60) > "$OUT/js.txt"
+while IFS='|' read -r measure figure; do
+    [ -n "$measure" ] && row "JS, AI SDK middleware: $measure" "$figure" "node crates/wasm/tests/ai-sdk/bench.mjs"
+done < <(sed -E 's/^(.*): ([0-9.]+×.*)$/\1|\2/' "$OUT/js.txt")
 
 # --- proxy and Redis --------------------------------------------------------------------
 if [ "$QUICK" = 0 ]; then
