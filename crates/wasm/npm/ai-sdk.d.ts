@@ -50,6 +50,11 @@ export interface CiteflowOptions {
   numbering?: NumberEntry[];
   /** Add the citation instruction and the context block to the prompt. Default: on when `sources` are given. */
   instruct?: boolean | InstructOptions;
+  /**
+   * Read the provider's own citations from its raw chunks (`includeRawChunks`). Default: true.
+   * `false` when the model only writes markers: the text-deltas alone are rewritten (cheaper).
+   */
+  providerCitations?: boolean;
   /** Called with the final list and report when an answer ends. */
   onFinish?: (result: CiteflowFinishMetadata) => void;
 }

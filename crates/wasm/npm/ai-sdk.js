@@ -169,7 +169,8 @@ class CallState {
     try {
       this.ps ??= this.providerStream();
       this.mode = "raw";
-      this.emit(this.ps.feedEvent(rawValue), out);
+      // Its JSON text: cheaper across the boundary than the object.
+      this.emit(this.ps.feedEvent(JSON.stringify(rawValue)), out);
     } catch (e) {
       this.failed = e;
       if (this.dones.length === 0 && !this.ps?.dialect) {
@@ -290,6 +291,7 @@ export function citeflow(options = {}) {
   const hasSources = sources.length > 0;
   const instruct = instructOptions(options.instruct, hasSources);
   const opts = { sources, settings: options.settings, numbering: options.numbering };
+  const providerCitations = options.providerCitations !== false;
   const onFinish = options.onFinish;
 
   const middleware = {
@@ -304,8 +306,9 @@ export function citeflow(options = {}) {
     },
     async wrapStream({ params, model }) {
       const keepRaw = params.includeRawChunks === true;
-      const result = await model.doStream({ ...params, includeRawChunks: true });
+      const result = await model.doStream({ ...params, includeRawChunks: keepRaw || providerCitations });
       const state = new CallState(opts, keepRaw);
+      if (!providerCitations) state.mode = "text";
       const stream = result.stream.pipeThrough(
         new TransformStream({
           transform(part, controller) {

@@ -203,3 +203,17 @@ test("middleware_with_stream_text: anthropic web search", async () => {
   const { sources } = checkNumbered(parts, "anthropic via streamText");
   assert.deepEqual((await result.sources).map((s) => s.id), sources.map((s) => s.id));
 });
+
+test("middleware_provider_citations_off_rewrites_text_deltas_only", async () => {
+  const bodies = [];
+  const openai = createOpenAI({ baseURL: replayUrl, apiKey: "test", fetch: recordingFetch(bodies) });
+  const sources = [{ id: "source_3", title: "The Seine" }, { id: "source_7", title: "Paris" }];
+  const wrapped = wrapLanguageModel({ model: openai.chat("chat-demo"), middleware: citeflow({ sources, providerCitations: false }) });
+  const parts = await collect((await wrapped.doStream({ prompt })).stream);
+  const { text } = checkNumbered(parts, "chat-demo, providerCitations: false");
+  assert.equal(text, "Paris is the capital of France [1]. The Seine flows through it [2] and its museums draw millions [1].");
+  assert.equal(parts.filter((p) => p.type === "raw").length, 0);
+  // Perplexity's citations live in the raw chunks: with them off, its [n] stay as the model wrote them.
+  const pplx = await collect((await wrapLanguageModel({ model: model("chat", "perplexity-text.chunks.txt"), middleware: citeflow({ providerCitations: false }) }).doStream({ prompt })).stream);
+  assert.equal(pplx.filter((p) => p.type === "source").length, 0);
+});

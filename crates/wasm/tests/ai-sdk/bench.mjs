@@ -1,0 +1,159 @@
+// The AI SDK middleware's cost per text-delta (scripts/bench.sh runs it; not a test):
+//
+//   node bench.mjs [ROUNDS]
+//
+// The real provider packages read a recorded stream from memory (a fetch that returns the
+// recording's SSE bytes: the provider's own parsing, no network) through wrapLanguageModel
+// with one of: a no-op TransformStream middleware (the floor), citeflow's middleware, and a
+// hand-written regex renumberer (what apps write today: `[[source_k]]` → `[n]`, a partial marker
+// held back). The whole stream is read each time; the rounds are interleaved and the median
+// time per text-delta of each is compared. Streams:
+// - openai-text.chunks.txt (OpenAI chat, 303 token-sized deltas) with a `[[source_k]]` marker cut
+//   into five deltas after every 20th delta (the SmolLM2 recordings cut every marker so);
+// - anthropic-web-search-tool.1.chunks.txt (14 provider citations, read from the raw chunks).
+// citeflow runs as apps use it (the raw chunks read for provider citations) and with
+// `providerCitations: false` (the text-deltas alone, for models that only write markers).
+import { createAnthropic } from "@ai-sdk/anthropic";
+import { createOpenAI } from "@ai-sdk/openai";
+import { wrapLanguageModel } from "ai";
+import { citeflow } from "citeflow/ai-sdk";
+
+import { payloads } from "./support.mjs";
+
+const rounds = Number(process.argv[2] ?? 60);
+const prompt = [{ role: "user", content: [{ type: "text", text: "x" }] }];
+
+function sse(events) {
+  return new TextEncoder().encode(events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join("") + "data: [DONE]\n\n");
+}
+
+/** openai-text with markers: after every 20th content delta, "[[", "source", "_", k, "]]". */
+function chatWithMarkers() {
+  const out = [];
+  let n = 0;
+  for (const e of payloads("openai-text.chunks.txt")) {
+    out.push(e);
+    const c = e.choices?.[0]?.delta?.content;
+    if (typeof c === "string" && c && ++n % 20 === 0) {
+      const k = [3, 7, 12, 15, 21][(n / 20) % 5];
+      for (const piece of [" [[", "source", "_", String(k), "]]"]) {
+        out.push({ ...e, choices: [{ ...e.choices[0], delta: { content: piece } }] });
+      }
+    }
+  }
+  return out;
+}
+
+const sources = [3, 7, 12, 15, 21].map((k) => ({ id: `source_${k}`, title: `Source ${k}`, url: `https://example.com/${k}` }));
+
+const noop = {
+  specificationVersion: "v3",
+  wrapStream: async ({ doStream }) => {
+    const r = await doStream();
+    return { ...r, stream: r.stream.pipeThrough(new TransformStream()) };
+  },
+};
+
+/** What apps write today: a regex over the text, numbers in first-appearance order. */
+const regexRenumberer = {
+  specificationVersion: "v3",
+  wrapStream: async ({ doStream }) => {
+    const r = await doStream();
+    const numbers = new Map();
+    let held = "";
+    const stream = r.stream.pipeThrough(
+      new TransformStream({
+        transform(part, c) {
+          if (part.type !== "text-delta") return c.enqueue(part);
+          let text = held + part.delta;
+          held = "";
+          const open = text.lastIndexOf("[[");
+          if (open !== -1 && text.indexOf("]]", open) === -1) {
+            held = text.slice(open);
+            text = text.slice(0, open);
+          }
+          text = text.replace(/\[\[(source_\d+)\]\]/g, (_, id) => {
+            if (!numbers.has(id)) numbers.set(id, numbers.size + 1);
+            return `[${numbers.get(id)}]`;
+          });
+          c.enqueue({ ...part, delta: text });
+        },
+        flush(c) {
+          if (held) c.enqueue({ type: "text-delta", id: "0", delta: held });
+        },
+      }),
+    );
+    return { ...r, stream };
+  },
+};
+
+function model(api, body) {
+  const fetch = async () => new Response(body, { headers: { "content-type": "text/event-stream" } });
+  return api === "anthropic"
+    ? createAnthropic({ baseURL: "http://bench.invalid/v1", apiKey: "x", fetch })("m")
+    : createOpenAI({ baseURL: "http://bench.invalid/v1", apiKey: "x", fetch }).chat("m");
+}
+
+async function once(api, body, middleware) {
+  const { stream } = await wrapLanguageModel({ model: model(api, body), middleware }).doStream({ prompt });
+  let deltas = 0;
+  let text = "";
+  // CPU time of this process (user + system), steadier than wall time on a shared machine.
+  const c0 = process.cpuUsage();
+  for await (const p of stream) {
+    if (p.type === "text-delta") {
+      deltas += 1;
+      text += p.delta;
+    }
+  }
+  const c = process.cpuUsage(c0);
+  return { ns: (c.user + c.system) * 1000, deltas, text };
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+async function compare(name, api, events, variants) {
+  const body = sse(events);
+  const times = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
+  const deltas = {};
+  for (let r = 0; r < rounds + 5; r++) {
+    for (const [k, mw] of Object.entries(variants)) {
+      const { ns, deltas: d } = await once(api, body, mw);
+      deltas[k] = d;
+      if (r >= 5) times[k].push(ns); // 5 warm-up rounds
+    }
+  }
+  // Per text-delta of the provider's stream (the no-op's count: citeflow may merge or split).
+  const per = Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v) / deltas.noop / 1000]));
+  for (const k of Object.keys(variants)) {
+    if (k === "noop") continue;
+    console.log(
+      `${name}: ${k} against the no-op TransformStream: ${(per[k] / per.noop).toFixed(2)}× (${per[k].toFixed(1)} µs against ${per.noop.toFixed(1)} µs per text-delta, ${deltas.noop} deltas, median of ${rounds})`,
+    );
+  }
+  if (per.regex) {
+    for (const k of Object.keys(variants).filter((k) => k.startsWith("citeflow"))) {
+      console.log(`${name}: ${k} against the hand-written regex renumberer: ${(per[k] / per.regex).toFixed(2)}× (${per[k].toFixed(1)} µs against ${per.regex.toFixed(1)} µs)`);
+    }
+  }
+}
+
+// The outputs agree before anything is timed.
+{
+  const body = sse(chatWithMarkers());
+  const a = await once("chat", body, citeflow({ sources, instruct: false }));
+  const b = await once("chat", body, regexRenumberer);
+  const c = await once("chat", body, citeflow({ sources, instruct: false, providerCitations: false }));
+  if (a.text !== b.text || c.text !== a.text) throw new Error("citeflow and the regex renumberer disagree on the text");
+}
+
+await compare("OpenAI chat, 303 deltas + markers", "chat", chatWithMarkers(), {
+  noop,
+  citeflow: citeflow({ sources, instruct: false }),
+  "citeflow, providerCitations: false": citeflow({ sources, instruct: false, providerCitations: false }),
+  regex: regexRenumberer,
+});
+await compare("Anthropic web search, provider citations", "anthropic", payloads("anthropic-web-search-tool.1.chunks.txt"), {
+  noop,
+  citeflow: citeflow(),
+});
