@@ -118,9 +118,17 @@ def test_sync_async_and_transformer_streams_give_identical_events(replay_url: st
         transformers=[lambda scope: CiteflowTransformer(scope)],
     )
     transformer_events = list(run_v3.extensions["citeflow"])
+    # The middleware can register the transformer itself (AgentMiddleware.transformers).
+    llm = ChatOpenAI(base_url=replay_url, api_key="test", model="agent-search", streaming=True, max_retries=0)
+    registered = create_agent(
+        llm, tools=[search_web], middleware=[CiteflowMiddleware(transformer=True)], checkpointer=InMemorySaver()
+    )
+    run_mw = registered.stream_events({"messages": [("user", "Tell me about Paris")]}, config("mw"), version="v3")
+    middleware_events = list(run_mw.extensions["citeflow"])
     expected = [e.to_dict() for e in sync_events]
     assert [e.to_dict() for e in async_events] == expected
     assert [e.to_dict() for e in transformer_events] == expected
+    assert [e.to_dict() for e in middleware_events] == expected
     assert "[3]" in text_of(sync_events)
 
 
