@@ -7,10 +7,12 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 
 import { createOpenAI } from "@ai-sdk/openai";
-import { stepCountIs, streamText, tool } from "ai";
+import * as ai from "ai";
 import { z } from "zod";
 import { Sources, contextBlock, renderList } from "citeflow";
 import { citeflowTransform } from "citeflow/ai-sdk";
+
+const { stepCountIs, streamText, tool } = ai;
 
 import { checkNumbered, collect, replayUrl, textOf } from "./support.mjs";
 
@@ -92,4 +94,20 @@ test("agent_transform_continues_session_numbering", async () => {
   const text = await result.text;
   // seine, paris, louvre (already [1] in the session), paris.
   assert.match(text, /\[2\].*\[3\].*\[1\].*\[3\]/s, text);
+});
+
+// The Agent class (ToolLoopAgent in AI SDK 6 and 7) takes the same transform.
+test("agent_transform_with_the_agent_class: ToolLoopAgent", { skip: !ai.ToolLoopAgent && "no ToolLoopAgent in this ai" }, async () => {
+  const openai = createOpenAI({ baseURL: replayUrl, apiKey: "test" });
+  const agent = new ai.ToolLoopAgent({
+    model: openai.chat("agent-search"),
+    tools: { search },
+    stopWhen: stepCountIs(5),
+  });
+  // The transform goes with each call (agent.stream's experimental_transform).
+  const result = await agent.stream({ prompt: "What is there to see in Paris?", experimental_transform: citeflowTransform() });
+  const parts = await collect(result.fullStream);
+  const { text, sources } = checkNumbered(parts, "ToolLoopAgent");
+  assert.match(text, /\[1\].*\[2\].*\[3\].*\[2\]/s, text);
+  assert.deepEqual(sources.map((s) => s.providerMetadata.citeflow.sourceId), ["seine", "paris", "louvre"]);
 });
