@@ -14,7 +14,7 @@ import {
 /** @param {unknown} s */
 function toSources(s) {
   if (s instanceof Sources) return s;
-  return Sources.fromArray(Array.isArray(s) ? s : []);
+  return Sources.fromArray(Array.isArray(s) ? s.map(asSource) : []);
 }
 
 function instructOptions(instruct, hasSources) {
