@@ -78,7 +78,8 @@ set -e
 [ "$status" -eq 0 ] || exit "$status"
 step "pytest tests_frameworks (LangChain, Chainlit in Chromium, LlamaIndex)"
 
-"$VENV/bin/python" -m mypy --strict --no-incremental --cache-dir=/dev/null \
+# The cache under target/ makes a second run quick (the frameworks' own modules are large).
+"$VENV/bin/python" -m mypy --strict --cache-dir=target/frameworks-py/mypy-cache \
     crates/py/python/citeflow/rounds.py crates/py/python/citeflow/langchain.py \
     crates/py/python/citeflow/_langchain_agent.py crates/py/python/citeflow/chainlit.py \
     crates/py/python/citeflow/llamaindex.py
