@@ -118,14 +118,14 @@ class CallState {
    * provider's quote, which comes with the number's first citation, can join them), text onto
    * `id` (or pending until a text part is open).
    */
-  emit(events, out, id) {
+  emit(events, out, id, rw) {
     for (let i = 0; i < events.length; i++) {
       const ev = events[i];
       if (ev.type === "source") {
         // One part per number in this answer (a later text id's rewriter shows it again).
         if (this.shown.has(ev.number)) continue;
         this.shown.add(ev.number);
-        if (!this.keys.has(ev.number)) this.keys = keysOf(this.currentNumbering());
+        if (!this.keys.has(ev.number)) this.keys = keysOf(rw ? rw.numbering() : this.currentNumbering());
         this.held.push({ ev, key: this.keys.get(ev.number), quote: null });
       } else if (ev.type === "citation") {
         const h = this.held.find((x) => x.ev.number === ev.number);
@@ -196,9 +196,10 @@ class CallState {
   endText(id, out) {
     const rw = this.rewriters.get(id);
     if (!rw) return;
-    this.emit(rw.finish(), out, id);
+    this.emit(rw.finish(), out, id, rw);
     this.numbering = rw.numbering();
     this.rewriters.delete(id);
+    rw.free();
   }
 
   transform(part, out) {
@@ -219,7 +220,8 @@ class CallState {
         if (this.mode === "raw") {
           this.flushPending(part.id, out);
         } else {
-          this.emit(this.rewriterFor(part.id).feed(part.delta), out, part.id);
+          const rw = this.rewriterFor(part.id);
+          this.emit(rw.feed(part.delta), out, part.id, rw);
         }
         return;
       case "text-end":
@@ -254,6 +256,8 @@ class CallState {
       }
       this.numbering = this.ps.numbering();
       this.emit(events, out, this.openText ?? undefined);
+      this.ps.free();
+      this.ps = null;
     }
     this.releaseSources(out);
     const tail = this.pending.join("");
@@ -460,6 +464,7 @@ export function citeflowTransform(options = {}) {
       emit(rw.finish(), id, out);
       numbering = rw.numbering();
       rewriters.delete(id);
+      rw.free();
     };
     const meta = () => {
       const merged = mergeDone(dones);
