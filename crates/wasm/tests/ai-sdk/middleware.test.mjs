@@ -217,3 +217,16 @@ test("middleware_provider_citations_off_rewrites_text_deltas_only", async () => 
   const pplx = await collect((await wrapLanguageModel({ model: model("chat", "perplexity-text.chunks.txt"), middleware: citeflow({ providerCitations: false }) }).doStream({ prompt })).stream);
   assert.equal(pplx.filter((p) => p.type === "source").length, 0);
 });
+
+// A citation bound after its text was shown (OpenAI annotations spanning a link the text already
+// streamed): the finish part carries the final text with its number.
+test("middleware_finish_carries_the_late_bound_text: azure-web-search-preview-tool.1", async () => {
+  const parts = await modelParts(model("responses", "azure-web-search-preview-tool.1.chunks.txt"));
+  const meta = parts.find((p) => p.type === "finish").providerMetadata.citeflow;
+  assert.deepEqual(meta.sources.map((l) => l.number), [1]);
+  const sources = parts.filter((p) => p.type === "source");
+  assert.equal(sources.length, 1, "one source part for the number");
+  assert.match(sources[0].url, /straitstimes/);
+  if (meta.text !== undefined) assert.match(meta.text, /\[1\]/);
+  else assert.match(textOf(parts), /\[1\]/);
+});
