@@ -13,6 +13,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 
+# Importing chainlit writes its config (.chainlit/) into its app root, the working directory by
+# default: keep it under target/.
+_CHAINLIT_ROOT = ROOT / "target/frameworks-py/chainlit-import"
+_CHAINLIT_ROOT.mkdir(parents=True, exist_ok=True)
+os.environ.setdefault("CHAINLIT_APP_ROOT", str(_CHAINLIT_ROOT))
+
 #: The search results by query: a document found in two rounds (``louvre``, ``seine``), and a
 #: second turn's searches (``Eiffel Tower``, ``Paris bridges``) that bring new ones.
 PAGES: dict[str, dict[str, str]] = {
