@@ -94,7 +94,7 @@ pub use rewriter::Snapshot;
 pub use rewriter::{rewrite_str, Accepted, Rewriter, Rewritten};
 pub use settings::{
     IdBody, IdShape, InvalidUtf8, NumberSource, RankMode, Settings, Syntax, UnknownPolicy,
-    MIN_PENDING_BYTES,
+    DEFAULT_LINK_HOLD_BYTES, MIN_PENDING_BYTES,
 };
 pub use source::{Locator, Round, Source, Sources};
 pub use style::{escape_html, link_url, Style, MAX_TEMPLATE_BYTES};

@@ -39,6 +39,8 @@ pub struct SettingsPatch {
     pub style: Option<String>,
     /// Hold-back cap in UTF-8 bytes.
     pub max_pending_bytes: Option<usize>,
+    /// Most provider text a possible link citation holds back, in UTF-8 bytes.
+    pub max_link_hold_bytes: Option<usize>,
     /// [`InvalidUtf8`] name.
     pub invalid_utf8: Option<String>,
     /// [`NumberSource`] name.
@@ -81,6 +83,9 @@ impl SettingsPatch {
         }
         if let Some(b) = self.max_pending_bytes {
             s = s.with_max_pending_bytes(b)?;
+        }
+        if let Some(b) = self.max_link_hold_bytes {
+            s = s.with_max_link_hold_bytes(b);
         }
         if let Some(p) = &self.invalid_utf8 {
             s = s.with_invalid_utf8(p.parse::<InvalidUtf8>()?);

@@ -417,6 +417,10 @@ names::by_name!(
     NumberSource
 );
 
+/// How many bytes of provider text a link that may still be cited holds by default (see
+/// [`Settings::with_max_link_hold_bytes`]).
+pub const DEFAULT_LINK_HOLD_BYTES: usize = 4096;
+
 /// The smallest hold-back cap [`Settings::with_max_pending_bytes`] accepts.
 pub const MIN_PENDING_BYTES: usize = 16;
 
@@ -435,10 +439,18 @@ pub struct Settings {
     style: Style,
     #[cfg_attr(feature = "serde", serde(deserialize_with = "pending_cap"))]
     max_pending_bytes: usize,
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "is_default_link_hold"))]
+    max_link_hold_bytes: usize,
     invalid_utf8: InvalidUtf8,
     number_source: NumberSource,
     dedupe: bool,
     skip_code: bool,
+}
+
+/// Snapshots leave the link hold out at its default (they stay as small as before).
+#[cfg(feature = "serde")]
+fn is_default_link_hold(bytes: &usize) -> bool {
+    *bytes == DEFAULT_LINK_HOLD_BYTES
 }
 
 impl Default for Settings {
@@ -450,6 +462,7 @@ impl Default for Settings {
             unknown: UnknownPolicy::Mark,
             style: Style::default(),
             max_pending_bytes: 64,
+            max_link_hold_bytes: DEFAULT_LINK_HOLD_BYTES,
             invalid_utf8: InvalidUtf8::Replace,
             number_source: NumberSource::Local,
             dedupe: true,
@@ -521,6 +534,21 @@ impl Settings {
         }
         self.max_pending_bytes = bytes;
         Ok(self)
+    }
+
+    /// How much provider text a model-written link that may still be cited holds back
+    /// (OpenAI Responses and Chat Completions, Azure, xAI): the link, and the text after it,
+    /// wait for the citation that replaces the link by its number, or for the end of the
+    /// content part, or until more than this many bytes are held; then the link is shown as
+    /// written, and a citation that comes for it later is bound late, in the final text only.
+    /// `0` holds nothing.
+    ///
+    /// ### Default
+    /// [`DEFAULT_LINK_HOLD_BYTES`] (4096 bytes): the recorded OpenAI streams send each
+    /// citation 0 to 44 characters after its link.
+    pub fn with_max_link_hold_bytes(mut self, bytes: usize) -> Self {
+        self.max_link_hold_bytes = bytes;
+        self
     }
 
     /// What to do with invalid UTF-8.
@@ -595,6 +623,11 @@ impl Settings {
     /// The hold-back cap in bytes.
     pub fn max_pending_bytes(&self) -> usize {
         self.max_pending_bytes
+    }
+
+    /// The most provider text a possible link citation holds back, in bytes.
+    pub fn max_link_hold_bytes(&self) -> usize {
+        self.max_link_hold_bytes
     }
 
     /// The invalid UTF-8 policy.

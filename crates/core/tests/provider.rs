@@ -14,7 +14,7 @@ fn shared_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"))
 }
 
-fn recordings() -> Vec<(String, Vec<u8>)> {
+pub(crate) fn recordings() -> Vec<(String, Vec<u8>)> {
     let dir = shared_dir().join("fixtures/streams");
     let mut out = Vec::new();
     for e in std::fs::read_dir(&dir).expect("shared fixtures (set CITEFLOW_SHARED_DIR)") {
@@ -59,7 +59,7 @@ fn run(bytes: &[u8], cuts: &[usize]) -> Vec<Value> {
 }
 
 /// Events as JSON with adjacent texts merged (how text is cut depends on the chunking).
-fn merge_text(events: Vec<Event>) -> Vec<Value> {
+pub(crate) fn merge_text(events: Vec<Event>) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::new();
     for e in events {
         let v = serde_json::to_value(&e).unwrap();
@@ -451,7 +451,18 @@ fn openai_chat_completion_of_a_local_model_is_plain_text() {
 /// Every event of `bytes` (cut at `cuts`) with numbers handed out by the caller, as a shared
 /// store would: each [`Event::NumberNeeded`] answered at once with the key's number.
 fn run_with_store(bytes: &[u8], cuts: &[usize]) -> Vec<Value> {
-    let settings = Settings::default().with_number_source(citeflow_core::NumberSource::External);
+    run_with_store_settings(&Settings::default(), bytes, cuts)
+}
+
+/// As [`run`], with numbers from a store (`settings` with external numbers).
+pub(crate) fn run_with_store_settings(
+    settings: &Settings,
+    bytes: &[u8],
+    cuts: &[usize],
+) -> Vec<Value> {
+    let settings = settings
+        .clone()
+        .with_number_source(citeflow_core::NumberSource::External);
     let mut s = ProviderStream::new(settings, Sources::new(), Numbering::new());
     let mut store: Vec<String> = Vec::new();
     let mut events = Vec::new();

@@ -9,4 +9,5 @@ mod provider;
 mod recorded;
 mod scenarios;
 mod snapshot;
+mod timing;
 mod vectors;

@@ -83,7 +83,8 @@ pub(crate) fn first_candidate(text: &str, from: usize) -> Option<(usize, Option<
             Shape::Complete(end) => return Some((start, Some(end))),
         }
     }
-    None
+    // A `(` that ends the text may open a wrapped link: `([site](url))`.
+    (text.len() > from && text.ends_with('(')).then(|| (text.len() - 1, None))
 }
 
 /// The url of `span` when it is exactly one inline link, optionally wrapped in parentheses.
@@ -120,6 +121,8 @@ mod tests {
         assert_eq!(first_candidate("a [1] b [x] (y)", 0), None);
         assert_eq!(first_candidate("[a] [b](u", 0), Some((4, None)));
         assert_eq!(first_candidate("list [\n] end", 0), None);
+        assert_eq!(first_candidate("see (", 0), Some((4, None)));
+        assert_eq!(first_candidate("see (x", 0), None);
     }
 
     #[test]

@@ -17,6 +17,9 @@ use crate::rewriter::Rewriter;
 use crate::settings::{NumberSource, RankMode, Settings};
 use crate::source::{Source, Sources};
 
+mod hold;
+mod late;
+
 /// Longest payload line accepted (1 MiB).
 const MAX_LINE_BYTES: usize = 1 << 20;
 
@@ -29,10 +32,10 @@ struct Part {
     input_base: u64,
     /// Bytes of `text` given to the rewriter (or dropped): the rest is held.
     fed: usize,
-    /// `text` length before the last text delta: complete links before it had their chance.
-    before_delta: usize,
     /// `(start, len)` of provider text never given to the rewriter (links replaced by numbers).
     dropped: Vec<(usize, usize)>,
+    /// Citations waiting for held text to be released, by their end (see [`hold`]).
+    anchors: Vec<hold::Anchor>,
 }
 
 impl Part {
@@ -68,6 +71,13 @@ enum Deferred {
     Text(String, u64),
     /// [`ProviderStream::write_boundary`].
     Boundary,
+    /// Release held text as far as the hold rule allows (see [`hold`]); `true` at the
+    /// part's end.
+    Advance(bool),
+    /// The rest of [`ProviderStream::finish_part`].
+    FinishPart,
+    /// The rest of the queued late citations (see [`late`]).
+    FlushLate,
     /// The stream's end: the last part finished, then the rewriter's end.
     End,
     /// The rewriter's end alone (the last part was finished already).
@@ -110,8 +120,14 @@ pub struct ProviderStream {
     /// `(key, output byte)` where a number was placed: the same source twice at one place is
     /// shown once.
     placed: HashSet<(String, u64)>,
+    /// `(key, place)` where a number was placed in the stream; the place counts what was given
+    /// to the rewriter (a piece of text, a citation).
+    placed_at: HashSet<(String, u64)>,
+    place: u64,
     /// Late citations waiting for their event: `(start, end, replace)` in output bytes.
     late: VecDeque<(usize, usize, bool)>,
+    /// Late citations not yet bound: bound in the order of the text (see [`late`]).
+    late_queue: Vec<late::Late>,
     edits: Vec<Edit>,
     text_seen: bool,
     /// The first error: every later call refuses.
@@ -146,7 +162,10 @@ impl ProviderStream {
             block: Vec::new(),
             unplaced: Vec::new(),
             placed: HashSet::new(),
+            placed_at: HashSet::new(),
+            place: 0,
             late: VecDeque::new(),
+            late_queue: Vec::new(),
             edits: Vec::new(),
             text_seen: false,
             failed: None,
@@ -411,6 +430,13 @@ impl ProviderStream {
         self.awaiting() || !self.deferred.is_empty()
     }
 
+    /// Queues `d` to run right after the work the current step queued (at the front, before
+    /// the `queued` items that were waiting when the step began).
+    fn defer_next(&mut self, queued: usize, d: Deferred) {
+        let at = self.deferred.len().saturating_sub(queued);
+        self.deferred.insert(at, d);
+    }
+
     /// Does the held work in order until a number is awaited again.
     fn resume(&mut self) -> Result<(), ProviderError> {
         while !self.awaiting() {
@@ -426,6 +452,9 @@ impl ProviderStream {
                     self.part.text.push_str(&text);
                     self.feed_all()?;
                 }
+                Deferred::Advance(at_end) => self.advance(at_end)?,
+                Deferred::FinishPart => self.finish_part()?,
+                Deferred::FlushLate => self.flush_late()?,
                 Deferred::Boundary => {
                     self.feed_all()?;
                     self.rw_mut().write_boundary();
@@ -529,7 +558,7 @@ impl ProviderStream {
                     }
                 }
                 Event::Done { text, .. } if !self.edits.is_empty() => {
-                    *text = Some(final_text(&self.out, &self.edits));
+                    *text = Some(late::final_text(&self.out, &self.edits));
                 }
                 _ => {}
             }
@@ -548,7 +577,13 @@ impl ProviderStream {
     fn apply_now(&mut self, ev: ProviderEvent) -> Result<(), ProviderError> {
         match ev {
             ProviderEvent::PartStart => {
+                let queued = self.deferred.len();
                 self.finish_part()?;
+                if self.awaiting() {
+                    // The part's held text awaits a number: the new part starts after it.
+                    self.defer_next(queued, Deferred::Event(ProviderEvent::PartStart));
+                    return Ok(());
+                }
                 let base = self.rw_mut().input_bytes();
                 self.part = Part {
                     input_base: base,
@@ -557,10 +592,9 @@ impl ProviderStream {
             }
             ProviderEvent::Text { text } => {
                 self.text_seen = true;
-                self.part.before_delta = self.part.text.len();
                 self.part.text.push_str(&text);
-                if self.holds_links() {
-                    self.feed_to_candidate(true)?;
+                if self.holds_links() || !self.part.anchors.is_empty() {
+                    self.advance(false)?;
                 } else {
                     self.feed_all()?;
                 }
@@ -604,8 +638,13 @@ impl ProviderStream {
     fn feed(&mut self, upto: usize) -> Result<(), ProviderError> {
         let upto = upto.min(self.part.text.len());
         if upto > self.part.fed {
+            if !self.late_queue.is_empty() && self.shows_a_number(self.part.fed, upto) {
+                // The late citations' numbers come first: their text came first.
+                self.flush_late()?;
+            }
             let from = self.part.fed;
             self.part.fed = upto;
+            self.place += 1;
             if self.rw.is_none() {
                 self.rw_mut();
             }
@@ -620,32 +659,20 @@ impl ProviderStream {
         self.feed(self.part.text.len())
     }
 
-    /// Feeds up to the first inline link that may still be a citation's marker. With
-    /// `release`, complete links from before the last delta are released first: the
-    /// annotations that replace a link come right after the delta that closes it.
-    fn feed_to_candidate(&mut self, release: bool) -> Result<(), ProviderError> {
-        loop {
-            match link::first_candidate(&self.part.text, self.part.fed) {
-                None => return self.feed_all(),
-                Some((_, Some(end))) if release && end <= self.part.before_delta => {
-                    self.feed(end)?;
-                }
-                Some((start, None)) if self.part.text.len() - start > 4096 + 600 => {
-                    // Too long to be a link: release its first byte's character and go on.
-                    let next = self.part.text[start..]
-                        .chars()
-                        .next()
-                        .map_or(start + 1, |c| start + c.len_utf8());
-                    self.feed(next)?;
-                }
-                Some((start, _)) => return self.feed(start),
-            }
-        }
-    }
-
     /// Releases held text and places the part's url-only citations at its end.
     fn finish_part(&mut self) -> Result<(), ProviderError> {
-        self.feed_all()?;
+        let queued = self.deferred.len();
+        self.advance(true)?;
+        if self.awaiting() {
+            self.defer_next(queued, Deferred::FinishPart);
+            return Ok(());
+        }
+        let queued = self.deferred.len();
+        self.flush_late()?;
+        if self.awaiting() {
+            self.defer_next(queued, Deferred::FinishPart);
+            return Ok(());
+        }
         let mut all = std::mem::take(&mut self.block);
         all.append(&mut self.unplaced);
         self.cite_all(all)
@@ -697,7 +724,7 @@ impl ProviderStream {
             Placement::At { index, unit } => (index, index, unit),
         };
         let s = byte_index(&self.part.text, start, unit);
-        let mut e = byte_index(&self.part.text, end, unit).max(s);
+        let e = byte_index(&self.part.text, end, unit).max(s);
         let is_link = e > s
             && self.holds_links()
             && link::link_url(&self.part.text[s..e]).is_some_and(|u| {
@@ -705,53 +732,24 @@ impl ProviderStream {
                     crate::source::normalize_url(c) == crate::source::normalize_url(u)
                 })
             });
-        if is_link && s >= self.part.fed {
-            // The link is the marker: it is replaced by the number.
-            self.feed(s)?;
-            self.part.dropped.push((s, e - s));
-            self.part.fed = e;
-            self.cite_here(&pending, None)?;
-            return self.feed_to_candidate(false);
-        }
         if e > self.part.fed || (e == self.part.fed && s == e && e == self.part.text.len()) {
-            // Its text has not been shown: the number goes at its end, or after the link whose
-            // url or label it ends in (a number inside a link's url would break the link).
-            if self.holds_links() {
-                if let Some((_, Some(end))) = link::first_candidate(&self.part.text, self.part.fed)
-                {
-                    let start =
-                        link::first_candidate(&self.part.text, self.part.fed).map_or(e, |c| c.0);
-                    if start < e && e < end {
-                        e = end;
-                    }
-                }
-            }
-            self.feed(e)?;
-            let span = self.span_of(s, e);
-            self.cite_here(&pending, span)?;
-            if self.holds_links() {
-                return self.feed_to_candidate(false);
-            }
-            return Ok(());
+            // Its text has not been shown: it waits for the held text to be released.
+            self.anchor(hold::Anchor {
+                start: s,
+                end: e,
+                replace: is_link && s >= self.part.fed,
+                pending,
+            });
+            return self.advance(false);
         }
-        // Its text has been shown: bound late.
-        let Some(span) = self.span_of(s, e) else {
-            return Ok(());
-        };
-        let at = (pending.key.clone(), span.end.bytes);
-        if !self.placed.insert(at) {
-            return Ok(());
+        // Its text has been shown: bound late, in the order of the text (see [`late`]).
+        if let Some(span) = self.span_of(s, e) {
+            self.queue_late(late::Late {
+                span,
+                replace: is_link,
+                pending,
+            });
         }
-        let (os, oe) = (span.start.bytes as usize, span.end.bytes as usize);
-        let rw = self.rw_mut();
-        let detail = CitationDetail {
-            quote: pending.quote,
-            replaces_span: is_link,
-            ..CitationDetail::default()
-        };
-        rw.cite_late(&pending.id, span, detail)?;
-        self.late.push_back((os, oe, is_link));
-        self.drain();
         Ok(())
     }
 
@@ -780,15 +778,21 @@ impl ProviderStream {
 
     /// Places a number right after the text given so far.
     fn cite_here(&mut self, p: &Pending, span: Option<Span>) -> Result<(), ProviderError> {
+        let queued = self.deferred.len();
+        if !self.late_queue.is_empty() {
+            self.flush_late()?;
+        }
         if self.awaiting() {
             // A marker in text given in the same event awaits its number: this one follows it.
-            self.deferred.push_front(Deferred::Cite(p.clone()));
+            self.defer_next(queued, Deferred::Cite(p.clone()));
             return Ok(());
         }
         let rw = self.rw_mut();
         rw.write_boundary();
         let at = (p.key.clone(), rw.output_bytes());
-        if self.placed.contains(&at) {
+        // The same place: nothing given to the rewriter since (output offsets are not known
+        // while a number is awaited from the store).
+        if self.placed.contains(&at) || self.placed_at.contains(&(p.key.clone(), self.place)) {
             return Ok(());
         }
         let detail = CitationDetail {
@@ -801,6 +805,9 @@ impl ProviderStream {
         let after = rw.output_bytes();
         self.placed.insert(at);
         self.placed.insert((p.key.clone(), after));
+        self.placed_at.insert((p.key.clone(), self.place));
+        self.place += 1;
+        self.placed_at.insert((p.key.clone(), self.place));
         self.drain();
         Ok(())
     }
@@ -823,26 +830,6 @@ fn plain_json_string(data: &str) -> Option<&str> {
         .iter()
         .fold(true, |ok, &c| ok & (c >= 0x20) & (c != b'"') & (c != b'\\'));
     plain.then(|| &data[open + 1..close])
-}
-
-/// The streamed text with the late edits made.
-fn final_text(out: &str, edits: &[Edit]) -> String {
-    let mut order: Vec<&Edit> = edits.iter().collect();
-    order.sort_by_key(|e| e.end);
-    let mut text = String::with_capacity(out.len() + edits.len() * 4);
-    let mut at = 0;
-    for e in order {
-        if e.start >= at && e.start <= out.len() && out.is_char_boundary(e.start) {
-            text.push_str(&out[at..e.start]);
-            at = e.end.min(out.len());
-        } else if e.end >= at && e.end <= out.len() && out.is_char_boundary(e.end) {
-            text.push_str(&out[at..e.end]);
-            at = e.end;
-        }
-        text.push_str(&e.text);
-    }
-    text.push_str(&out[at.min(out.len())..]);
-    text
 }
 
 #[cfg(test)]
