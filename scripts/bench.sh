@@ -19,8 +19,9 @@
 #   Python  feed, feed_text and the batch path against a pure-Python processor and against the
 #           empty loop of the same shape, and the cost per token at 1×, 10× and 100× the
 #           text (crates/py/bench/bench.py); the framework adapters (LangChain agent stream,
-#           LlamaIndex CitationQueryEngine) per text chunk against a bare loop over the same
-#           stream from the replaying upstream (crates/py/bench/frameworks.py).
+#           LangGraph transformer, LlamaIndex CitationQueryEngine, Chainlit message) per text
+#           chunk against a bare loop over the same stream from the replaying upstream
+#           (crates/py/bench/frameworks.py).
 #   JS      the AI SDK middleware (citeflow/ai-sdk) per text-delta against a no-op
 #           TransformStream middleware and a hand-written regex renumberer, the real provider
 #           packages reading recorded streams from memory (crates/wasm/tests/ai-sdk/bench.mjs).
@@ -153,8 +154,12 @@ CITEFLOW_REPLAY_BIN="$TARGET_DIR/debug/examples/replay_upstream" \
 fw_ratio() { grep -E "^  $1 " "$OUT/fw.txt" | sed -E 's/^ +[a-z]+ +([0-9.]+x) +/\1: /'; }
 row "Python: LangChain agent stream, messages_stream against the bare loop (goal ≤ 1.5×)" \
     "$(fw_ratio langchain)" "python crates/py/bench/frameworks.py"
+row "Python: LangGraph v3 stream, CiteflowTransformer against the raw events (goal ≤ 1.5×)" \
+    "$(fw_ratio langgraph)" "python crates/py/bench/frameworks.py"
 row "Python: LlamaIndex CitationQueryEngine stream, citation_stream against the bare loop (goal ≤ 1.5×)" \
     "$(fw_ratio llamaindex)" "python crates/py/bench/frameworks.py"
+row "Python: Chainlit CitedMessage against stream_token alone, no-op emitter (goal ≤ 1.5×)" \
+    "$(fw_ratio chainlit)" "python crates/py/bench/frameworks.py"
 
 # --- JS: the AI SDK middleware (crates/wasm/tests/ai-sdk/bench.mjs) -----------------------
 # The npm package (scripts/wasm-pkg.sh) and the AI SDK 6 test project's packages.
