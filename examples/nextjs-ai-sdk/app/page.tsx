@@ -5,7 +5,7 @@
 import { useChat } from "@ai-sdk/react";
 import { DefaultChatTransport, type UIMessage } from "ai";
 import { useCiteflow } from "citeflow/react";
-import { useMemo, useState } from "react";
+import { useEffect, useMemo, useState } from "react";
 
 function Answer({ message }: { message: UIMessage }) {
   const { segments, sources } = useCiteflow(message);
@@ -38,10 +38,7 @@ function Answer({ message }: { message: UIMessage }) {
   );
 }
 
-export default function Page() {
-  const params = typeof window === "undefined" ? new URLSearchParams() : new URLSearchParams(window.location.search);
-  const agent = params.has("agent");
-  const model = params.get("model") ?? undefined;
+function Chat({ agent, model }: { agent: boolean; model?: string }) {
   const transport = useMemo(
     () => new DefaultChatTransport({ api: agent ? "/api/agent" : "/api/chat", body: { model } }),
     [agent, model],
@@ -74,4 +71,12 @@ export default function Page() {
       </form>
     </main>
   );
+}
+
+export default function Page() {
+  // The query string is read in the browser (the page is prerendered without it).
+  const [params, setParams] = useState<URLSearchParams | null>(null);
+  useEffect(() => setParams(new URLSearchParams(window.location.search)), []);
+  if (!params) return null;
+  return <Chat agent={params.has("agent")} model={params.get("model") ?? undefined} />;
 }
