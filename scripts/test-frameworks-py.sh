@@ -50,6 +50,11 @@ cargo build --quiet --locked -p citeflow-replay --example replay_upstream
 export CITEFLOW_REPLAY_BIN="$TARGET_DIR/debug/examples/replay_upstream"
 step "cargo build -p citeflow-replay --example replay_upstream"
 
+# `citeflow serve` as an agent's upstream (one test); built by the workspace tests already.
+cargo build --quiet --locked -p citeflow-cli
+export CITEFLOW_CLI="${CITEFLOW_CLI:-$TARGET_DIR/debug/citeflow}"
+step "cargo build -p citeflow-cli"
+
 # citeflow into the venv: the same maturin build as test-python.sh (same target dir, same
 # profile), so whichever runs second only relinks.
 (

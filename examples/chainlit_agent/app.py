@@ -9,7 +9,9 @@ list grouped by search round.
 
 Settings (environment): OPENAI_BASE_URL (default http://127.0.0.1:8080/v1, `citeflow serve`'s
 local model), OPENAI_API_KEY, CITEFLOW_AGENT_MODEL (default `local`), CITEFLOW_STYLE
-(`brackets` → [1], `full_width` → 【1】).
+(`brackets` → [1], `full_width` → 【1】), CITEFLOW_VIA_SERVE (1 when the upstream is `citeflow
+serve`: the default when OPENAI_BASE_URL is unset; it then passes the markers through with
+`"citeflow": {"render": "client"}`, since the agent's middleware numbers them).
 """
 
 from __future__ import annotations
@@ -75,11 +77,14 @@ def search_books(query: str) -> tuple[str, list[Document]]:
 
 @lru_cache(maxsize=1)
 def agent() -> Any:
+    via_serve = os.environ.get("CITEFLOW_VIA_SERVE", "0" if "OPENAI_BASE_URL" in os.environ else "1") == "1"
     model = ChatOpenAI(
         base_url=os.environ.get("OPENAI_BASE_URL", "http://127.0.0.1:8080/v1"),
         api_key=os.environ.get("OPENAI_API_KEY", "local"),
         model=os.environ.get("CITEFLOW_AGENT_MODEL", "local"),
         streaming=True,
+        # citeflow serve would rewrite the markers itself (without the agent's sources).
+        extra_body={"citeflow": {"render": "client"}} if via_serve else None,
     )
     return create_agent(
         model,

@@ -65,3 +65,26 @@ def replay_url() -> Iterator[str]:
         proc.wait(timeout=10)
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+@pytest.fixture(scope="session")
+def citeflow_serve(replay_url: str) -> Iterator[str]:
+    """``citeflow serve`` (``CITEFLOW_CLI``, else target/debug/citeflow) on a loopback port in
+    front of the replaying upstream; its ``…/v1`` URL."""
+    binary = os.environ.get("CITEFLOW_CLI") or str(ROOT / "target/debug/citeflow")
+    if not Path(binary).is_file():
+        pytest.fail(f"no citeflow binary at {binary} (set CITEFLOW_CLI)")
+    args = [binary, "serve", "--listen", "127.0.0.1:0", "--upstream", replay_url, "--store", "memory"]
+    proc = subprocess.Popen(
+        [*args, "--no-sample-books"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert "listening on http://127.0.0.1:" in line, line
+        yield line.split("listening on ", 1)[1].strip() + "/v1"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        if proc.stdout is not None:
+            proc.stdout.close()

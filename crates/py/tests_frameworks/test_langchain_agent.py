@@ -132,6 +132,22 @@ def test_sync_async_and_transformer_streams_give_identical_events(replay_url: st
     assert "[3]" in text_of(sync_events)
 
 
+def test_agent_through_citeflow_serve_with_markers_passed_through(citeflow_serve: str) -> None:
+    # `citeflow serve` as the agent's upstream (the example's default): tool calls pass through,
+    # and `render: client` leaves the markers to the middleware and the stream adapter.
+    llm = ChatOpenAI(
+        base_url=citeflow_serve, api_key="test", model="agent-search", streaming=True, max_retries=0,
+        extra_body={"citeflow": {"render": "client"}},
+    )
+    graph = create_agent(llm, tools=[search_web], middleware=[CiteflowMiddleware()], checkpointer=InMemorySaver())
+    events, session = run(graph, "serve", "Tell me about Paris")
+    assert text_of(events) == (
+        "The Seine flows through the heart of Paris [1], and its banks are lined with landmarks [2]. "
+        "The city's museums hold vast collections [2], and they draw visitors from everywhere [3]."
+    )
+    assert [r.query for r in session.rounds()] == ["Seine river Paris", "Paris museums"]
+
+
 def test_japanese_agent_full_width_numbers(replay_url: str) -> None:
     graph = agent(replay_url, "agent-search-ja", style="full_width")
     events, session = run(graph, "ja", "パリについて教えて", style="full_width")
