@@ -9,8 +9,9 @@
 #      .d.ts files with no extra `lib`;
 #   3. the Next.js example (examples/nextjs-ai-sdk): one `next build`, `next start` against the
 #      replaying upstream, useChat in headless Chromium ([n] visible while the answer streams,
-#      each linked to its source; screenshot in target/ai-sdk/), and a route handler on the
-#      Edge runtime that renders with citeflow without init().
+#      each linked to its source; screenshot in target/ai-sdk/), the same page with `citeflow serve`
+#      as the app's upstream (its default set-up), and a route handler on the Edge runtime that
+#      renders with citeflow without init().
 # Reuses the npm package of scripts/wasm-pkg.sh (built once), `npm ci` only when a lockfile
 # changed, Chromium only if missing. Every server it starts listens on 127.0.0.1 and is
 # stopped on exit. Safe to run twice.
@@ -115,6 +116,20 @@ port="$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", 
 pids+=($!)
 wait_for_line "$out/next.log" 'Ready' 60 "${pids[-1]}" >/dev/null
 export CITEFLOW_NEXT_URL="http://127.0.0.1:$port"
+# The example's default set-up: `citeflow serve` as its upstream (here in front of the replay).
+cargo build -p citeflow-cli
+free_port() { node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })'; }
+serve_port="$(free_port)"
+XDG_DATA_HOME="$out/data" "$wasm_target_dir/debug/citeflow" serve --upstream "$CITEFLOW_REPLAY_URL" \
+  --listen "127.0.0.1:$serve_port" --no-sample-books >"$out/serve.log" 2>&1 &
+pids+=($!)
+wait_for_line "$out/serve.log" 'listening on' 30 "${pids[-1]}" >/dev/null
+port2="$(free_port)"
+(cd "$example" && CITEFLOW_EXAMPLE_BASE_URL="http://127.0.0.1:$serve_port/v1" CITEFLOW_EXAMPLE_CITEFLOW_SERVE=1 \
+  exec ./node_modules/.bin/next start -H 127.0.0.1 -p "$port2") >"$out/next-serve.log" 2>&1 &
+pids+=($!)
+wait_for_line "$out/next-serve.log" 'Ready' 60 "${pids[-1]}" >/dev/null
+export CITEFLOW_NEXT_VIA_SERVE_URL="http://127.0.0.1:$port2"
 (cd "$tests" && node --test --test-reporter=spec nextjs.test.mjs)
 ls "$shots"/*.png
 

@@ -49,17 +49,17 @@ const record = (page) =>
     new MutationObserver(() => window.__snaps.push(snap())).observe(document.body, { subtree: true, childList: true, characterData: true, attributes: true });
   })()`);
 
-test("nextjs_use_chat_shows_numbers_while_streaming: chat route, middleware", async () => {
+async function chatWhileStreaming(base, shot) {
   const page = await browser.newPage({ viewport: { width: 900, height: 700 } });
-  await page.goto(`${url}/?model=chat-demo-slow`);
+  await page.goto(`${base}/?model=chat-demo-slow`);
   await page.waitForSelector("button[type=submit]:not([disabled])");
   await record(page);
   await page.click("button[type=submit]");
   await page.waitForSelector('a.cite[href="#source-1"]', { timeout: 15000 });
-  await page.screenshot({ path: join(shots, "nextjs-chat-streaming.png") });
+  await page.screenshot({ path: join(shots, `${shot}-streaming.png`) });
   await page.waitForFunction(() => document.querySelector(".status")?.dataset.status === "ready", null, { timeout: 15000 });
   const end = await view(page);
-  await page.screenshot({ path: join(shots, "nextjs-chat.png") });
+  await page.screenshot({ path: join(shots, `${shot}.png`) });
   // While it streamed: a state with [1] shown, linked to Paris, before the answer was complete.
   const snaps = await page.evaluate(() => window.__snaps);
   const mid = snaps.find((v) => v.cites.length > 0);
@@ -77,7 +77,14 @@ test("nextjs_use_chat_shows_numbers_while_streaming: chat route, middleware", as
   assert.match(end.cites[1].target, /The Seine — Wikipedia/);
   assert.deepEqual(end.listed.map((l) => [l.n, l.id]), [[1, "source_7"], [2, "source_3"]]);
   await page.close();
-});
+}
+
+test("nextjs_use_chat_shows_numbers_while_streaming: chat route, middleware", () => chatWhileStreaming(url, "nextjs-chat"));
+
+// The example's default upstream: `citeflow serve` (here in front of the replay), which passes the
+// markers through (`render: "client"`) for the middleware to number.
+test("nextjs_use_chat_via_citeflow_serve", { skip: !process.env.CITEFLOW_NEXT_VIA_SERVE_URL && "CITEFLOW_NEXT_VIA_SERVE_URL not set" }, () =>
+  chatWhileStreaming(process.env.CITEFLOW_NEXT_VIA_SERVE_URL, "nextjs-chat-via-serve"));
 
 test("nextjs_agent_route_lists_book_passages_with_chapter_and_cfi", async () => {
   const page = await browser.newPage({ viewport: { width: 900, height: 900 } });
