@@ -101,6 +101,10 @@ pub(crate) struct RenderArgs {
     /// Hold-back cap in bytes.
     #[arg(long, default_value_t = 64)]
     max_pending_bytes: usize,
+    /// Most provider text held while a model-written link may still be cited (OpenAI, Azure,
+    /// xAI): past it the link is printed as written and its citation bound in the final answer.
+    #[arg(long, default_value_t = citeflow_core::DEFAULT_LINK_HOLD_BYTES)]
+    max_link_hold_bytes: usize,
     /// Invalid UTF-8: replace or error.
     #[arg(long, default_value = "replace")]
     invalid_utf8: String,
@@ -131,6 +135,7 @@ impl RenderArgs {
         patch.unknown = Some(self.unknown.clone());
         patch.id_pattern = Some(self.id_pattern.clone());
         patch.max_pending_bytes = Some(self.max_pending_bytes);
+        patch.max_link_hold_bytes = Some(self.max_link_hold_bytes);
         patch.dedupe = Some(!self.no_dedupe);
         patch.invalid_utf8 = Some(self.invalid_utf8.clone());
         patch.rank = self.rank.clone();
@@ -152,10 +157,14 @@ fn read_sources(path: &PathBuf) -> Result<Vec<Source>> {
     })
 }
 
-/// The session file: the numbering (and the sources seen) of a session across runs.
+/// The session file: the numbering and the sources of a session across runs.
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 struct SessionFile {
     numbering: Vec<citeflow_core::NumberEntry>,
+    /// Every earlier run's sources, in their rounds: an id of an earlier round still resolves,
+    /// and a deduplicated number keeps its first record. Absent in files of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sources: Option<Sources>,
 }
 
 struct Renderer<W: Write> {
@@ -208,13 +217,21 @@ impl<W: Write> Renderer<W> {
                         uncited,
                         ..
                     } => {
-                        match self.held.take() {
-                            Some(h) => self.out.write_all(text.as_deref().unwrap_or(&h).as_bytes())?,
-                            None if text.is_some() => eprintln!(
-                                "citeflow: some provider citations arrived after their text was \
-                                 printed; `--output jsonl` has them (and `done.text`, the final answer)"
-                            ),
-                            None => {}
+                        match (self.held.take(), text) {
+                            (Some(h), _) => {
+                                self.out
+                                    .write_all(text.as_deref().unwrap_or(&h).as_bytes())?;
+                            }
+                            // Citations came after their text was printed: the final answer
+                            // follows, so that the printed answer and the list agree.
+                            (None, Some(final_text)) => {
+                                eprintln!(
+                                    "citeflow: some provider citations arrived after their text \
+                                     was printed; the final answer follows"
+                                );
+                                write!(self.out, "\n\n{final_text}")?;
+                            }
+                            (None, None) => {}
                         }
                         let Some(rw) = self.stream.rewriter() else {
                             continue;
@@ -251,39 +268,50 @@ impl<W: Write> Renderer<W> {
         Ok(())
     }
 
-    fn end(&mut self) -> Result<Numbering> {
+    /// Ends the stream: the numbering and the sources to keep.
+    fn end(&mut self) -> Result<(Numbering, Option<Sources>)> {
         let r = self.stream.end();
         self.drain()?;
         if r.is_err() {
             self.release_held()?;
         }
         r.map_err(|e| anyhow::anyhow!("stdin {e}"))?;
-        Ok(self
-            .stream
-            .rewriter()
-            .map(|rw| rw.numbering().clone())
-            .unwrap_or_default())
+        Ok(self.stream.rewriter().map_or_else(
+            || (Numbering::new(), None),
+            |rw| (rw.numbering().clone(), Some(rw.sources().clone())),
+        ))
     }
 }
 
 pub(crate) fn run(args: RenderArgs) -> Result<ExitCode> {
     let settings = args.settings()?;
-    let sources = match &args.sources {
-        Some(p) => Sources::from_vec(read_sources(p)?)?,
-        None => Sources::new(),
+    let given = match &args.sources {
+        Some(p) => read_sources(p)?,
+        None => Vec::new(),
     };
     if args.scope == Scope::Session && args.session_file.is_none() {
         bail!("--scope session needs --session-file PATH to keep the numbering between runs");
     }
-    let numbering = match (&args.session_file, args.scope) {
+    let (numbering, earlier) = match (&args.session_file, args.scope) {
         (Some(p), Scope::Session) if p.exists() => {
             let raw = std::fs::read_to_string(p)
                 .with_context(|| format!("cannot read session file {}", p.display()))?;
             let f: SessionFile = serde_json::from_str(&raw)
                 .with_context(|| format!("session file {} is not valid", p.display()))?;
-            Numbering::from_entries(f.numbering)?
+            (Numbering::from_entries(f.numbering)?, f.sources)
         }
-        _ => Numbering::new(),
+        _ => (Numbering::new(), None),
+    };
+    // This run's sources are the session's next round.
+    let sources = match earlier {
+        Some(mut s) => {
+            if !given.is_empty() {
+                s.append_round(None, given)?;
+            }
+            s
+        }
+        None if given.is_empty() => Sources::new(),
+        None => Sources::from_vec(given)?,
     };
     let stream = match &args.snapshot_in {
         Some(p) => {
@@ -375,12 +403,13 @@ fn finish<W: Write>(mut r: Renderer<W>, args: &RenderArgs) -> Result<ExitCode> {
         r.out.flush()?;
         return Ok(ExitCode::SUCCESS);
     }
-    let numbering = r.end();
+    let ended = r.end();
     r.out.flush()?;
-    let numbering = numbering?;
+    let (numbering, sources) = ended?;
     if let (Some(p), Scope::Session) = (&args.session_file, args.scope) {
         let f = SessionFile {
             numbering: numbering.entries().to_vec(),
+            sources,
         };
         std::fs::write(p, serde_json::to_string_pretty(&f)?)
             .with_context(|| format!("cannot write session file {}", p.display()))?;

@@ -296,3 +296,126 @@ fn a_file_on_stdin_renders_as_a_pipe() {
         }
     }
 }
+
+/// The numbers `[n]` of `text` in order of first appearance.
+fn first_appearances(text: &str) -> Vec<u64> {
+    let mut seen = Vec::new();
+    for (i, _) in text.match_indices('[') {
+        let digits: String = text[i + 1..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        if !digits.is_empty() && text[i + 1 + digits.len()..].starts_with(']') {
+            let n: u64 = digits.parse().unwrap();
+            if !seen.contains(&n) {
+                seen.push(n);
+            }
+        }
+    }
+    seen
+}
+
+/// Issue 39: `--output text` prints the final answer, whose numbers are the printed list's,
+/// for every recording with provider citations, also when they are bound late (Gemini,
+/// Cohere; OpenAI links past a hold of 16 bytes).
+#[test]
+fn regression_39_text_output_numbers_match_the_printed_list() {
+    let dir = crate::shared_dir().join("fixtures/streams");
+    for (name, hold) in [
+        ("openai-web-search-tool.1.chunks.txt", "4096"),
+        ("openai-web-search-tool.1.chunks.txt", "16"),
+        ("azure-web-search-preview-tool.1.chunks.txt", "16"),
+        ("google-interactions-google-search.chunks.txt", "4096"),
+        ("cohere-citations.chunks.txt", "4096"),
+        ("anthropic-web-search-tool.1.chunks.txt", "4096"),
+    ] {
+        let args = ["render", "--input", "jsonl", "--max-link-hold-bytes", hold];
+        let out = render_from_file(&args, &dir.join(name));
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        // The body, then the list (`[n] title <url>` lines, under round headers if any).
+        let lines: Vec<&str> = stdout.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with("[1] "))
+            .expect("a list");
+        let body = lines[..at].join("\n");
+        let listed: Vec<u64> = lines[at..]
+            .iter()
+            .filter(|l| l.starts_with('['))
+            .filter_map(|l| l[1..].split(']').next()?.parse().ok())
+            .collect();
+        let dense: Vec<u64> = (1..=listed.len() as u64).collect();
+        assert_eq!(listed, dense, "{name}: the list");
+        let shown = first_appearances(&body);
+        assert_eq!(
+            shown, dense,
+            "{name} (hold {hold}): numbers in the printed answer"
+        );
+    }
+}
+
+/// Issue 39: a session file keeps the rounds' sources, not only the numbering: an id of the
+/// first run resolves in the second, and a number keeps its first record.
+#[test]
+fn regression_39_session_file_keeps_the_sources_of_earlier_runs() {
+    let first_sources = temp_file(
+        "s39a.json",
+        r#"[{"id":"doc_a","title":"Alpha (first run)","url":"https://a.example/x"},
+            {"id":"doc_b","title":"Beta","url":"https://b.example/"}]"#,
+    );
+    // The second run's search found the same page again under another id and title.
+    let second_sources = temp_file(
+        "s39b.json",
+        r#"[{"id":"doc_c","title":"Alpha (second run)","url":"https://a.example/x"},
+            {"id":"doc_d","title":"Delta","url":"https://d.example/"}]"#,
+    );
+    let session = std::env::temp_dir().join(format!("citeflow-s39-{}.json", std::process::id()));
+    let _ = std::fs::remove_file(&session);
+    let run = |src: &std::path::Path, text: &[u8]| {
+        let out = citeflow(
+            &[
+                "render",
+                "--id-pattern",
+                "doc_<word>",
+                "--sources",
+                src.to_str().unwrap(),
+                "--scope",
+                "session",
+                "--session-file",
+                session.to_str().unwrap(),
+            ],
+            text,
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let first = run(&first_sources, b"Alpha [[doc_a]] and beta [[doc_b]].");
+    assert!(first.starts_with("Alpha [1] and beta [2]."), "{first}");
+    let second = run(
+        &second_sources,
+        b"Again alpha [[doc_c]], delta [[doc_d]], and beta from the first run [[doc_b]].",
+    );
+    assert!(
+        second.starts_with("Again alpha [1], delta [3], and beta from the first run [2]."),
+        "{second}"
+    );
+    assert!(
+        second.contains("[1] Alpha (first run) <https://a.example/x>"),
+        "{second}"
+    );
+    assert!(second.contains("[2] Beta <https://b.example/>"), "{second}");
+    assert!(
+        second.contains("[3] Delta <https://d.example/>"),
+        "{second}"
+    );
+    let _ = std::fs::remove_file(&session);
+}

@@ -711,7 +711,15 @@ impl Rewriter {
             .iter()
             .position(|e| e.number == number)
             .is_some_and(|i| i >= self.st.initial_numbers);
-        let Some((source, round)) = self.st.sources.at(index) else {
+        // A number keeps its first record: the source that took it (an earlier answer's,
+        // when the session's sources are registered), not a later id with the same key.
+        let first = self
+            .st
+            .numbering
+            .entry(number)
+            .filter(|_| keep_rank.is_none())
+            .and_then(|e| self.st.sources.index_of(&e.source_id));
+        let Some((source, round)) = self.st.sources.at(first.unwrap_or(index)) else {
             return;
         };
         let source = Box::new(source.clone());
