@@ -22,6 +22,9 @@ pub(crate) struct Cite {
     pub(crate) url: Option<String>,
     pub(crate) title: Option<String>,
     pub(crate) source_id: String,
+    /// Bound after its text was shown: the number's rendering, and whether it replaces
+    /// `start..end` (a link) or follows it, in the final text.
+    pub(crate) late: Option<(String, bool)>,
 }
 
 /// What one step of the engine gave.
@@ -145,17 +148,18 @@ impl Engine {
     ) -> Cite {
         let rw = self.ps.rewriter();
         let source = rw.and_then(|r| r.sources().get(source_id));
-        let late = provider.as_ref().and_then(|p| p.span.filter(|_| p.late));
+        let mut shown = String::new();
+        if let (Some(rw), Some(s)) = (rw, source) {
+            rw.settings().style().render_number(number, s, &mut shown);
+        }
+        let late = provider
+            .as_ref()
+            .and_then(|p| p.span.filter(|_| p.late).map(|s| (s, p.replaces_span)));
         let (start, end) = match late {
-            Some(span) => (span.start.chars, span.end.chars),
-            None => {
-                let mut shown = String::new();
-                if let (Some(rw), Some(s)) = (rw, source) {
-                    rw.settings().style().render_number(number, s, &mut shown);
-                }
-                (char_offset, char_offset + shown.chars().count() as u64)
-            }
+            Some((span, _)) => (span.start.chars, span.end.chars),
+            None => (char_offset, char_offset + shown.chars().count() as u64),
         };
+        let late = late.map(|(_, replace)| (shown, replace));
         Cite {
             number,
             start,
@@ -163,6 +167,7 @@ impl Engine {
             url: source.and_then(|s| s.url.clone()),
             title: source.and_then(|s| s.title.clone()),
             source_id: source_id.to_owned(),
+            late,
         }
     }
 }

@@ -12,7 +12,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use citeflow_core::provider::Dialect;
+use citeflow_core::provider::{apply_late_edits, Dialect, LateEdit};
 use serde_json::{json, Map, Value};
 
 use crate::ai_sdk::AiSdkWire;
@@ -37,6 +37,8 @@ struct Part {
     char_base: Option<u64>,
     text: String,
     annotations: Vec<Value>,
+    /// Citations bound after their text was shown: `(annotation index, edit of text)`.
+    late: Vec<(usize, LateEdit)>,
 }
 
 /// The Responses wire format.
@@ -131,6 +133,22 @@ impl ResponsesWire {
                 "item_id": part.item_id, "output_index": part.output_index,
                 "content_index": part.content_index, "annotation_index": part.annotations.len(),
                 "annotation": annotation});
+            if let Some((shown, replace)) = &c.late {
+                let byte = |chars: u64| {
+                    let at = usize::try_from(chars.saturating_sub(base)).unwrap_or(usize::MAX);
+                    part.text
+                        .char_indices()
+                        .nth(at)
+                        .map_or(part.text.len(), |(i, _)| i)
+                };
+                let (start, end) = (byte(c.start), byte(c.end));
+                let edit = LateEdit {
+                    start: if *replace { start } else { end },
+                    end,
+                    text: shown.clone(),
+                };
+                part.late.push((part.annotations.len(), edit));
+            }
             part.annotations.push(annotation);
             out.push(ev);
         }
@@ -160,14 +178,75 @@ impl ResponsesWire {
         }
         match self.find(item_id, ci) {
             Some(i) => {
-                c["text"] = Value::String(self.parts[i].text.clone());
-                c["annotations"] = Value::Array(self.parts[i].annotations.clone());
+                let (text, annotations) = self.parts[i].final_answer();
+                c["text"] = Value::String(text);
+                c["annotations"] = Value::Array(annotations);
             }
             None => {
                 c["text"] = json!("");
                 c["annotations"] = json!([]);
             }
         }
+    }
+}
+
+impl Part {
+    /// The part's final text (the streamed text with the late numbers in place) and its
+    /// annotations with offsets over it: what `output_text.done`, the done items and
+    /// `response.completed` carry.
+    fn final_answer(&self) -> (String, Vec<Value>) {
+        if self.late.is_empty() {
+            return (self.text.clone(), self.annotations.clone());
+        }
+        let edits: Vec<LateEdit> = self.late.iter().map(|(_, e)| e.clone()).collect();
+        let (text, landed) = apply_late_edits(&self.text, &edits);
+        // A byte of the streamed text, in the final text.
+        let moved = |byte: usize| -> usize {
+            let mut shift: isize = 0;
+            for (e, l) in edits.iter().zip(&landed) {
+                if e.end <= byte {
+                    let added = l.as_ref().map_or(0, |r| r.len()) as isize;
+                    shift += added - (e.end - e.start) as isize;
+                }
+            }
+            byte.saturating_add_signed(shift).min(text.len())
+        };
+        let chars_at = |byte: usize| text[..byte].chars().count() as u64;
+        let byte_of = |chars: u64| {
+            let at = usize::try_from(chars).unwrap_or(usize::MAX);
+            self.text
+                .char_indices()
+                .nth(at)
+                .map_or(self.text.len(), |(i, _)| i)
+        };
+        let mut annotations = self.annotations.clone();
+        for (i, a) in annotations.iter_mut().enumerate() {
+            let range = match self.late.iter().position(|(k, _)| *k == i) {
+                // Where its number landed (or the same number right before it).
+                Some(k) => match &landed[k] {
+                    Some(r) => r.clone(),
+                    None => {
+                        let end = moved(edits[k].end);
+                        end.saturating_sub(edits[k].text.len())..end
+                    }
+                },
+                None => {
+                    let field = |f: &str| a.get(f).and_then(Value::as_u64);
+                    match (field("start_index"), field("end_index")) {
+                        (Some(s), Some(e)) => moved(byte_of(s))..moved(byte_of(e)),
+                        _ => continue,
+                    }
+                }
+            };
+            let (start, end) = (chars_at(range.start), chars_at(range.end));
+            if a.get("start_index").is_some() {
+                a["start_index"] = json!(start);
+                a["end_index"] = json!(end);
+            } else if a.get("index").is_some() {
+                a["index"] = json!(end);
+            }
+        }
+        (text, annotations)
     }
 }
 
@@ -209,6 +288,7 @@ impl Wire for ResponsesWire {
                     char_base: None,
                     text: String::new(),
                     annotations: Vec::new(),
+                    late: Vec::new(),
                 });
                 self.parts.len() - 1
             }
@@ -233,7 +313,7 @@ impl Wire for ResponsesWire {
             "response.output_text.delta" | "response.output_text.annotation.added" => {}
             "response.output_text.done" => {
                 if let Some(i) = self.cur {
-                    v["text"] = Value::String(self.parts[i].text.clone());
+                    v["text"] = Value::String(self.parts[i].final_answer().0);
                 }
                 self.cur = None;
                 out.push(v);

@@ -612,3 +612,179 @@ async fn search_results_and_documents_in_the_request_are_the_sources_claude_cite
         .expect("request");
     assert!(sent.get("system").is_none(), "{sent}");
 }
+
+/// The recording with its text deltas re-cut into pieces of `sizes` characters (in turn) and
+/// each annotation sent `lag` deltas later, never past its part's end.
+fn recut_responses(lines: &str, sizes: &[usize], lag: usize) -> String {
+    let mut out: Vec<Value> = Vec::new();
+    let mut waiting: Vec<(usize, Value)> = Vec::new();
+    let mut turn = 0;
+    for line in lines.lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(line).expect("json");
+        match v["type"].as_str().unwrap_or_default() {
+            "response.output_text.delta" => {
+                let chars: Vec<char> = v["delta"].as_str().expect("delta").chars().collect();
+                let mut at = 0;
+                while at < chars.len() {
+                    let n = sizes[turn % sizes.len()];
+                    turn += 1;
+                    let mut piece = v.clone();
+                    piece["delta"] = json!(chars[at..(at + n).min(chars.len())]
+                        .iter()
+                        .collect::<String>());
+                    at += n;
+                    out.push(piece);
+                    for w in &mut waiting {
+                        w.0 = w.0.saturating_sub(1);
+                    }
+                    while waiting.first().is_some_and(|w| w.0 == 0) {
+                        out.push(waiting.remove(0).1);
+                    }
+                }
+            }
+            "response.output_text.annotation.added" => waiting.push((lag, v)),
+            t => {
+                if t == "response.output_text.done" {
+                    out.extend(waiting.drain(..).map(|w| w.1));
+                }
+                out.push(v);
+            }
+        }
+    }
+    out.iter().map(|v| format!("{v}\n")).collect()
+}
+
+/// The final answer of a Responses run (`response.completed`'s message, or the response
+/// object): its text, and each annotation's number, which must slice exactly `[n]` in it.
+fn final_answer(response: &Value) -> (String, Vec<u64>) {
+    let msg = response["output"]
+        .as_array()
+        .expect("output")
+        .iter()
+        .find(|o| o["type"] == "message")
+        .expect("message");
+    let text = msg["content"][0]["text"].as_str().expect("text").to_owned();
+    let mut numbers = Vec::new();
+    for a in msg["content"][0]["annotations"]
+        .as_array()
+        .expect("annotations")
+    {
+        let n = a["number"].as_u64().expect("number");
+        let cited = chars(
+            &text,
+            a["start_index"].as_u64().expect("start"),
+            a["end_index"].as_u64().expect("end"),
+        );
+        assert_eq!(cited, format!("[{n}]"), "{a}\n{text}");
+        numbers.push(n);
+    }
+    (text, numbers)
+}
+
+/// The numbers `[n]` of `text` in order of first appearance.
+fn first_appearances(text: &str) -> Vec<u64> {
+    let mut seen = Vec::new();
+    for (i, _) in text.match_indices('[') {
+        let digits: String = text[i + 1..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        if !digits.is_empty() && text[i + 1 + digits.len()..].starts_with(']') {
+            let n: u64 = digits.parse().expect("digits");
+            if !seen.contains(&n) {
+                seen.push(n);
+            }
+        }
+    }
+    seen
+}
+
+/// Issue 39: the OpenAI web-search recording with its deltas re-cut down to one character and
+/// its annotations sent later, through `POST /v1/responses`: every cited link becomes its
+/// number in the stream and in `response.completed` alike, numbers dense in first-appearance
+/// order; with a hold of 16 bytes (citations bound late) `response.completed` and the
+/// non-streamed response still carry the final text, with annotations slicing `[n]` in it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_39_responses_under_any_cutting_and_lag_give_the_final_answer() {
+    let recording = std::fs::read_to_string(shared_dir().join("fixtures/streams").join(RESPONSES))
+        .expect("recording");
+    let (h, _) = harness(None).await;
+    let cases = [
+        ("recut-1", vec![1], 0),
+        ("recut-1-3-lag-4", vec![1, 3, 2], 4),
+        ("recut-2-lag-40", vec![2], 40),
+    ];
+    for (name, sizes, lag) in &cases {
+        h.replay.insert(
+            name,
+            Script::from_chunk_lines(&recut_responses(&recording, sizes, *lag)),
+        );
+    }
+    let want_numbers: Vec<u64> = (1..=7).collect();
+    let mut finals = Vec::new();
+    for (name, _, _) in &cases {
+        for hold in [None, Some(16)] {
+            let mut body = json!({"model": name, "input": "tech news?", "stream": true});
+            if let Some(b) = hold {
+                body["citeflow"] = json!({"settings": {"max_link_hold_bytes": b}});
+            }
+            let resp = h
+                .post("/v1/responses")
+                .json(&body)
+                .send()
+                .await
+                .expect("send");
+            assert_eq!(resp.status(), 200);
+            let events = json_of(&read_sse(resp, usize::MAX).await);
+            let completed = events.last().expect("events");
+            assert_eq!(completed["type"], "response.completed", "{name}");
+            let (text, numbers) = final_answer(&completed["response"]);
+            assert_eq!(numbers.len(), 12, "{name} {hold:?}: {text}");
+            assert_eq!(
+                first_appearances(&text),
+                want_numbers,
+                "{name} {hold:?}: {text}"
+            );
+            assert!(
+                !text.contains("utm_source=openai"),
+                "{name} {hold:?}: {text}"
+            );
+            let streamed: String = events
+                .iter()
+                .filter(|e| e["type"] == "response.output_text.delta")
+                .map(|e| e["delta"].as_str().expect("delta"))
+                .collect();
+            let done = events
+                .iter()
+                .find(|e| e["type"] == "response.output_text.done")
+                .expect("done");
+            assert_eq!(done["text"].as_str(), Some(text.as_str()), "{name}");
+            if hold.is_none() {
+                // Within the hold nothing is bound late: the stream is the final answer.
+                assert_eq!(streamed, text, "{name}");
+                check_responses(&events);
+            } else {
+                assert!(streamed.contains("utm_source=openai"), "{name}: bound late");
+                // Not streamed: the same final answer.
+                body["stream"] = json!(false);
+                let object: Value = h
+                    .post("/v1/responses")
+                    .json(&body)
+                    .send()
+                    .await
+                    .expect("send")
+                    .json()
+                    .await
+                    .expect("json");
+                assert_eq!(
+                    final_answer(&object),
+                    (text.clone(), numbers.clone()),
+                    "{name}"
+                );
+            }
+            finals.push(text);
+        }
+    }
+    // The final answer depends on neither the cutting, nor the lag, nor the hold.
+    assert!(finals.windows(2).all(|w| w[0] == w[1]), "{finals:#?}");
+}

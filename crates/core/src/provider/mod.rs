@@ -58,4 +58,4 @@ pub use error::ProviderError;
 pub use frame::{FrameDecoder, Framing, Payload};
 pub use read::{Placement, ProviderCitation, ProviderEvent, Unit};
 pub use reader::{Dialect, Reader};
-pub use stream::ProviderStream;
+pub use stream::{apply_late_edits, LateEdit, ProviderStream};

@@ -20,6 +20,8 @@ use crate::source::{Source, Sources};
 mod hold;
 mod late;
 
+pub use late::{apply_late_edits, LateEdit};
+
 /// Longest payload line accepted (1 MiB).
 const MAX_LINE_BYTES: usize = 1 << 20;
 
@@ -84,15 +86,6 @@ enum Deferred {
     RwEnd,
 }
 
-/// A change to the streamed text that a late citation makes in the final text.
-#[derive(Debug, Clone)]
-struct Edit {
-    /// Output bytes replaced (`start == end`: an insertion).
-    start: usize,
-    end: usize,
-    text: String,
-}
-
 /// Reads a provider's stream (bytes, or JSON payloads) and yields the rewriter's [`Event`]s,
 /// with every provider citation registered as a source and numbered in the same append-only
 /// table as the markers in the text.
@@ -128,7 +121,7 @@ pub struct ProviderStream {
     late: VecDeque<(usize, usize, bool)>,
     /// Late citations not yet bound: bound in the order of the text (see [`late`]).
     late_queue: Vec<late::Late>,
-    edits: Vec<Edit>,
+    edits: Vec<late::LateEdit>,
     text_seen: bool,
     /// The first error: every later call refuses.
     failed: Option<String>,
@@ -455,10 +448,7 @@ impl ProviderStream {
                 Deferred::Advance(at_end) => self.advance(at_end)?,
                 Deferred::FinishPart => self.finish_part()?,
                 Deferred::FlushLate => self.flush_late()?,
-                Deferred::Boundary => {
-                    self.feed_all()?;
-                    self.rw_mut().write_boundary();
-                }
+                Deferred::Boundary => self.boundary_now()?,
                 Deferred::End => self.end_now()?,
                 Deferred::RwEnd => {
                     let r = self.rw_mut().end();
@@ -482,7 +472,17 @@ impl ProviderStream {
             self.deferred.push_back(Deferred::Boundary);
             return Ok(());
         }
-        self.feed_all()?;
+        self.boundary_now()
+    }
+
+    /// Releases the part's held text (placing the citations it holds) and the rewriter's.
+    fn boundary_now(&mut self) -> Result<(), ProviderError> {
+        let queued = self.deferred.len();
+        self.advance(true)?;
+        if self.awaiting() {
+            self.defer_next(queued, Deferred::Boundary);
+            return Ok(());
+        }
         self.rw_mut().write_boundary();
         self.drain();
         Ok(())
@@ -554,11 +554,11 @@ impl ProviderStream {
                                 .render_number(*number, source, &mut text);
                         }
                         let start = if replace { start } else { end };
-                        self.edits.push(Edit { start, end, text });
+                        self.edits.push(late::LateEdit { start, end, text });
                     }
                 }
                 Event::Done { text, .. } if !self.edits.is_empty() => {
-                    *text = Some(late::final_text(&self.out, &self.edits));
+                    *text = Some(late::apply_late_edits(&self.out, &self.edits).0);
                 }
                 _ => {}
             }

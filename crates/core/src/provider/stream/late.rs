@@ -7,7 +7,7 @@
 //! of first appearance whatever order the citations came in, unless a number for later text
 //! was shown in the stream before the citation came (a number once shown never changes).
 
-use super::{Deferred, Edit, Pending, ProviderStream};
+use super::{Deferred, Pending, ProviderStream};
 use crate::event::{CitationDetail, Event, Span};
 use crate::provider::error::ProviderError;
 
@@ -79,14 +79,35 @@ impl ProviderStream {
     }
 }
 
-/// The streamed text with the late edits made (an edit that would repeat the number right
-/// before it only removes the span it replaces).
-pub(super) fn final_text(out: &str, edits: &[Edit]) -> String {
-    let mut order: Vec<&Edit> = edits.iter().collect();
-    order.sort_by_key(|e| e.end);
+/// A late number's change to the streamed text: bytes `start..end` replaced by `text` (an
+/// insertion when `start == end`). [`ProviderStream`] makes [`Event::Done`]'s final text with
+/// these; an adapter that keeps the text of each part (the Responses API's `output_text`)
+/// makes the part's final text with [`apply_late_edits`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LateEdit {
+    /// First byte replaced.
+    pub start: usize,
+    /// The byte after the last replaced.
+    pub end: usize,
+    /// The rendered number.
+    pub text: String,
+}
+
+/// The streamed text with the late edits made, and where each edit's text landed in it
+/// (`None`: the same number right before it is shown once, and the edit only removes the span
+/// it replaces). Edits are applied in order of their end; one that overlaps an earlier one
+/// inserts its number at its end.
+pub fn apply_late_edits(
+    out: &str,
+    edits: &[LateEdit],
+) -> (String, Vec<Option<std::ops::Range<usize>>>) {
+    let mut order: Vec<usize> = (0..edits.len()).collect();
+    order.sort_by_key(|&i| edits[i].end);
+    let mut landed = vec![None; edits.len()];
     let mut text = String::with_capacity(out.len() + edits.len() * 4);
     let mut at = 0;
-    for e in order {
+    for i in order {
+        let e = &edits[i];
         if e.start >= at && e.start <= out.len() && out.is_char_boundary(e.start) {
             text.push_str(&out[at..e.start]);
             at = e.end.min(out.len());
@@ -96,9 +117,10 @@ pub(super) fn final_text(out: &str, edits: &[Edit]) -> String {
         }
         // The same number twice at one place is shown once, as in the stream.
         if !text.ends_with(&e.text) {
+            landed[i] = Some(text.len()..text.len() + e.text.len());
             text.push_str(&e.text);
         }
     }
     text.push_str(&out[at.min(out.len())..]);
-    text
+    (text, landed)
 }
