@@ -48,7 +48,9 @@ first_line() {
     return 1
 }
 
-"$TARGET_DIR/debug/examples/replay_upstream" "$SHARED/fixtures/streams" > "$WORK/upstream.out" &
+# The shared recordings, and re-timed copies of the OpenAI Responses ones (issue 39).
+"$VENV/bin/python" crates/server/tests/python/recut.py "$SHARED/fixtures/streams" "$WORK/streams"
+"$TARGET_DIR/debug/examples/replay_upstream" "$WORK/streams" > "$WORK/upstream.out" &
 PIDS+=($!)
 UPSTREAM="$(first_line "$WORK/upstream.out")"
 

@@ -114,3 +114,71 @@ def test_a_session_keeps_numbers_across_answers(client: openai.OpenAI) -> None:
     first = numbers()
     second = numbers()
     assert first and first == second
+
+
+# Issue 39: the Responses route read with the official client, under any cutting and timing.
+from recut import RECORDINGS, VARIANTS, variant_name  # noqa: E402
+
+
+def _first_appearances(text: str) -> list[int]:
+    import re
+
+    seen: list[int] = []
+    for m in re.finditer(r"\[(\d+)\]", text):
+        n = int(m.group(1))
+        if n not in seen:
+            seen.append(n)
+    return seen
+
+
+def _final_answer(client: openai.OpenAI, model: str, hold: int | None, stream: bool) -> tuple[str, list[int]]:
+    extra = {"citeflow": {"settings": {"max_link_hold_bytes": hold}}} if hold is not None else {}
+    if stream:
+        completed = None
+        deltas = ""
+        with client.responses.create(model=model, input="news?", stream=True, extra_body=extra) as s:
+            for event in s:
+                if event.type == "response.output_text.delta":
+                    deltas += event.delta
+                if event.type == "response.completed":
+                    completed = event.response
+        assert completed is not None
+        response = completed
+    else:
+        response = client.responses.create(model=model, input="news?", extra_body=extra)
+    text = response.output_text
+    numbers = []
+    message = next(o for o in response.output if o.type == "message")
+    part = message.content[0]
+    assert part.type == "output_text" and part.text == text
+    for a in part.annotations:
+        n = (a.model_extra or {})["number"]
+        assert a.type == "url_citation"
+        assert text[a.start_index : a.end_index] == f"[{n}]", (a, text)
+        numbers.append(n)
+    if stream and hold is None:
+        # Within the hold nothing is bound late: the streamed text is the final answer.
+        assert deltas == text
+    return text, numbers
+
+
+@pytest.mark.parametrize("recording", RECORDINGS)
+def test_responses_final_answer_under_any_cutting_and_lag(client: openai.OpenAI, recording: str) -> None:
+    finals = set()
+    for sizes, lag in VARIANTS:
+        model = variant_name(recording, sizes, lag)
+        for hold in (None, 16):
+            for stream in (True, False):
+                text, numbers = _final_answer(client, model, hold, stream)
+                shown = _first_appearances(text)
+                assert shown == list(range(1, len(shown) + 1)), (model, hold, text)
+                assert sorted(set(numbers)) == shown, (model, hold)
+                finals.add(text)
+    # The final answer depends on neither the cutting, the lag, the hold nor streaming.
+    assert len(finals) == 1, finals
+    (text,) = finals
+    if recording.startswith("openai"):
+        assert "utm_source=openai" not in text
+        assert _first_appearances(text) == list(range(1, 8))
+    else:
+        assert _first_appearances(text) == [1]
