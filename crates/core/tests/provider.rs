@@ -43,7 +43,12 @@ fn as_sse(jsonl: &[u8]) -> Vec<u8> {
 
 /// Every event of `bytes` fed in pieces cut at `cuts`, as JSON.
 fn run(bytes: &[u8], cuts: &[usize]) -> Vec<Value> {
-    let mut s = ProviderStream::new(Settings::default(), Sources::new(), Numbering::new());
+    run_with(&Settings::default(), bytes, cuts)
+}
+
+/// As [`run`], with `settings`.
+pub(crate) fn run_with(settings: &Settings, bytes: &[u8], cuts: &[usize]) -> Vec<Value> {
+    let mut s = ProviderStream::new(settings.clone(), Sources::new(), Numbering::new());
     let mut events = Vec::new();
     let mut at = 0;
     let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();

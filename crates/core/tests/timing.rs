@@ -7,12 +7,11 @@
 //! - In every run the final text's numbers are dense in first-appearance order, every listed
 //!   number is shown, and the streamed text never shows a number before a smaller one.
 
-use citeflow_core::provider::ProviderStream;
-use citeflow_core::{Event, Numbering, Settings, Sources};
+use citeflow_core::Settings;
 use proptest::prelude::*;
 use serde_json::Value;
 
-use crate::provider::{merge_text, recordings, run_with_store_settings};
+use crate::provider::{recordings, run_with as run, run_with_store_settings};
 
 /// What one payload of a recording is, for re-cutting and moving.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,23 +164,6 @@ fn sse(lines: &[Value]) -> Vec<u8> {
     }
     out.extend_from_slice(b"data: [DONE]\n\n");
     out
-}
-
-/// Every event of `bytes` fed in pieces cut at `cuts` (adjacent texts merged).
-fn run(settings: &Settings, bytes: &[u8], cuts: &[usize]) -> Vec<Value> {
-    let mut s = ProviderStream::new(settings.clone(), Sources::new(), Numbering::new());
-    let mut events: Vec<Event> = Vec::new();
-    let mut at = 0;
-    let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
-    cuts.sort_unstable();
-    for c in cuts.into_iter().chain([bytes.len()]) {
-        s.write(&bytes[at..c]).unwrap();
-        at = c;
-        events.extend(std::iter::from_fn(|| s.poll_event()));
-    }
-    s.end().unwrap();
-    events.extend(std::iter::from_fn(|| s.poll_event()));
-    merge_text(events)
 }
 
 /// The streamed text, the final text and the list (`number`, source id) of a run.
