@@ -788,3 +788,86 @@ async fn regression_39_responses_under_any_cutting_and_lag_give_the_final_answer
     // The final answer depends on neither the cutting, nor the lag, nor the hold.
     assert!(finals.windows(2).all(|w| w[0] == w[1]), "{finals:#?}");
 }
+
+/// The Anthropic recording with its text deltas re-cut into pieces of `size` characters and
+/// every `citations_delta` moved to the end of its content block.
+fn recut_messages(lines: &str, size: usize) -> String {
+    let mut out: Vec<Value> = Vec::new();
+    let mut waiting: Vec<Value> = Vec::new();
+    for line in lines.lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(line).expect("json");
+        match (v["type"].as_str(), v["delta"]["type"].as_str()) {
+            (Some("content_block_delta"), Some("text_delta")) => {
+                let chars: Vec<char> = v["delta"]["text"].as_str().expect("text").chars().collect();
+                for piece in chars.chunks(size) {
+                    let mut p = v.clone();
+                    p["delta"]["text"] = json!(piece.iter().collect::<String>());
+                    out.push(p);
+                }
+            }
+            (Some("content_block_delta"), Some("citations_delta")) => waiting.push(v),
+            (Some("content_block_stop"), _) => {
+                out.append(&mut waiting);
+                out.push(v);
+            }
+            _ => out.push(v),
+        }
+    }
+    out.iter().map(|v| format!("{v}\n")).collect()
+}
+
+/// Issue 39: `POST /v1/messages` gives the same text and list whatever the cutting of the text
+/// deltas and wherever in its block a citation comes, streamed and not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_39_messages_under_any_cutting_and_timing_give_the_same_answer() {
+    let recording = std::fs::read_to_string(shared_dir().join("fixtures/streams").join(MESSAGES))
+        .expect("recording");
+    let (h, _) = harness(None).await;
+    let mut answers = Vec::new();
+    for (model, size) in [
+        (MESSAGES.to_owned(), 0),
+        ("messages-recut-1".into(), 1),
+        ("messages-recut-3".into(), 3),
+    ] {
+        if size > 0 {
+            h.replay.insert(
+                &model,
+                Script::from_chunk_lines(&recut_messages(&recording, size)),
+            );
+        }
+        let body = json!({"model": model, "max_tokens": 100, "stream": true,
+            "messages": [{"role": "user", "content": "tech news?"}]});
+        let resp = h
+            .post("/v1/messages")
+            .json(&body)
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(resp.status(), 200);
+        let events = json_of(&read_sse(resp, usize::MAX).await);
+        let (text, n) = check_messages(&events);
+        let shown = first_appearances(&text);
+        assert_eq!(shown, (1..=n as u64).collect::<Vec<_>>(), "{model}: {text}");
+        let mut body = body;
+        body["stream"] = json!(false);
+        let msg: Value = h
+            .post("/v1/messages")
+            .json(&body)
+            .send()
+            .await
+            .expect("send")
+            .json()
+            .await
+            .expect("json");
+        let joined: String = msg["content"]
+            .as_array()
+            .expect("content")
+            .iter()
+            .filter(|c| c["type"] == "text")
+            .map(|c| c["text"].as_str().expect("text"))
+            .collect();
+        assert_eq!(joined, text, "{model}: not streamed");
+        answers.push((text, n));
+    }
+    assert!(answers.windows(2).all(|w| w[0] == w[1]), "{answers:#?}");
+}
