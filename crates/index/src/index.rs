@@ -1,7 +1,9 @@
 //! [`Index`]: the tantivy index of book passages.
 
 use std::collections::{BTreeMap, HashMap};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tantivy::collector::TopDocs;
@@ -214,7 +216,9 @@ impl Index {
 
     /// Keeps a copy of a book's `.epub` file with the index (in `epub/<book_key>.epub` of
     /// the directory, or in memory), so the book can be opened again at a cited place
-    /// ([`Index::epub`]). Replaces an earlier copy; the file is written whole, then renamed.
+    /// ([`Index::epub`]). Replaces an earlier copy; the file is written whole under a
+    /// temporary name of its own in the same folder, then renamed, so a reader, or another
+    /// writer of the same book, never sees a part of it.
     ///
     /// # Errors
     ///
@@ -233,9 +237,22 @@ impl Index {
             reason: format!("{}: {e}", file.display()),
         };
         std::fs::create_dir_all(dir.join(EPUB_DIR)).map_err(write_err)?;
-        let tmp = file.with_extension("epub.tmp");
-        std::fs::write(&tmp, bytes).map_err(write_err)?;
-        std::fs::rename(&tmp, &file).map_err(write_err)
+        // A temporary name of this call's own in the same folder: writers of the same book at
+        // once (threads, or processes sharing the index) each rename a whole file of their
+        // own, and the last rename wins. One shared name let a writer rename the file another
+        // was still writing, and the other's rename then found nothing (issue 38).
+        static WRITES: AtomicU64 = AtomicU64::new(0);
+        let n = WRITES.fetch_add(1, Ordering::Relaxed);
+        let tmp = file.with_extension(format!("epub.{}-{n}.tmp", std::process::id()));
+        let written = std::fs::File::create(&tmp).and_then(|mut f| {
+            f.write_all(bytes)?;
+            f.sync_all()
+        });
+        if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, &file)) {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(write_err(e));
+        }
+        Ok(())
     }
 
     /// The copy of a book's `.epub` file kept by [`Index::keep_epub`], or `None` if there is

@@ -183,3 +183,41 @@ fn a_book_file_is_kept_with_the_index_and_read_back() {
     memory.keep_epub(&key, &bytes).unwrap();
     assert_eq!(memory.epub(&key).unwrap().as_deref(), Some(&bytes[..]));
 }
+
+// https://github.com/citeflow/citeflow/issues/38
+#[test]
+fn regression_38_writers_of_one_book_file_at_once_each_write_it_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = book_bytes("wasteland.epub");
+    let key = passages("wasteland.epub")[0].book_key.clone();
+    // Two handles, as two processes sharing the directory would have; eight writers each,
+    // every one writing a different version of the file.
+    let handles = [
+        Index::open_or_create(dir.path()).unwrap(),
+        Index::open_or_create(dir.path()).unwrap(),
+    ];
+    let version = |i: usize| {
+        let mut b = bytes.clone();
+        b.push(u8::try_from(i).unwrap());
+        b
+    };
+    std::thread::scope(|s| {
+        let writers: Vec<_> = (0..16)
+            .map(|i| {
+                let (index, key, b) = (&handles[i % 2], &key, version(i));
+                s.spawn(move || (0..5).try_for_each(|_| index.keep_epub(key, &b)))
+            })
+            .collect();
+        for w in writers {
+            assert_eq!(w.join().unwrap(), Ok(()));
+        }
+    });
+    // One whole version is kept, and no temporary file is left beside it.
+    let kept = handles[0].epub(&key).unwrap().unwrap();
+    assert!((0..16).any(|i| kept[..] == version(i)[..]), "a mixed file");
+    let files: Vec<String> = std::fs::read_dir(dir.path().join("epub"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(files, [format!("{key}.epub")]);
+}

@@ -1,8 +1,9 @@
 //! [`Library`]: the book index a server answers from (`citeflow-index`), behind a lock, with
 //! a cache of opened books and a bounded pool of uploads being read ([`Ingest`]). Its calls
 //! block: the routes (`books.rs`) run them in `spawn_blocking`. Searches share a read lock;
-//! adding a book takes the write lock only for the index write, after the book was read and
-//! cut. Errors are [`LibraryError`] (in `error.rs`, which answers them as an `ApiError`).
+//! adding a book takes the write lock only for the index writes (its passages, then its kept
+//! file), after the book was read and cut, and looks the book up again under it, so
+//! uploads of one book at once add it once. Errors are [`LibraryError`] (in `error.rs`, which answers them as an `ApiError`).
 
 use std::path::Path as FsPath;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -192,9 +193,12 @@ impl Library {
         } else {
             owned_book_key(owner, id, title)
         };
-        let current = self.read().fingerprint(&key)?;
-        let added = current.as_deref() != Some(print.as_str());
-        if added {
+        let held = |index: &Index| -> Result<bool, LibraryError> {
+            Ok(index.fingerprint(&key)?.as_deref() == Some(print.as_str()))
+        };
+        let passages = if held(&self.read())? {
+            None
+        } else {
             let mut passages =
                 BookPassage::from_book_checked(&book, &settings, &mut |p| job.check(p))
                     .ok_or_else(|| job.stopped("cutting it into passages"))?;
@@ -202,12 +206,19 @@ impl Library {
             if passages.is_empty() {
                 return Err(LibraryError::NoText);
             }
-            self.index
-                .write()
-                .unwrap_or_else(|e| e.into_inner())
-                .add_book(&passages, &print)?;
-        }
-        let index = self.read();
+            Some(passages)
+        };
+        // The writes, under the write lock: the book's passages and its kept file. Another
+        // upload of the same book may have added it while this one was cut (issue 38): it is
+        // looked up again here, so one upload adds it and the others find it.
+        let mut index = self.index.write().unwrap_or_else(|e| e.into_inner());
+        let added = match passages {
+            Some(passages) if !held(&index)? => {
+                index.add_book(&passages, &print)?;
+                true
+            }
+            _ => false,
+        };
         if added || index.epub(&key)?.is_none() {
             index.keep_epub(&key, bytes)?;
         }

@@ -781,3 +781,89 @@ async fn a_cited_passage_opens_its_chapter_with_the_passage_marked() {
         (404, &json!("book_not_found"))
     );
 }
+
+/// Twenty uploads of one book at once, with `ingests` read at a time: each answers 200 or
+/// 201 with the same book, exactly one adds it, and the index (opened afresh from its
+/// directory) holds it once, with its file kept whole and no temporary file left.
+async fn same_book_uploaded_at_once(ingests: usize) {
+    const UPLOADS: usize = 20;
+    let dir = tempfile::tempdir().expect("tempdir");
+    build_index(dir.path(), &[ALICE]);
+    let h = Harness::with(
+        |s| {
+            s.with_index(dir.path())
+                .with_limits(limits(|l| l.max_concurrent_ingests = ingests))
+        },
+        Arc::new(MemoryStore::new()),
+    )
+    .await;
+    let bytes = epub(KUSAMAKURA);
+    let uploads = (0..UPLOADS).map(|_| {
+        h.post("/v1/books")
+            .header("content-type", "application/epub+zip")
+            .body(bytes.clone())
+            .send()
+    });
+    let mut answers = Vec::new();
+    for r in futures_util::future::join_all(uploads).await {
+        let r = r.expect("send");
+        let status = r.status().as_u16();
+        let v: Value = r.json().await.expect("json");
+        answers.push((status, v));
+    }
+    let statuses: Vec<u16> = answers.iter().map(|(s, _)| *s).collect();
+    assert!(
+        statuses.iter().all(|s| *s == 200 || *s == 201),
+        "ingests {ingests}: statuses {statuses:?}, answers {answers:?}"
+    );
+    let added: Vec<&Value> = answers
+        .iter()
+        .filter(|(_, v)| v["added"] == json!(true))
+        .map(|(_, v)| v)
+        .collect();
+    assert_eq!(added.len(), 1, "ingests {ingests}: statuses {statuses:?}");
+    assert_eq!(statuses.iter().filter(|s| **s == 201).count(), 1);
+    let key = added[0]["key"].as_str().expect("key").to_owned();
+    let passages = added[0]["passages"].as_u64().expect("passages");
+    assert!(passages > 10);
+    for (status, v) in &answers {
+        assert_eq!(
+            (
+                v["key"].as_str(),
+                v["passages"].as_u64(),
+                v["added"] == json!(true)
+            ),
+            (Some(key.as_str()), Some(passages), *status == 201),
+            "{v}"
+        );
+    }
+
+    // The server lists it once, beside the book it had.
+    let listed = books_of(&h).await;
+    let keys: Vec<&str> = listed.iter().filter_map(|b| b["key"].as_str()).collect();
+    assert_eq!(keys.iter().filter(|k| **k == key).count(), 1, "{keys:?}");
+    assert_eq!(listed.len(), 2, "{keys:?}");
+
+    // The index on disk: the book's passages once, its file whole, nothing temporary left.
+    drop(h);
+    let index = Index::open_or_create(dir.path()).expect("index");
+    let books = index.books().expect("books");
+    let book = books.iter().find(|b| b.key == key).expect("the book");
+    assert_eq!(book.passages as u64, passages);
+    let alice = books.iter().find(|b| b.key != key).expect("alice");
+    assert_eq!(index.len(), passages + alice.passages as u64);
+    assert_eq!(index.epub(&key).expect("read").as_deref(), Some(&bytes[..]));
+    let mut files: Vec<String> = std::fs::read_dir(dir.path().join("epub"))
+        .expect("epub dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(files, [format!("{key}.epub")]);
+}
+
+// https://github.com/citeflow/citeflow/issues/38
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn regression_38_one_book_uploaded_twenty_times_at_once_is_added_once() {
+    same_book_uploaded_at_once(2).await;
+    same_book_uploaded_at_once(20).await;
+}
