@@ -3,7 +3,7 @@
 # builds citeflow with the local model and starts `citeflow serve` with no upstream: the real
 # SmolLM2 model in llama.cpp, the sample books, the web page) on a free loopback port, then
 # headless Chromium asks a question about a sample book on the page
-# (crates/server/tests/browser/main.test.mjs) and saves docs/screenshots/local-model.png.
+# (crates/server/tests/browser/main.test.mjs) and saves target/screenshots/local-model.png (CITEFLOW_BLESS=1: docs/screenshots/).
 #
 # The data dir is kept in the target directory (main-command-data), so a second run reuses the
 # model, the book index and the database; the model is seeded from target/models (where
@@ -63,4 +63,6 @@ if [ "$status" -ne 0 ]; then
   tail -n 60 "$work/run.err" >&2 || true
   exit "$status"
 fi
-ls -l docs/screenshots/local-model.png
+shots="${CARGO_TARGET_DIR:-target}/screenshots"
+[ -z "${CITEFLOW_BLESS:-}" ] || shots=docs/screenshots
+ls -l "$shots"/local-model.png

@@ -4,7 +4,8 @@
 # replaying OpenAI-style upstream (crates/server/tests/browser/upstream.mjs), both on free
 # loopback ports, started here and stopped by a trap; citeflow serve gets a fresh book index
 # with a fixture EPUB ingested at start-up (--index, --book). The tests save screenshots into
-# docs/screenshots/.
+# target/screenshots/ (CITEFLOW_BLESS=1: into docs/screenshots/, the docs' copies; review and
+# commit them).
 #
 # Installs what is missing: Debian's chromium and a CJK font (fonts-wqy-microhei, so Japanese
 # and Chinese render in the screenshots) with apt-get, and the test project's npm packages
@@ -66,4 +67,6 @@ if [ "$status" -ne 0 ]; then
   tail -n 50 "$work/serve.err" >&2 || true
   exit "$status"
 fi
-ls -l docs/screenshots/*.png
+shots="${CARGO_TARGET_DIR:-target}/screenshots"
+[ -z "${CITEFLOW_BLESS:-}" ] || shots=docs/screenshots
+ls -l "$shots"/*.png

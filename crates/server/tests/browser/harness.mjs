@@ -18,7 +18,11 @@ import { startUpstream, sharedDir } from "./upstream.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const root = resolve(here, "../../../..");
-export const screenshots = join(root, "docs/screenshots");
+// Screenshots go under target/ (CARGO_TARGET_DIR); the docs' copies change only through an
+// explicit bless: CITEFLOW_BLESS=1 writes them to docs/screenshots/ (review and commit).
+export const screenshots = process.env.CITEFLOW_BLESS
+  ? join(root, "docs/screenshots")
+  : join(process.env.CARGO_TARGET_DIR ?? join(root, "target"), "screenshots");
 export const executablePath = process.env.CITEFLOW_CHROMIUM ?? "/usr/bin/chromium";
 export const citeflowBin =
   process.env.CITEFLOW_BIN ?? join(process.env.CARGO_TARGET_DIR ?? join(root, "target"), "debug/citeflow");
