@@ -132,11 +132,11 @@ cargo test -p citeflow-store-redis --no-run
 step_done "build (reused when up to date)"
 # fault:: kills a standalone Redis of its own (scripts/test-redis.sh runs it); failover::
 # runs apart below, so its failover time is not stretched by the other tests' load.
-cargo test -p citeflow-store-redis "$@" -- --skip fault:: --skip failover:: --skip stress::
+cargo test -p citeflow-store-redis "$@" -- --include-ignored --skip fault:: --skip failover:: --skip stress::
 step_done "tests on the cluster"
 # Alone, so the allocations/s it prints are not shared with the other tests.
-cargo test -p citeflow-store-redis "$@" -- stress:: --nocapture
+cargo test -p citeflow-store-redis "$@" -- --include-ignored stress:: --nocapture
 step_done "allocation stress test"
-cargo test -p citeflow-store-redis "$@" -- failover:: --nocapture
+cargo test -p citeflow-store-redis "$@" -- --include-ignored failover:: --nocapture
 step_done "failover tests (own clusters)"
 print_time "total" "$T0"

@@ -55,4 +55,5 @@ echo "redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/') on 12
 export CITEFLOW_TEST_REDIS_URL="redis://127.0.0.1:$PORT/0"
 # The two-server test runs the real binary.
 cargo build -p citeflow-cli
-cargo test -p citeflow-store-redis "$@"
+# The tests are #[ignore]d where no Redis is given (a plain `cargo test` lists them as ignored).
+cargo test -p citeflow-store-redis "$@" -- --include-ignored

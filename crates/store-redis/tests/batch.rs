@@ -47,6 +47,7 @@ async fn allocate_at_once(store: Arc<dyn Store>) -> Vec<HashMap<String, u32>> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a Redis: CITEFLOW_TEST_REDIS_URL (scripts/test-redis.sh starts one)"]
 async fn concurrent_allocations_share_script_calls() {
     if redis_url("concurrent_allocations_share_script_calls").is_none() {
         return;
@@ -91,6 +92,7 @@ async fn concurrent_allocations_share_script_calls() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a Redis: CITEFLOW_TEST_REDIS_URL (scripts/test-redis.sh starts one)"]
 async fn concurrent_appends_share_script_calls_and_keep_their_own_answers() {
     use citeflow_store::{StoreError, StoredEvent, StreamRecord, StreamStatus};
     if redis_url("concurrent_appends_share_script_calls_and_keep_their_own_answers").is_none() {

@@ -7,6 +7,7 @@ use citeflow_store::conformance;
 use crate::support::{fresh_prefix, redis_url, store};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a Redis: CITEFLOW_TEST_REDIS_URL (scripts/test-redis.sh starts one)"]
 async fn redis_store_passes_the_conformance_suite() {
     let Some(url) = redis_url("redis_store_passes_the_conformance_suite") else {
         return;
@@ -16,6 +17,7 @@ async fn redis_store_passes_the_conformance_suite() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a Redis: CITEFLOW_TEST_REDIS_URL (scripts/test-redis.sh starts one)"]
 async fn redis_store_with_one_script_per_call_passes_the_conformance_suite() {
     let Some(url) = redis_url("redis_store_with_one_script_per_call_passes_the_conformance_suite")
     else {

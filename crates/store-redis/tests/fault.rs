@@ -31,6 +31,7 @@ fn store(url: &str) -> RedisStore {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a Redis: CITEFLOW_TEST_REDIS_URL (scripts/test-redis.sh starts one)"]
 async fn redis_killed_mid_stream_gives_clear_errors_and_resumes_without_renumbering() {
     if redis_url("redis_killed_mid_stream_gives_clear_errors_and_resumes_without_renumbering")
         .is_none()

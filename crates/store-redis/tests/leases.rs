@@ -29,6 +29,7 @@ fn server(url: &str, prefix: &str, name: Option<&str>) -> RedisStore {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a Redis: CITEFLOW_TEST_REDIS_URL (scripts/test-redis.sh starts one)"]
 async fn running_streams_leave_out_streams_of_live_servers() {
     let Some(url) = redis_url("running_streams_leave_out_streams_of_live_servers") else {
         return;
@@ -58,6 +59,7 @@ async fn running_streams_leave_out_streams_of_live_servers() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a Redis: CITEFLOW_TEST_REDIS_URL (scripts/test-redis.sh starts one)"]
 async fn a_server_restarted_under_its_name_finds_its_streams_at_once() {
     let Some(url) = redis_url("a_server_restarted_under_its_name_finds_its_streams_at_once") else {
         return;

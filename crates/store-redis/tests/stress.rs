@@ -14,6 +14,7 @@ const REQUESTS_PER_TASK: usize = 150;
 const KEYS: usize = 500;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a Redis: CITEFLOW_TEST_REDIS_URL (scripts/test-redis.sh starts one)"]
 async fn concurrent_allocations_from_several_servers_never_repeat_or_renumber() {
     let Some(url) =
         redis_url("concurrent_allocations_from_several_servers_never_repeat_or_renumber")

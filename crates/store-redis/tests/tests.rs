@@ -1,5 +1,6 @@
 //! Integration tests of citeflow-store-redis. They need a Redis: `CITEFLOW_TEST_REDIS_URL`
-//! (scripts/test-redis.sh starts one); without it each test prints a notice and passes.
+//! (scripts/test-redis.sh starts one and runs them with `--include-ignored`); without it `cargo
+//! test` lists them as ignored, "needs a Redis".
 
 mod batch;
 mod conformance;
