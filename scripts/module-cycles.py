@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
-"""Import circles between the top-level modules of each crate (issue 19 §3).
+"""Import circles between the modules of each crate (issue 19 §3), nested ones too (issue 37).
 
 A module is `src/<name>.rs` or `src/<name>/mod.rs`, with its child files under `src/<name>/`
 (children may use their parent's items: quinn-proto's `connection/*` style). An edge a -> b is a
 `crate::b` path in a's files (use lines and inline paths; `#[cfg(test)] mod tests` left out).
-Prints each crate's module and edge counts and any cycle (a strongly connected component of
-more than one module), and exits 1 when a cycle is not in the allowed list.
+Inside a module with a directory (`src/provider/`), its children are checked the same way: an
+edge a -> b between two children of `provider` is a path to `provider::b` in a's files
+(`super::b`, `super::super::b` from a grandchild, `crate::provider::b`); a child's use of its
+parent's own items is not an edge. Prints each crate's module and edge counts and any cycle (a
+strongly connected component of more than one module), nested ones named `parent/child`, and
+exits 1 when a cycle is not in the allowed list.
 
     python3 scripts/module-cycles.py [--allow "crate:a b c"]... [crates/*/src ...]
 """
@@ -35,6 +39,68 @@ def graph_of(src: pathlib.Path) -> dict[str, list[str]]:
                 deps.update(re.findall(r"(?:^|[,{\s])([a-z_0-9]+)::", g.group(1)))
         graph[m] = sorted(d for d in deps if d in mods and d != m)
     return graph
+
+
+def module_path(src: pathlib.Path, f: pathlib.Path) -> list[str]:
+    parts = list(f.relative_to(src).with_suffix("").parts)
+    if parts[-1] == "mod":
+        parts.pop()
+    return parts
+
+
+def refs(path: list[str], text: str) -> set[tuple[str, ...]]:
+    """Module paths (absolute, from the crate root) that `text`, in module `path`, names."""
+    out: set[tuple[str, ...]] = set()
+    for m in re.finditer(r"\b((?:crate|super|self)(?:::(?:super|[a-z_0-9]+))*)::(\{[^;]*?\}|[A-Za-z_0-9]+)", text, re.S):
+        head, tail = m.group(1).split("::"), m.group(2)
+        if head[0] == "crate":
+            base, rest = [], head[1:]
+        else:
+            base = path[:-1] if head[0] == "super" else list(path)
+            rest = head[1:]
+            while rest and rest[0] == "super":
+                base, rest = base[:-1], rest[1:]
+        base = base + [r for r in rest if r != "super"]
+        if tail.startswith("{"):
+            names = re.findall(r"(?:^|[,{\s])([a-z_0-9]+)\s*(?=::|,|\}|$)", tail)
+        else:
+            names = [tail]
+        for n in names:
+            out.add(tuple(base + [n]))
+        if base:
+            out.add(tuple(base))
+    return out
+
+
+def nested_graphs(src: pathlib.Path) -> dict[str, dict[str, list[str]]]:
+    """For each module with a directory, the graph between its children."""
+    files = [f for f in src.rglob("*.rs")]
+    texts = {}
+    for f in files:
+        text = re.split(r"#\[cfg\(test\)\]\s*mod tests", f.read_text())[0]
+        texts[f] = re.sub(r"//.*", "", text)
+    out = {}
+    for d in sorted(p for p in src.rglob("*") if p.is_dir()):
+        parent = list(d.relative_to(src).parts)
+        children = {p.stem for p in d.glob("*.rs") if p.stem != "mod"}
+        children |= {c.name for c in d.iterdir() if c.is_dir() and (c / "mod.rs").exists()}
+        if len(children) < 2:
+            continue
+        graph: dict[str, set[str]] = {c: set() for c in children}
+        for f, text in texts.items():
+            path = module_path(src, f)
+            if path[: len(parent)] != parent or len(path) <= len(parent):
+                continue
+            child = path[len(parent)]
+            if child not in children:
+                continue
+            for r in refs(path, text):
+                if list(r[: len(parent)]) == parent and len(r) > len(parent):
+                    other = r[len(parent)]
+                    if other in children and other != child:
+                        graph[child].add(other)
+        out["/".join(parent)] = {c: sorted(v) for c, v in graph.items()}
+    return out
 
 
 def cycles(graph: dict[str, list[str]]) -> list[list[str]]:
@@ -93,7 +159,12 @@ def main() -> int:
         name = src.parent.name
         g = graph_of(src)
         cs = cycles(g)
-        line = f"{name}: {len(g)} modules, {sum(map(len, g.values()))} edges"
+        nested = nested_graphs(src)
+        for parent, ng in nested.items():
+            cs += [[f"{parent}/{m}" for m in c] for c in cycles(ng)]
+        inner = sum(len(ng) for ng in nested.values())
+        line = (f"{name}: {len(g)} modules, {sum(map(len, g.values()))} edges"
+                f" ({inner} nested in {len(nested)} parents)")
         for c in cs:
             key = f"{name}:{' '.join(c)}"
             if key in allowed:

@@ -4,8 +4,8 @@
 
 use serde_json::Value;
 
+use super::json::{arr, obj, opt_str, opt_u64, shape, str_field, Problem, ReadResult};
 use super::read::{document_source, url_source, Placement, ProviderCitation, ProviderEvent};
-use super::reader::{arr, obj, opt_str, opt_u64, shape, str_field, Problem, ReadResult};
 use crate::source::{Locator, Source};
 
 /// Messages stream state.

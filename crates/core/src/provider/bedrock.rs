@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 
+use super::json::{arr, obj, opt_str, opt_u64, shape, Problem, ReadResult};
 use super::read::{document_source, url_source, Placement, ProviderCitation, ProviderEvent};
-use super::reader::{arr, obj, opt_str, opt_u64, shape, Problem, ReadResult};
 
 /// ConverseStream state.
 #[derive(Debug, Clone, Default)]

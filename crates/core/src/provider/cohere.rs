@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 
+use super::json::{arr, opt_str, opt_u64, shape, str_field, Problem, ReadResult};
 use super::read::{url_source, Placement, ProviderCitation, ProviderEvent, Unit};
-use super::reader::{arr, opt_str, opt_u64, shape, str_field, Problem, ReadResult};
 use crate::source::Source;
 
 /// Cohere stream state.

@@ -44,6 +44,7 @@ mod error;
 mod frame;
 mod gemini;
 mod gemini_interactions;
+mod json;
 #[cfg(test)]
 mod jsonl_tests;
 mod link;

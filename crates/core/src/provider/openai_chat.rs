@@ -4,8 +4,8 @@
 
 use serde_json::Value;
 
+use super::json::{arr, obj, opt_str, opt_u64, shape, Problem, ReadResult};
 use super::read::{url_source, Placement, ProviderCitation, ProviderEvent, Unit};
-use super::reader::{arr, obj, opt_str, opt_u64, shape, Problem, ReadResult};
 
 /// Chat stream state.
 #[derive(Debug, Clone, Default)]

@@ -4,8 +4,8 @@
 
 use serde_json::Value;
 
+use super::json::{arr, obj, opt_str, opt_u64, str_field, Problem, ReadResult};
 use super::read::{url_source, Placement, ProviderCitation, ProviderEvent, Unit};
-use super::reader::{arr, obj, opt_str, opt_u64, str_field, Problem, ReadResult};
 use crate::source::Source;
 
 /// Responses stream state.

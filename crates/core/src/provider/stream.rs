@@ -7,9 +7,10 @@ use serde_json::Value;
 
 use super::error::ProviderError;
 use super::frame::{FrameDecoder, Framing};
+use super::json::keys_of;
 use super::link;
 use super::read::{Placement, ProviderCitation, ProviderEvent};
-use super::reader::{keys_of, Dialect, Reader};
+use super::reader::{Dialect, Reader};
 use super::units::{byte_index, position};
 use crate::event::{CitationDetail, Event, Span};
 use crate::numbering::Numbering;
