@@ -203,7 +203,9 @@ pub enum ApiError {
     /// The upstream answer cannot be read.
     #[error("the upstream answer is malformed: {0}")]
     UpstreamMalformed(String),
-    /// The store cannot be reached.
+    /// The store cannot be reached or cannot take writes now (full disk, read-only or
+    /// locked file, Redis out of memory or read-only): 503 `store_unavailable` with a
+    /// `Retry-After` header.
     #[error("the store is unavailable, retry later")]
     StoreUnavailable,
     /// Anything else (the cause is logged).
@@ -338,12 +340,23 @@ pub(crate) fn envelope(
     serde_json::json!({"error": {"code": code, "message": message, "type": kind, "param": param}})
 }
 
+/// The `Retry-After` of a `store_unavailable` answer, in seconds: about as long as `/readyz`
+/// keeps its write probe's answer.
+pub(crate) const STORE_RETRY_AFTER_SECS: u64 = 1;
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         if let ApiError::Internal(cause) = &self {
             tracing::error!(%cause, "internal error");
         }
-        (self.status(), axum::Json(self.to_json())).into_response()
+        let mut response = (self.status(), axum::Json(self.to_json())).into_response();
+        if let ApiError::StoreUnavailable = self {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from(STORE_RETRY_AFTER_SECS),
+            );
+        }
+        response
     }
 }
 

@@ -154,10 +154,11 @@ async fn healthz() -> impl IntoResponse {
 /// How long `/readyz` waits for the store (and the upstream) before calling it down.
 const READYZ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// `GET /readyz`: 200 when the store answers (and, with `readyz_upstream`, the upstream's
-/// `GET /models` answers below 500) within 2 s, else 503; the body names each check.
+/// `GET /readyz`: 200 when the store answers a read and takes a small write (its write
+/// probe, whose answer is kept for a second) and, with `readyz_upstream`, the upstream's
+/// `GET /models` answers below 500, each within 2 s; else 503. The body names each check.
 async fn readyz(State(state): State<AppState>) -> Response {
-    let store = match tokio::time::timeout(READYZ_TIMEOUT, state.store.stream("readyz-probe")).await
+    let read = match tokio::time::timeout(READYZ_TIMEOUT, state.store.stream("readyz-probe")).await
     {
         Ok(Ok(_) | Err(StoreError::NotFound { .. })) => Ok(()),
         Ok(Err(e)) => Err(e.to_string()),
@@ -165,6 +166,15 @@ async fn readyz(State(state): State<AppState>) -> Response {
             "no answer within {} ms",
             READYZ_TIMEOUT.as_millis()
         )),
+    };
+    let store = match read {
+        Ok(()) => {
+            state
+                .write_probe
+                .check(state.store.as_ref(), READYZ_TIMEOUT)
+                .await
+        }
+        Err(e) => Err(e),
     };
     let upstream = if state.settings.readyz_upstream {
         let url = format!("{}/models", state.settings.upstream);

@@ -28,6 +28,8 @@ pub struct AppState {
     pub(crate) unrecorded: Arc<Unrecorded>,
     /// Answers running per key.
     pub(crate) quota: Arc<StreamQuota>,
+    /// The last answer of the store's write probe (`/readyz`).
+    pub(crate) write_probe: Arc<WriteProbe>,
     shutdown_tx: Arc<watch::Sender<bool>>,
 }
 
@@ -83,6 +85,7 @@ impl AppState {
             shutdown: rx,
             unrecorded: Arc::new(Unrecorded::default()),
             quota: Arc::new(StreamQuota::default()),
+            write_probe: Arc::new(WriteProbe::default()),
             shutdown_tx: Arc::new(tx),
         })
     }
@@ -108,6 +111,40 @@ impl AppState {
 impl FromRef<AppState> for Arc<ServerSettings> {
     fn from_ref(state: &AppState) -> Self {
         Arc::clone(&state.settings)
+    }
+}
+
+/// How long `/readyz` keeps the answer of the store's write probe.
+pub(crate) const WRITE_PROBE_TTL: Duration = Duration::from_secs(1);
+
+/// The store's write probe ([`Store::probe_write`]) as `/readyz` runs it: at most one probe
+/// at a time, its answer kept for [`WRITE_PROBE_TTL`], so that frequent checks cost the store
+/// one small write a second.
+#[derive(Default)]
+pub(crate) struct WriteProbe {
+    last: tokio::sync::Mutex<Option<(std::time::Instant, Result<(), String>)>>,
+}
+
+impl WriteProbe {
+    /// Whether the store takes writes: the kept answer while it is fresh, else a new probe
+    /// (given `timeout` to answer).
+    pub(crate) async fn check(&self, store: &dyn Store, timeout: Duration) -> Result<(), String> {
+        let mut last = self.last.lock().await;
+        if let Some((at, answer)) = last.as_ref() {
+            if at.elapsed() < WRITE_PROBE_TTL {
+                return answer.clone();
+            }
+        }
+        let answer = match tokio::time::timeout(timeout, store.probe_write(now_ms())).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(format!("cannot write: {e}")),
+            Err(_) => Err(format!(
+                "a write was not taken within {} ms",
+                timeout.as_millis()
+            )),
+        };
+        *last = Some((std::time::Instant::now(), answer.clone()));
+        answer
     }
 }
 

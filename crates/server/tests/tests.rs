@@ -16,5 +16,6 @@ mod recorded;
 mod resume;
 mod settings_patch;
 mod store_failure;
+mod store_full;
 mod support;
 mod tenancy;

@@ -408,9 +408,12 @@ impl Client {
     }
 }
 
-/// Whether an error means Redis cannot be reached or cannot serve now (retry later).
+/// Whether an error means Redis cannot be reached or cannot serve now (retry later): among
+/// them a server past its `maxmemory` (error code `OOM`) and a replica or a demoted
+/// primary (`READONLY`).
 pub(crate) fn is_unavailable(e: &RedisError) -> bool {
-    e.is_io_error()
+    e.code() == Some("OOM")
+        || e.is_io_error()
         || e.is_timeout()
         || e.is_connection_dropped()
         || e.is_connection_refusal()

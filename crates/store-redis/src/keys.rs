@@ -101,6 +101,11 @@ impl Keys {
         self.tagged('o', owner, "sessions")
     }
 
+    /// The key [`Store::probe_write`](citeflow_store::Store::probe_write) sets.
+    pub(crate) fn probe(&self) -> String {
+        format!("{}:probe", self.prefix)
+    }
+
     pub(crate) fn running(&self) -> String {
         format!("{}:running", self.prefix)
     }

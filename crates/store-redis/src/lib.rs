@@ -7,7 +7,9 @@
 //! lazily and reconnects by itself. Number allocation is one Lua script (look the key up, else
 //! `INCR` the counter and record both directions), each stream's events are a Redis Stream
 //! whose entry ids are the event ids (`n-0`), and every key of a session or of a stream carries
-//! one hash tag, so it lives in one Cluster slot. Redis being unreachable is
+//! one hash tag, so it lives in one Cluster slot. Redis being unreachable, or refusing writes
+//! for now (`OOM` past its `maxmemory`, `READONLY` on a replica or a demoted primary,
+//! `LOADING`, `TRYAGAIN`, `CLUSTERDOWN`, `MASTERDOWN`), is
 //! [`citeflow_store::StoreError::Unavailable`].
 //!
 //! ```no_run

@@ -312,6 +312,16 @@ impl RedisStore {
 
 #[async_trait]
 impl Store for RedisStore {
+    /// `SET` of a key of its own (`PREFIX:probe`), expiring after a minute.
+    async fn probe_write(&self, now_ms: u64) -> Result<(), StoreError> {
+        let mut set = redis::cmd("SET");
+        set.arg(self.inner.keys.probe())
+            .arg(now_ms)
+            .arg("PX")
+            .arg(60_000);
+        self.query::<()>(&set).await
+    }
+
     async fn create_session(&self, session: SessionRecord) -> Result<(), StoreError> {
         let mut c = self.conn().await?;
         let ok: i64 = self

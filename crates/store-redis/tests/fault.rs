@@ -11,7 +11,7 @@ use citeflow_store::{
 use citeflow_store_redis::{RedisSettings, RedisStore};
 use futures_util::StreamExt;
 
-use crate::support::{redis_url, OwnRedis};
+use crate::support::{cli, redis_url, OwnRedis};
 
 fn ev(id: u64) -> StoredEvent {
     StoredEvent {
@@ -163,4 +163,71 @@ async fn redis_killed_mid_stream_gives_clear_errors_and_resumes_without_renumber
         .collect()
         .await;
     assert_eq!(all, (1..=6).collect::<Vec<u64>>());
+}
+
+/// Whether `r` is `StoreError::Unavailable` naming Redis's `OOM` answer.
+fn is_oom(r: &Result<(), StoreError>) -> bool {
+    matches!(r, Err(StoreError::Unavailable(m)) if m.contains("OOM"))
+}
+
+// https://github.com/citeflow/citeflow/issues/38
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a Redis: CITEFLOW_TEST_REDIS_URL (scripts/test-redis.sh starts one)"]
+async fn regression_38_redis_past_maxmemory_refuses_writes_as_unavailable_and_recovers() {
+    if redis_url("regression_38_redis_past_maxmemory_refuses_writes_as_unavailable_and_recovers")
+        .is_none()
+    {
+        return;
+    }
+    let redis = OwnRedis::start();
+    let s = store(&redis.url());
+    let record = |id: &str| StreamRecord {
+        id: id.into(),
+        owner: "o".into(),
+        session_id: None,
+        status: StreamStatus::Running,
+        created_ms: 1,
+    };
+    s.create_stream(record("before")).await.expect("create");
+    s.append_events("before", vec![ev(1), ev(2)])
+        .await
+        .expect("append");
+    assert_eq!(s.probe_write(1).await, Ok(()));
+
+    // Past maxmemory, with nothing to evict: every write is refused with OOM.
+    let config = |v: &str| {
+        let set = ["config", "set", "maxmemory", v];
+        assert_eq!(cli(redis.port, &set).as_deref().map(str::trim), Some("OK"));
+    };
+    cli(
+        redis.port,
+        &["config", "set", "maxmemory-policy", "noeviction"],
+    )
+    .expect("policy");
+    config("1");
+    let probe = s.probe_write(2).await;
+    assert!(is_oom(&probe), "{probe:?}");
+    let created = s.create_stream(record("during")).await;
+    assert!(is_oom(&created), "{created:?}");
+    let appended = s.append_events("before", vec![ev(3)]).await;
+    assert!(is_oom(&appended), "{appended:?}");
+    // What was written before reads back the same.
+    let events = s.events_after("before", 0, 10).await.expect("read");
+    assert_eq!(events, [ev(1), ev(2)]);
+    assert_eq!(
+        s.stream("before").await.expect("stream").status,
+        StreamStatus::Running
+    );
+
+    // Memory again: writes are taken.
+    config("0");
+    assert_eq!(s.probe_write(3).await, Ok(()));
+    s.create_stream(record("after"))
+        .await
+        .expect("create after");
+    s.append_events("before", vec![ev(3)])
+        .await
+        .expect("append after");
+    let events = s.events_after("before", 0, 10).await.expect("read");
+    assert_eq!(events, [ev(1), ev(2), ev(3)]);
 }

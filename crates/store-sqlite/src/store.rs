@@ -611,4 +611,18 @@ impl Store for SqliteStore {
             }
         }
     }
+
+    /// One row of the `probe` table replaced, through the writer (its transaction and its
+    /// commit, like every other write).
+    async fn probe_write(&self, now_ms: u64) -> Result<(), StoreError> {
+        self.write(move |c| {
+            exec(
+                c,
+                "INSERT OR REPLACE INTO probe (id, at_ms) VALUES (1, ?1)",
+                params![now_ms as i64],
+            )
+            .map(drop)
+        })
+        .await
+    }
 }

@@ -65,8 +65,24 @@ const MAX_BATCH: usize = 512;
 /// their senders find no sleeping writer to wake. A lone job (no load) is never delayed.
 const GATHER: std::time::Duration = std::time::Duration::from_micros(200);
 
+/// The store error of an SQLite error, by its result code: a file that cannot take writes
+/// now (full disk, read-only file or file system, a lock held too long, an I/O error, a file
+/// that cannot be opened) is [`StoreError::Unavailable`], to be retried later; anything else
+/// (a broken file, a misuse) is [`StoreError::Backend`].
 pub(crate) fn backend(e: rusqlite::Error) -> StoreError {
-    StoreError::Backend(e.to_string())
+    use rusqlite::ErrorCode as C;
+    match e.sqlite_error_code() {
+        Some(
+            C::DiskFull
+            | C::ReadOnly
+            | C::DatabaseBusy
+            | C::DatabaseLocked
+            | C::SystemIoFailure
+            | C::CannotOpen
+            | C::OutOfMemory,
+        ) => StoreError::Unavailable(e.to_string()),
+        _ => StoreError::Backend(e.to_string()),
+    }
 }
 
 /// Runs one statement through the connection's statement cache: the hot paths (a chunk's
@@ -221,4 +237,47 @@ fn checkpoint_now(conn: &Connection) -> Option<u64> {
     conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(1))
         .ok()
         .and_then(|frames| u64::try_from(frames).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::backend;
+    use citeflow_store::StoreError;
+    use rusqlite::ffi;
+
+    fn of(code: std::ffi::c_int) -> StoreError {
+        backend(rusqlite::Error::SqliteFailure(ffi::Error::new(code), None))
+    }
+
+    #[test]
+    fn a_file_that_cannot_take_writes_now_is_unavailable_other_faults_are_backend_errors() {
+        for (code, message) in [
+            (ffi::SQLITE_FULL, "database or disk is full"),
+            (ffi::SQLITE_READONLY, "attempt to write a readonly database"),
+            (ffi::SQLITE_BUSY, "database is locked"),
+            (ffi::SQLITE_LOCKED, "database table is locked"),
+            (ffi::SQLITE_IOERR_WRITE, "disk I/O error"),
+            (ffi::SQLITE_CANTOPEN, "unable to open database file"),
+            (ffi::SQLITE_NOMEM, "out of memory"),
+        ] {
+            let e = of(code);
+            assert!(
+                matches!(&e, StoreError::Unavailable(m) if m.ends_with(message)),
+                "{code}: {e:?}"
+            );
+        }
+        for (code, message) in [
+            (ffi::SQLITE_CORRUPT, "database disk image is malformed"),
+            (ffi::SQLITE_NOTADB, "file is not a database"),
+            (ffi::SQLITE_CONSTRAINT, "constraint failed"),
+        ] {
+            let e = of(code);
+            assert!(
+                matches!(&e, StoreError::Backend(m) if m.ends_with(message)),
+                "{code}: {e:?}"
+            );
+        }
+        let misuse = backend(rusqlite::Error::InvalidColumnIndex(9));
+        assert!(matches!(misuse, StoreError::Backend(_)), "{misuse}");
+    }
 }

@@ -170,6 +170,21 @@ pub trait Store: Send + Sync + 'static {
     /// # Errors
     /// Backend errors.
     async fn purge_idle(&self, idle_before_ms: u64) -> Result<u64, StoreError>;
+
+    /// Writes a small record of its own (`now_ms`, under a fixed key, replaced each time) and
+    /// returns once it is persisted: whether the backend takes writes now, for a readiness
+    /// check. It changes nothing that the other calls read.
+    ///
+    /// The default writes nothing and answers `Ok` (a store kept in memory always takes
+    /// writes).
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] when the backend cannot take writes now (full disk,
+    /// read-only, out of memory, unreachable); other backend errors.
+    async fn probe_write(&self, now_ms: u64) -> Result<(), StoreError> {
+        let _ = now_ms;
+        Ok(())
+    }
 }
 
 /// How many events a follower reads per query.

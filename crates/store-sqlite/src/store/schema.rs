@@ -37,6 +37,10 @@ CREATE TABLE IF NOT EXISTS streams (
     positions BLOB
 );
 CREATE INDEX IF NOT EXISTS streams_by_created ON streams (created_ms);
+CREATE TABLE IF NOT EXISTS probe (
+    id INTEGER PRIMARY KEY,
+    at_ms INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS event_log (
     pos INTEGER PRIMARY KEY,
     stream_id TEXT NOT NULL,
