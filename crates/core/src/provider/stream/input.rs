@@ -1,0 +1,230 @@
+//! Input: bytes (framed as text, JSONL or SSE) and parsed payloads, into the dialect's
+//! events; text payloads gathered and given to the rewriter at once.
+
+use serde_json::Value;
+
+use super::{Deferred, ProviderStream};
+use crate::provider::error::ProviderError;
+use crate::provider::frame::{FrameDecoder, Framing};
+use crate::provider::json::keys_of;
+use crate::provider::reader::{Dialect, Reader};
+use crate::settings::NumberSource;
+
+impl ProviderStream {
+    /// Feeds bytes of the stream, cut anywhere.
+    ///
+    /// # Errors
+    /// [`ProviderError`] naming the line: bad framing, a payload that is not JSON or not of
+    /// the dialect, an error the provider reported, or the rewriter's error. Events before it
+    /// stay available.
+    pub fn write(&mut self, bytes: &[u8]) -> Result<(), ProviderError> {
+        self.check()?;
+        let r = self.write_inner(bytes);
+        self.record(r)
+    }
+
+    pub(super) fn write_inner(&mut self, bytes: &[u8]) -> Result<(), ProviderError> {
+        if self.frames.framing() == Framing::Text {
+            self.text_seen |= !bytes.is_empty();
+            self.rw_mut().write(bytes)?;
+            self.drain();
+            return Ok(());
+        }
+        if self.frames.framing() == Framing::Jsonl {
+            // Each line is read where it lies in `bytes`, without a queue of owned payloads.
+            let placeholder = FrameDecoder::new(Framing::Jsonl, 0);
+            let mut frames = std::mem::replace(&mut self.frames, placeholder);
+            // The rewriter gets the chunk's text payloads in one write (its output does not
+            // depend on how its input is cut). Only where no number is ever awaited: then
+            // no text payload is held back (`blocked`), and the one error a `&str` write can
+            // have (the rewriter was closed) is the same for the first payload as for all.
+            self.gather_text = self.settings.number_source() == NumberSource::Local;
+            let r =
+                frames.write_jsonl_with(bytes, |data, line| self.take_payload(data, line, false));
+            self.frames = frames;
+            self.gather_text = false;
+            // Text gathered before a bad line is given before its error, as line by line.
+            self.feed_gathered()?;
+            return r;
+        }
+        let r = self.frames.write(bytes);
+        self.take_payloads()?;
+        r
+    }
+
+    pub(super) fn take_payloads(&mut self) -> Result<(), ProviderError> {
+        let sse = self.frames.framing() == Framing::Sse;
+        while let Some(p) = self.frames.poll_payload() {
+            self.take_payload(&p.data, p.line, sse)?;
+        }
+        Ok(())
+    }
+
+    /// One payload: a JSON string is a chunk of text, anything else is the dialect's.
+    pub(super) fn take_payload(
+        &mut self,
+        data: &str,
+        line: u64,
+        sse: bool,
+    ) -> Result<(), ProviderError> {
+        let json_err = |e: serde_json::Error| ProviderError::Json {
+            line,
+            sse,
+            message: e.to_string(),
+        };
+        if let Some(text) = plain_json_string(data) {
+            return self.write_text(text, line);
+        }
+        if data.trim_start().starts_with('"') {
+            // A chunk of text (JSONL of strings): read in place, without a `Value`.
+            return match serde_json::from_str::<&str>(data) {
+                Ok(text) => self.write_text(text, line),
+                Err(_) => {
+                    let text: String = serde_json::from_str(data).map_err(json_err)?;
+                    self.write_text(&text, line)
+                }
+            };
+        }
+        let value = serde_json::from_str::<Value>(data).map_err(json_err);
+        // The text gathered so far goes before this payload (and before its error).
+        self.feed_gathered()?;
+        self.write_payload_inner(&value?, line)
+    }
+
+    /// A chunk of answer text (a JSON string payload).
+    pub(super) fn write_text(&mut self, text: &str, line: u64) -> Result<(), ProviderError> {
+        self.line = line;
+        if self.blocked() {
+            self.deferred
+                .push_back(Deferred::Text(text.to_owned(), line));
+            return Ok(());
+        }
+        self.text_seen |= !text.is_empty();
+        self.part.text.push_str(text);
+        if self.gather_text {
+            self.gathered = true;
+            return Ok(());
+        }
+        self.feed_all()
+    }
+
+    /// Gives the rewriter the text payloads gathered (see `gather_text`).
+    pub(super) fn feed_gathered(&mut self) -> Result<(), ProviderError> {
+        if std::mem::take(&mut self.gathered) {
+            self.feed_all()?;
+        }
+        Ok(())
+    }
+
+    /// Feeds one parsed payload (`line` names it in errors). A JSON string is a chunk of
+    /// answer text; an object is read by the stream's dialect.
+    ///
+    /// # Errors
+    /// As [`ProviderStream::write`].
+    pub fn write_payload(&mut self, payload: &Value, line: u64) -> Result<(), ProviderError> {
+        self.check()?;
+        let r = self.write_payload_inner(payload, line);
+        self.record(r)
+    }
+
+    pub(super) fn write_payload_inner(
+        &mut self,
+        payload: &Value,
+        line: u64,
+    ) -> Result<(), ProviderError> {
+        self.line = line;
+        if let Value::String(text) = payload {
+            return self.write_text(text, line);
+        }
+        if self.reader.is_none() {
+            let dialect = match self.dialect {
+                Some(d) => d,
+                None => Dialect::detect(payload).ok_or_else(|| ProviderError::UnknownDialect {
+                    line,
+                    keys: keys_of(payload),
+                })?,
+            };
+            self.dialect = Some(dialect);
+            self.reader = Some(Reader::new(dialect));
+        }
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        let r = match self.reader.as_mut() {
+            Some(reader) => reader.read(payload, line, &mut scratch),
+            None => Ok(()),
+        };
+        let mut result = r;
+        if result.is_ok() {
+            for ev in scratch.drain(..) {
+                if let Err(e) = self.apply(ev) {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        self.scratch = scratch;
+        result
+    }
+}
+
+/// The contents of `data` when it is a JSON string alone without escapes (JSON whitespace
+/// around it allowed), borrowed: what `serde_json::from_str::<&str>` returns for it, found
+/// without a parser. `None` for anything else (escapes, control characters, other values),
+/// which the parser reads.
+fn plain_json_string(data: &str) -> Option<&str> {
+    let is_ws = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
+    let b = data.as_bytes();
+    let open = b.iter().position(|c| !is_ws(c))?;
+    let close = b.iter().rposition(|c| !is_ws(c))?;
+    if close <= open || b[open] != b'"' || b[close] != b'"' {
+        return None;
+    }
+    // No early exit: short bodies are checked without a branch per byte.
+    let plain = b[open + 1..close]
+        .iter()
+        .fold(true, |ok, &c| ok & (c >= 0x20) & (c != b'"') & (c != b'\\'));
+    plain.then(|| &data[open + 1..close])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_json_string;
+
+    #[test]
+    fn plain_json_strings_read_as_serde_json_reads_them() {
+        let cases = [
+            r#""""#,
+            r#"" the""#,
+            r#"  "a b" "#,
+            "\t\"x\"\r\n",
+            r#""é 😀 【1】""#,
+            "\"\u{7f}\"",
+            // Left to the parser: escapes, control characters, not one string, not JSON.
+            r#""a\"b""#,
+            r#""a\\""#,
+            r#""\u00e9""#,
+            "\"a\u{1}\"",
+            "\"a\nb\"",
+            r#""a" "b""#,
+            r#""a"x"#,
+            r#"x"a""#,
+            r#"""#,
+            r#""abc"#,
+            "",
+            "  ",
+            "1",
+            r#"{"a":"b"}"#,
+            "\u{a0}\"a\"",
+            r#""a"""#,
+        ];
+        for data in cases {
+            let fast = plain_json_string(data);
+            let serde = serde_json::from_str::<&str>(data).ok();
+            if let Some(text) = fast {
+                assert_eq!(Some(text), serde, "{data:?}");
+            }
+            let plain = serde.is_some() && !data.contains('\\');
+            assert_eq!(fast.is_some(), plain, "{data:?}");
+        }
+    }
+}
