@@ -34,6 +34,10 @@
 #     GET /v1/chat/completions                         405 method_not_allowed (JSON envelope)
 #     a source title of 5,000 bytes                    400 source_field_too_large, param sources[0].title
 #     style template:… of 2,000 bytes                  400 invalid_setting
+#   uploads at once (issue 38; a second server, default limits)
+#     24 uploads at once of one 64 MiB book           one 201, 23 x 200; peak RSS under the bound
+#                                                     of crates/server/README.md; no upload file left
+#     20 uploads at once of one small book            one 201, 19 x 200 (never a 5xx), listed once
 #
 # Needs: python3 (the driver uses its urllib and zipfile), prlimit (util-linux), cargo.
 # CITEFLOW_BIN=path uses a citeflow binary already built instead of building citeflow-cli.
@@ -45,6 +49,10 @@ cd "$ROOT"
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 MAX_RSS_MB="${MAX_RSS_MB:-300}"
 ATTACK_SECONDS="${ATTACK_SECONDS:-10}"
+# Issue 38, on a second server: UPLOADS uploads at once of a book of UPLOAD_BYTES (the default
+# --max-book-bytes, 64 MiB) must keep its peak RSS under the bound of crates/server/README.md.
+UPLOADS="${UPLOADS:-24}"
+UPLOAD_BYTES="${UPLOAD_BYTES:-$((64 << 20))}"
 # Hard cap on the server's address space: a runaway allocation is killed, not swapped.
 ADDRESS_SPACE_BYTES="${ADDRESS_SPACE_BYTES:-$((4 << 30))}"
 
@@ -245,6 +253,92 @@ def check(ok, what):
         failures.append(what)
 
 
+def big_book(size):
+    """A readable EPUB of about `size` bytes: one short chapter and an incompressible image."""
+    buf = io.BytesIO()
+    package = opf(title="Big").replace(
+        '<item id="c"', '<item id="img" href="big.png" media-type="image/png"/><item id="c"')
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("mimetype", "application/epub+zip", compress_type=zipfile.ZIP_STORED)
+        z.writestr("META-INF/container.xml", CONTAINER, compress_type=zipfile.ZIP_DEFLATED)
+        z.writestr("OEBPS/content.opf", package, compress_type=zipfile.ZIP_DEFLATED)
+        z.writestr("OEBPS/c.xhtml", CHAPTER, compress_type=zipfile.ZIP_DEFLATED)
+        z.writestr("OEBPS/big.png", os.urandom(size), compress_type=zipfile.ZIP_STORED)
+    return buf.getvalue()
+
+
+def concurrent_uploads(base, pid, body, n, seconds):
+    """`n` uploads of `body` at once (a thread each): their statuses and JSON answers."""
+    import threading
+    answers = [None] * n
+
+    def one(i):
+        s, _, raw = request(f"{base}/v1/books", "POST", body, {"content-type": "application/epub+zip"},
+                            seconds)
+        try:
+            answers[i] = (s, json.loads(raw))
+        except ValueError:
+            answers[i] = (s, {})
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return answers
+
+
+def rss_now_mb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def uploads_at_once(d, base, pid, seconds):
+    """Issue 38, on a server of its own: many uploads at --max-book-bytes at once stay under
+    the bound of crates/server/README.md, and uploads of one book at once add it once, never
+    a 5xx."""
+    idle = rss_now_mb(pid)
+    # The bound of crates/server/README.md for these limits: idle + 1.1 x (ingests x book +
+    # the index writer's 32 MiB + a received chunk and its copy, at most 2 x 408 KiB, per
+    # upload being received); 1.1: the allocator's slack. The book's reader working set is
+    # small here (one short chapter; the image is never decompressed).
+    bound = idle + 1.1 * (INGESTS * UPLOAD_BYTES / 2**20 + 32 + UPLOADS * 0.8)
+    body = big_book(UPLOAD_BYTES - 65536)
+    t = time.monotonic()
+    answers = concurrent_uploads(base, pid, body, UPLOADS, 600)
+    took = time.monotonic() - t
+    statuses = sorted(s for s, _ in answers)
+    added = [v for s, v in answers if v.get("added") is True]
+    check(statuses == [200] * (UPLOADS - 1) + [201] and len(added) == 1,
+          f"{UPLOADS} uploads of a {len(body) / 2**20:.1f} MiB book at once: one 201, the others 200 "
+          f"({statuses}) in {took:.1f} s")
+    peak = rss_mb(pid)
+    check(peak < bound,
+          f"peak RSS {peak:.0f} MB (idle {idle:.0f} MB) < {bound:.0f} MB, the bound of "
+          f"crates/server/README.md for {INGESTS} ingests of {UPLOAD_BYTES / 2**20:.0f} MiB and "
+          f"{UPLOADS} uploads")
+    leftover = os.listdir(f"{d}/index/uploads")
+    check(leftover == [], f"no upload file left in index/uploads: {leftover}")
+    # The same-book race with a book of ordinary size: no 5xx, one book in the index.
+    small = epub(package=opf(title="Race"), chapter=CHAPTER.replace("Hello", "Hello race " * 200))
+    answers = concurrent_uploads(base, pid, small, 20, seconds * 3)
+    statuses = sorted(s for s, _ in answers)
+    keys = {v.get("key") for _, v in answers}
+    check(statuses == [200] * 19 + [201] and len(keys) == 1,
+          f"20 uploads of one book at once: {statuses}, keys {sorted(map(str, keys))}")
+    s, _, raw = request(f"{base}/v1/books", timeout=seconds)
+    listed = [b["key"] for b in json.loads(raw)["data"]] if s == 200 else []
+    check(listed.count(next(iter(keys))) == 1, f"the book is listed once: {listed}")
+    s, _, _ = request(f"{base}/healthz", timeout=5)
+    check(s == 200, "/healthz answers after the uploads")
+    if failures:
+        print(f"{len(failures)} upload checks failed", file=sys.stderr)
+        sys.exit(1)
+    print("all upload checks passed")
+
+
 def still_serving(base, after):
     s, _, _ = request(f"{base}/healthz", timeout=5)
     check(s == 200, f"/healthz answers after {after}")
@@ -334,8 +428,13 @@ def run(d, base, pid, seconds):
 
 
 MAX_RSS = float(os.environ.get("MAX_RSS_MB", "300"))
+UPLOADS = int(os.environ.get("UPLOADS", "24"))
+UPLOAD_BYTES = int(os.environ.get("UPLOAD_BYTES", str(64 << 20)))
+INGESTS = int(os.environ.get("INGESTS", "2"))
 if sys.argv[1] == "gen":
     gen(sys.argv[2])
+elif sys.argv[1] == "uploads":
+    uploads_at_once(sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]))
 else:
     run(sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]))
 PY
@@ -357,3 +456,17 @@ URL="$(first_line "$WORK/citeflow.out" | sed 's/^citeflow listening on //')"
 
 MAX_RSS_MB="$MAX_RSS_MB" python3 "$WORK/hostile.py" run "$WORK" "$URL" "$SERVER" "$ATTACK_SECONDS"
 kill -0 "$SERVER" || { echo "the server died" >&2; exit 1; }
+
+# Uploads at once (issue 38), on a fresh server with the default limits (--max-book-bytes 64 MiB,
+# 2 ingests at once), under the same address-space cap.
+mkdir -p "$WORK/uploads"
+CITEFLOW_LOG=error CITEFLOW_DATA_DIR="$WORK/uploads/data" prlimit --as="$ADDRESS_SPACE_BYTES" -- \
+    "$CITEFLOW_BIN" serve --upstream "$UPSTREAM" --listen 127.0.0.1:0 \
+    --store "sqlite:$WORK/uploads/citeflow.db" --index "$WORK/uploads/index" --no-sample-books \
+    > "$WORK/uploads.out" 2> "$WORK/uploads.err" &
+UPLOAD_SERVER=$!
+PIDS+=("$UPLOAD_SERVER")
+UPLOAD_URL="$(first_line "$WORK/uploads.out" | sed 's/^citeflow listening on //')"
+UPLOADS="$UPLOADS" UPLOAD_BYTES="$UPLOAD_BYTES" INGESTS=2 \
+    python3 "$WORK/hostile.py" uploads "$WORK/uploads" "$UPLOAD_URL" "$UPLOAD_SERVER" "$ATTACK_SECONDS"
+kill -0 "$UPLOAD_SERVER" || { echo "the upload server died" >&2; exit 1; }

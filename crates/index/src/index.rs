@@ -278,6 +278,15 @@ impl Index {
         }
     }
 
+    /// Whether a copy of a book's file is kept ([`Index::keep_epub`]), without reading it.
+    pub fn has_epub(&self, book_key: &str) -> bool {
+        let Some(dir) = &self.path else {
+            let kept = self.epubs.lock().unwrap_or_else(|e| e.into_inner());
+            return kept.contains_key(book_key);
+        };
+        epub_path(dir, book_key).is_ok_and(|file| file.is_file())
+    }
+
     /// The fingerprint stored with a book's passages, or `None` if the book is not indexed.
     ///
     /// # Errors

@@ -162,7 +162,9 @@ fn a_book_file_is_kept_with_the_index_and_read_back() {
     {
         let index = Index::open_or_create(dir.path()).unwrap();
         assert_eq!(index.epub(&key).unwrap(), None);
+        assert!(!index.has_epub(&key));
         index.keep_epub(&key, b"old").unwrap();
+        assert!(index.has_epub(&key));
         index.keep_epub(&key, &bytes).unwrap();
     }
     // A second handle (another process, or after a restart) reads the same bytes.
@@ -180,7 +182,10 @@ fn a_book_file_is_kept_with_the_index_and_read_back() {
 
     let memory = Index::in_memory().unwrap();
     assert_eq!(memory.epub(&key).unwrap(), None);
+    assert!(!memory.has_epub(&key));
     memory.keep_epub(&key, &bytes).unwrap();
+    assert!(memory.has_epub(&key));
+    assert!(!index.has_epub("../escape"));
     assert_eq!(memory.epub(&key).unwrap().as_deref(), Some(&bytes[..]));
 }
 

@@ -78,21 +78,24 @@ pub(crate) async fn upload(
 ) -> Result<Response, ApiError> {
     let lib = state.books.clone().ok_or(ApiError::NoBookIndex)?;
     let max_bytes = state.settings.limits.max_book_bytes;
-    let bytes = axum::body::to_bytes(body, max_bytes)
-        .await
-        .map_err(|e| crate::conn::body_error(e, ApiError::BodyTooLarge { max_bytes }))?;
-    if bytes.is_empty() {
+    // The body goes to a file as it arrives: an upload holds one chunk in memory until its
+    // turn in the pool below, however many wait (issue 38 §1).
+    let spool = lib.spool(body, max_bytes).await?;
+    if spool.len() == 0 {
         return Err(ApiError::invalid(
             "the body is empty: send the bytes of an .epub file",
             None,
         ));
     }
-    // A bounded pool: at most max_concurrent_ingests books are read at once; the permit
-    // goes with the job, so a job whose client left still counts until it stops.
+    // A bounded pool: at most max_concurrent_ingests books are in memory, read and cut at
+    // once; the permit goes with the job, so a job whose client left still counts until it
+    // stops.
     let permit = lib.ingest_permit().await?;
     let (job, _stop_when_dropped) = Ingest::new(state.settings.limits.ingest_timeout_ms);
     let (info, added, warnings) = blocking(move || {
         let _permit = permit;
+        let bytes = spool.read()?;
+        drop(spool);
         lib.add(&owner, &bytes, &job)
     })
     .await?;

@@ -492,6 +492,12 @@ pub(crate) enum LibraryError {
     /// A book just added is not in the index.
     #[error("book {key} missing after indexing")]
     MissingAfterAdd { key: String },
+    /// The file an upload was received into cannot be read back.
+    #[error("upload file {path:?}: {reason}")]
+    Spool {
+        path: std::path::PathBuf,
+        reason: String,
+    },
     /// The pool of uploads is closed (it never is while the library lives).
     #[error("ingest pool: {0}")]
     IngestPool(#[from] tokio::sync::AcquireError),
@@ -523,6 +529,7 @@ impl From<LibraryError> for ApiError {
             LibraryError::Index(e) => ApiError::from(e),
             e @ (LibraryError::KeptFile { .. }
             | LibraryError::MissingAfterAdd { .. }
+            | LibraryError::Spool { .. }
             | LibraryError::IngestPool(_)) => ApiError::Internal(e.to_string()),
         }
     }

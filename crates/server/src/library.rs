@@ -5,7 +5,7 @@
 //! file), after the book was read and cut, and looks the book up again under it, so
 //! uploads of one book at once add it once. Errors are [`LibraryError`] (in `error.rs`, which answers them as an `ApiError`).
 
-use std::path::Path as FsPath;
+use std::path::{Path as FsPath, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 use std::time::{Duration, Instant};
@@ -14,13 +14,21 @@ use citeflow_core::Source;
 use citeflow_epub::{Book, ChunkSettings, ControlFlow, OpenError, Progress};
 use citeflow_index::{fingerprint, BookInfo, BookPassage, Index, IndexError};
 
-use crate::error::LibraryError;
+use axum::body::{Body, HttpBody as _};
+use futures_util::StreamExt as _;
+use tokio::io::AsyncWriteExt as _;
+
+use crate::conn::body_error;
+use crate::error::{ApiError, LibraryError};
 use crate::settings::Limits;
 use crate::tenancy::{is_visible, owned_book_key, rekey, shared_book_key, Owner};
 
 /// The book index a server answers from.
 pub(crate) struct Library {
     index: RwLock<Index>,
+    /// Where uploads are written as they arrive ([`Spool`]): `uploads/` in the index
+    /// directory.
+    uploads: PathBuf,
     /// Books opened for reading, newest first: (key, fingerprint, book).
     opened: Mutex<Vec<(String, String, Arc<Book>)>>,
     /// Uploads being read and cut at once ([`Limits::max_concurrent_ingests`]).
@@ -78,14 +86,69 @@ impl Drop for SetOnDrop {
     }
 }
 
+/// The folder of the index directory that holds uploads being received.
+const UPLOADS_DIR: &str = "uploads";
+
+/// The end of the name of an upload's file in [`UPLOADS_DIR`].
+const SPOOL_SUFFIX: &str = ".part";
+
+/// Age past which [`Library::open`] removes an upload's file left in [`UPLOADS_DIR`].
+const STALE_UPLOAD: Duration = Duration::from_secs(3600);
+
+/// An upload's body in a file of its own ([`Library::spool`]), removed when this is dropped.
+pub(crate) struct Spool {
+    path: PathBuf,
+    bytes: usize,
+}
+
+impl Spool {
+    /// The size of the body in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.bytes
+    }
+
+    /// The body, read into memory (blocks: call it off the async threads).
+    pub(crate) fn read(&self) -> Result<Vec<u8>, LibraryError> {
+        std::fs::read(&self.path).map_err(|e| LibraryError::Spool {
+            path: self.path.clone(),
+            reason: e.to_string(),
+        })
+    }
+}
+
+impl Drop for Spool {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
 /// How many opened books [`Library::open_book`] keeps.
 const OPENED_BOOKS: usize = 4;
 
 impl Library {
     /// Opens (or creates) the index in `dir`.
     pub(crate) fn open(dir: &FsPath, limits: &Limits) -> Result<Library, IndexError> {
+        let index = Index::open_or_create(dir)?;
+        let uploads = dir.join(UPLOADS_DIR);
+        std::fs::create_dir_all(&uploads).map_err(|e| IndexError::Open {
+            path: uploads.clone(),
+            reason: e.to_string(),
+        })?;
+        // Uploads a stopped server was receiving: nobody waits for them. Files written in
+        // the last hour are left alone: another server may share the index and be receiving.
+        let stale = |e: &std::fs::DirEntry| {
+            e.metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > STALE_UPLOAD))
+        };
+        for entry in std::fs::read_dir(&uploads).into_iter().flatten().flatten() {
+            if entry.file_name().to_string_lossy().ends_with(SPOOL_SUFFIX) && stale(&entry) {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
         Ok(Library {
-            index: RwLock::new(Index::open_or_create(dir)?),
+            index: RwLock::new(index),
+            uploads,
             opened: Mutex::new(Vec::new()),
             ingests: Arc::new(tokio::sync::Semaphore::new(
                 limits.max_concurrent_ingests.max(1),
@@ -99,6 +162,39 @@ impl Library {
         &self,
     ) -> Result<tokio::sync::OwnedSemaphorePermit, LibraryError> {
         Ok(Arc::clone(&self.ingests).acquire_owned().await?)
+    }
+
+    /// Writes an upload's body to a file of its own in `uploads/` as it arrives, so that an
+    /// upload waiting for its place in the pool holds no more than the chunk being written;
+    /// refused past `max_bytes`. The file is removed when the [`Spool`] is dropped (the
+    /// book was read, or the client left, or the body was refused).
+    pub(crate) async fn spool(&self, body: Body, max_bytes: usize) -> Result<Spool, ApiError> {
+        let too_large = || ApiError::BodyTooLarge { max_bytes };
+        let declared = body.size_hint().lower();
+        if usize::try_from(declared).map_or(true, |n| n > max_bytes) {
+            return Err(too_large());
+        }
+        let path = self.uploads.join(format!(
+            "{}{SPOOL_SUFFIX}",
+            crate::state::random_id("upload-")
+        ));
+        let file_err = |e: std::io::Error| ApiError::Internal(format!("{}: {e}", path.display()));
+        let mut spool = Spool {
+            path: path.clone(),
+            bytes: 0,
+        };
+        let mut file = tokio::fs::File::create(&path).await.map_err(file_err)?;
+        let mut data = body.into_data_stream();
+        while let Some(chunk) = data.next().await {
+            let chunk = chunk.map_err(|e| body_error(e, too_large()))?;
+            spool.bytes += chunk.len();
+            if spool.bytes > max_bytes {
+                return Err(too_large());
+            }
+            file.write_all(&chunk).await.map_err(file_err)?;
+        }
+        file.flush().await.map_err(file_err)?;
+        Ok(spool)
     }
 
     fn read(&self) -> RwLockReadGuard<'_, Index> {
@@ -219,7 +315,7 @@ impl Library {
             }
             _ => false,
         };
-        if added || index.epub(&key)?.is_none() {
+        if added || !index.has_epub(&key) {
             index.keep_epub(&key, bytes)?;
         }
         let info = index

@@ -867,3 +867,116 @@ async fn regression_38_one_book_uploaded_twenty_times_at_once_is_added_once() {
     same_book_uploaded_at_once(2).await;
     same_book_uploaded_at_once(20).await;
 }
+
+/// The `.part` files of uploads being received, in the index directory's `uploads/`.
+fn spooled(dir: &Path) -> Vec<u64> {
+    std::fs::read_dir(dir.join("uploads"))
+        .expect("uploads dir")
+        .map(|e| e.expect("entry"))
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".part"))
+        .map(|e| e.metadata().map_or(0, |m| m.len()))
+        .collect()
+}
+
+// https://github.com/citeflow/citeflow/issues/38
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn regression_38_uploads_wait_for_the_pool_on_disk_and_leave_no_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    build_index(dir.path(), &[ALICE]);
+    let bytes = epub(KUSAMAKURA);
+    let max_book_bytes = bytes.len() + 10;
+    let h = Harness::with(
+        |s| {
+            s.with_index(dir.path()).with_limits(limits(|l| {
+                l.max_concurrent_ingests = 1;
+                l.max_book_bytes = max_book_bytes;
+            }))
+        },
+        Arc::new(MemoryStore::new()),
+    )
+    .await;
+    let upload = |body: reqwest::Body| {
+        h.post("/v1/books")
+            .header("content-type", "application/epub+zip")
+            .body(body)
+            .send()
+    };
+
+    // Twelve uploads at the size limit, read one at a time: the ones waiting for the pool
+    // wait as whole files on disk, not in memory.
+    let mut uploads = futures_util::future::join_all((0..12).map(|_| upload(bytes.clone().into())));
+    let mut most_waiting = 0;
+    let answers = loop {
+        tokio::select! {
+            answers = &mut uploads => break answers,
+            () = tokio::time::sleep(std::time::Duration::from_millis(5)) => {
+                let whole = spooled(dir.path())
+                    .into_iter()
+                    .filter(|n| *n == bytes.len() as u64)
+                    .count();
+                most_waiting = most_waiting.max(whole);
+            }
+        }
+    };
+    let mut statuses = Vec::new();
+    for r in answers {
+        statuses.push(r.expect("send").status().as_u16());
+    }
+    statuses.sort_unstable();
+    assert_eq!(statuses, [[200; 11].as_slice(), &[201]].concat());
+    assert!(
+        most_waiting >= 2,
+        "at most {most_waiting} whole uploads seen on disk"
+    );
+    assert_eq!(spooled(dir.path()), Vec::<u64>::new());
+
+    // Past the limit: refused by its declared length, or (sent in chunks without one) as
+    // soon as it passes the limit; nothing is kept.
+    let mut over = bytes.clone();
+    over.resize(max_book_bytes + 1, 0);
+    let r = upload(over.clone().into()).await.expect("send");
+    assert_eq!(r.status(), 413);
+    let v: Value = r.json().await.expect("json");
+    assert_eq!(v["error"]["code"], "body_too_large");
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
+        over.chunks(16 << 10).map(|c| Ok(c.to_vec())).collect();
+    let r = upload(reqwest::Body::wrap_stream(futures_util::stream::iter(
+        chunks,
+    )))
+    .await
+    .expect("send");
+    assert_eq!(r.status(), 413);
+    let v: Value = r.json().await.expect("json");
+    assert_eq!(v["error"]["code"], "body_too_large");
+    assert_eq!(spooled(dir.path()), Vec::<u64>::new());
+
+    // A client that leaves in the middle of its upload: its file goes with it.
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(1);
+    tx.send(Ok(bytes[..100_000].to_vec()))
+        .await
+        .expect("first half");
+    let body = reqwest::Body::wrap_stream(tokio_stream_of(rx));
+    let pending = tokio::spawn(upload(body));
+    let start = std::time::Instant::now();
+    while spooled(dir.path()) != [100_000] {
+        assert!(start.elapsed().as_secs() < 10, "{:?}", spooled(dir.path()));
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    pending.abort();
+    drop(tx);
+    let start = std::time::Instant::now();
+    while !spooled(dir.path()).is_empty() {
+        assert!(start.elapsed().as_secs() < 10, "{:?}", spooled(dir.path()));
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    // The book is there once, as the uploads left it.
+    let listed = books_of(&h).await;
+    assert_eq!(listed.len(), 2);
+}
+
+/// A receiver as a stream of body chunks.
+fn tokio_stream_of<T: Send + 'static>(
+    rx: tokio::sync::mpsc::Receiver<T>,
+) -> impl futures_util::Stream<Item = T> + Send + 'static {
+    futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|v| (v, rx)) })
+}
