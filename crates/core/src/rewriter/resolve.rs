@@ -1,0 +1,291 @@
+//! Markers found by the scanner resolved to numbers, and rendered: lookup by id, rank or label,
+//! numbers handed out or awaited, the first showing of a number, the rendered group.
+
+use super::{count_units, Group, Piece, Rewriter, Shown};
+use crate::event::{CitationDetail, Event, UnresolvedReason};
+use crate::scan::Item;
+use crate::settings::{NumberSource, RankMode, UnknownPolicy};
+use crate::style::Style;
+
+impl Rewriter {
+    /// Scans the buffered text.
+    pub(super) fn pump(&mut self, eof: bool) {
+        let buf = self.st.scanner.take_buf();
+        self.scan(&buf, eof);
+        self.st.scanner.put_back(buf);
+    }
+
+    /// Scans `text` from the scanner's position, resolving markers, until it needs more input
+    /// or an external number.
+    pub(super) fn scan(&mut self, text: &str, eof: bool) {
+        if self.st.awaiting.is_some() {
+            return;
+        }
+        while let Some(marker) = self
+            .st
+            .scanner
+            .next(text, &self.cfg, &mut self.st.text, eof)
+        {
+            self.flush_text();
+            let group = Group {
+                marker,
+                next: 0,
+                pieces: Vec::new(),
+                waiting: None,
+                detail: None,
+            };
+            if !self.resolve(group) {
+                break;
+            }
+        }
+    }
+
+    /// Resolves a marker's items from `group.next` on. Returns false when it stopped to wait
+    /// for an external number.
+    pub(super) fn resolve(&mut self, mut group: Group) -> bool {
+        while let Some(item) = group.marker.items.get(group.next) {
+            let piece = match self.lookup(item) {
+                Err(reason) => Piece::Unresolved {
+                    reference: match item {
+                        Item::Id(id) => id.clone(),
+                        Item::Rank(n) => n.to_string(),
+                    },
+                    reason,
+                },
+                Ok(index) => {
+                    let keep_rank = match item {
+                        Item::Rank(n) if self.st.settings.rank() == RankMode::Keep => Some(*n),
+                        _ => None,
+                    };
+                    let known = match keep_rank {
+                        Some(n) => {
+                            self.record_kept_rank(n, index);
+                            Some(n)
+                        }
+                        None => self.st.numbering.get(&self.keys[index]),
+                    };
+                    let number = match known {
+                        Some(n) => n,
+                        None => {
+                            let key = self.keys[index].clone();
+                            let source_id = self
+                                .st
+                                .sources
+                                .at(index)
+                                .map_or_else(String::new, |(s, _)| s.id.clone());
+                            match self.st.settings.number_source() {
+                                NumberSource::Local => {
+                                    self.st.new_numbers += 1;
+                                    self.st.numbering.allocate(&key, &source_id).0
+                                }
+                                NumberSource::External => {
+                                    self.st.events.push_back(Event::NumberNeeded {
+                                        key: key.clone(),
+                                        source_id: source_id.clone(),
+                                    });
+                                    group.waiting = Some((key, source_id));
+                                    self.st.awaiting = Some(group);
+                                    return false;
+                                }
+                            }
+                        }
+                    };
+                    self.show(number, index, keep_rank);
+                    Piece::Number { number, index }
+                }
+            };
+            let repeat = matches!(&piece, Piece::Number { number, .. }
+                if group.pieces.iter().any(|p| matches!(p, Piece::Number { number: m, .. } if m == number)));
+            if !repeat {
+                group.pieces.push(piece);
+            }
+            group.next += 1;
+        }
+        self.render_group(group);
+        true
+    }
+
+    /// The registration index of the source an item names.
+    pub(super) fn lookup(&self, item: &Item) -> Result<usize, UnresolvedReason> {
+        match item {
+            Item::Id(id) => self
+                .st
+                .sources
+                .index_of(id)
+                .ok_or(UnresolvedReason::UnknownId),
+            Item::Rank(n) => self
+                .st
+                .sources
+                .index_of_rank(*n)
+                .ok_or(UnresolvedReason::RankOutOfRange),
+        }
+    }
+
+    /// Records a rank shown as written ([`RankMode::Keep`]) in the table under the key
+    /// `rank:<n>`, so that `is_new` and a session's table know it. A number that the table
+    /// already gives another key (an earlier answer of the session numbered differently) is
+    /// shown all the same and not recorded.
+    pub(super) fn record_kept_rank(&mut self, n: u32, index: usize) {
+        let key = format!("rank:{n}");
+        if self.st.numbering.get(&key).is_some() || self.st.numbering.entry(n).is_some() {
+            return;
+        }
+        let source_id = self
+            .st
+            .sources
+            .at(index)
+            .map_or_else(String::new, |(s, _)| s.id.clone());
+        if self.st.numbering.insert(n, key, source_id).is_ok() {
+            self.st.new_numbers += 1;
+        }
+    }
+
+    /// Emits the source the first time its number is shown in this stream.
+    pub(super) fn show(&mut self, number: u32, index: usize, keep_rank: Option<u32>) {
+        if let Some(s) = self.st.shown.iter_mut().find(|s| s.number == number) {
+            s.citations += 1;
+            return;
+        }
+        let is_new = self
+            .st
+            .numbering
+            .entries()
+            .iter()
+            .position(|e| e.number == number)
+            .is_some_and(|i| i >= self.st.initial_numbers);
+        // A number keeps its first record: the source that took it (an earlier answer's,
+        // when the session's sources are registered), not a later id with the same key.
+        let first = self
+            .st
+            .numbering
+            .entry(number)
+            .filter(|_| keep_rank.is_none())
+            .and_then(|e| self.st.sources.index_of(&e.source_id));
+        let Some((source, round)) = self.st.sources.at(first.unwrap_or(index)) else {
+            return;
+        };
+        let source = Box::new(source.clone());
+        let key = match keep_rank {
+            Some(n) => format!("rank:{n}"),
+            None => self.keys[index].clone(),
+        };
+        self.st.shown.push(Shown {
+            number,
+            key,
+            source_id: source.id.clone(),
+            citations: 1,
+        });
+        self.st.events.push_back(Event::Source {
+            number,
+            round,
+            source,
+            is_new,
+        });
+    }
+
+    pub(super) fn render_group(&mut self, group: Group) {
+        let st = &mut self.st;
+        let start = st.text.len();
+        let base = st.flushed_bytes;
+        let input_byte_offset = group.marker.input_offset;
+        let all_unresolved = group
+            .pieces
+            .iter()
+            .all(|p| matches!(p, Piece::Unresolved { .. }));
+        let remove = matches!(st.settings.style(), Style::Remove);
+        // As written: a marker with a resolved citation is shown as the model wrote it, once.
+        let as_written = matches!(st.settings.style(), Style::AsWritten)
+            && !all_unresolved
+            && !group.marker.raw.is_empty();
+        if as_written {
+            st.text.push_str(&group.marker.raw);
+        }
+        for piece in group.pieces {
+            let byte_offset = base + if as_written { start } else { st.text.len() } as u64;
+            match piece {
+                Piece::Number { number, index } => {
+                    st.citations += 1;
+                    let Some((source, _)) = st.sources.at(index) else {
+                        continue;
+                    };
+                    let (byte_offset, char_offset, utf16_offset) = match group.detail.as_deref() {
+                        Some(CitationDetail {
+                            late: true,
+                            span: Some(span),
+                            ..
+                        }) => (span.end.bytes, span.end.chars, span.end.utf16),
+                        _ => {
+                            let before = if as_written {
+                                &st.text[..start]
+                            } else {
+                                st.text.as_str()
+                            };
+                            let (chars, utf16) = count_units(before);
+                            let at = (
+                                byte_offset,
+                                st.flushed_chars + chars,
+                                st.flushed_utf16 + utf16,
+                            );
+                            if !as_written {
+                                st.settings
+                                    .style()
+                                    .render_number(number, source, &mut st.text);
+                            }
+                            at
+                        }
+                    };
+                    st.events.push_back(Event::Citation {
+                        number,
+                        source_id: source.id.clone(),
+                        byte_offset,
+                        input_byte_offset,
+                        char_offset,
+                        utf16_offset,
+                        provider: group.detail.clone(),
+                    });
+                }
+                Piece::Unresolved { reference, reason } => {
+                    st.unresolved += 1;
+                    match st.settings.unknown() {
+                        _ if as_written => {}
+                        UnknownPolicy::Mark => st.settings.style().render_unresolved(&mut st.text),
+                        UnknownPolicy::Keep if all_unresolved && st.text.len() == start => {
+                            if remove {
+                                st.repair.release(&mut st.text);
+                            }
+                            st.text.push_str(&group.marker.raw);
+                        }
+                        UnknownPolicy::Keep if all_unresolved => {}
+                        UnknownPolicy::Keep => {
+                            if remove && st.text.len() == start {
+                                st.repair.release(&mut st.text);
+                            }
+                            st.text.push('[');
+                            st.text.push_str(&reference);
+                            st.text.push(']');
+                        }
+                        _ => {}
+                    }
+                    st.events.push_back(Event::Unresolved {
+                        raw: group.marker.raw.clone(),
+                        reference,
+                        reason,
+                        byte_offset,
+                        input_byte_offset,
+                    });
+                }
+            }
+        }
+        let late = group.detail.as_deref().is_some_and(|d| d.late);
+        if remove && !late && st.text.len() == start {
+            st.repair.marker_removed();
+        }
+        if !late {
+            let input_end = input_byte_offset + group.marker.raw.len() as u64;
+            let output_end = st.flushed_bytes + st.text.len() as u64;
+            if st.anchors.last() != Some(&(input_end, output_end)) {
+                st.anchors.push((input_end, output_end));
+            }
+        }
+    }
+}
