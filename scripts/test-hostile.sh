@@ -38,8 +38,17 @@
 #     24 uploads at once of one 64 MiB book           one 201, 23 x 200; peak RSS under the bound
 #                                                     of crates/server/README.md; no upload file left
 #     20 uploads at once of one small book            one 201, 19 x 200 (never a 5xx), listed once
+#   the SQLite store on a full disk (issue 38 §3; a third server, its database on an 8 MiB tmpfs the
+#   script mounts; skipped with a message where mounting is not allowed)
+#     filled before a stream: chat, responses, messages 503 store_unavailable, Retry-After: 1 (an
+#       answer SQLite still finds room for streams whole or ends with store_unavailable; never 500)
+#     /readyz 503 naming "database or disk is full", 200 once the filler is removed; all three
+#       routes answer whole again
+#     filled during a paced stream: it ends with store_unavailable; once there is space, resuming
+#       it gives the error event; the chat answered before the faults resumes event for event
 #
-# Needs: python3 (the driver uses its urllib and zipfile), prlimit (util-linux), cargo.
+# Needs: python3 (the driver uses its urllib and zipfile), prlimit (util-linux), cargo; mount and
+# umount (root) for the full-disk checks.
 # CITEFLOW_BIN=path uses a citeflow binary already built instead of building citeflow-cli.
 # Idempotent; both servers are stopped on exit, whatever happens.
 set -euo pipefail
@@ -300,11 +309,11 @@ def uploads_at_once(d, base, pid, seconds):
     the bound of crates/server/README.md, and uploads of one book at once add it once, never
     a 5xx."""
     idle = rss_now_mb(pid)
-    # The bound of crates/server/README.md for these limits: idle + 1.1 x (ingests x book +
-    # the index writer's 32 MiB + a received chunk and its copy, at most 2 x 408 KiB, per
-    # upload being received); 1.1: the allocator's slack. The book's reader working set is
-    # small here (one short chapter; the image is never decompressed).
-    bound = idle + 1.1 * (INGESTS * UPLOAD_BYTES / 2**20 + 32 + UPLOADS * 0.8)
+    # The bound of crates/server/README.md for these limits: idle + 1.1 x (ingests x (book +
+    # W) + the index writer's 32 MiB + 1.5 MiB per upload being received); W, the reader's
+    # working set, is at most 16 MiB for this book (one short chapter; the image is never
+    # decompressed); 1.1: the allocator's slack.
+    bound = idle + 1.1 * (INGESTS * (UPLOAD_BYTES / 2**20 + 16) + 32 + UPLOADS * 1.5)
     body = big_book(UPLOAD_BYTES - 65536)
     t = time.monotonic()
     answers = concurrent_uploads(base, pid, body, UPLOADS, 600)
@@ -337,6 +346,131 @@ def uploads_at_once(d, base, pid, seconds):
         print(f"{len(failures)} upload checks failed", file=sys.stderr)
         sys.exit(1)
     print("all upload checks passed")
+
+
+FULL_ROUTES = [
+    ("/v1/chat/completions",
+     {"model": "ok.sse", "stream": True, "messages": [{"role": "user", "content": "q"}]}),
+    ("/v1/responses",
+     {"model": "openai-web-search-tool.1.chunks.txt", "stream": True, "input": "q"}),
+    ("/v1/messages",
+     {"model": "anthropic-web-search-tool.1.chunks.txt", "max_tokens": 100, "stream": True,
+      "messages": [{"role": "user", "content": "q"}]}),
+]
+
+
+def post_json(base, path, body, seconds):
+    return request(f"{base}{path}", "POST", json.dumps(body).encode(), {"content-type": "application/json"},
+                   seconds)
+
+
+def error_codes(raw):
+    """The codes of the error events of an SSE body (each wire's form)."""
+    codes = []
+    for x in sse_data(raw):
+        try:
+            v = json.loads(x)
+        except ValueError:
+            continue
+        e = v.get("error") if isinstance(v, dict) else None
+        if isinstance(e, dict) and (e.get("code") or e.get("type")):
+            codes.append(e.get("code") or e.get("type"))
+    return codes
+
+
+def fill(mnt):
+    """Fills the file system of `mnt` to its last byte; returns the filler's path."""
+    path = f"{mnt}/filler"
+    with open(path, "wb", buffering=0) as f:
+        size = 1 << 16
+        while size:
+            try:
+                f.write(b"z" * size)
+            except OSError:
+                size //= 2
+    return path
+
+
+def readyz_becomes(base, status, seconds=5):
+    deadline = time.monotonic() + seconds
+    while True:
+        s, _, raw = request(f"{base}/readyz", timeout=5)
+        if s == status or time.monotonic() > deadline:
+            return s, json.loads(raw or b"{}")
+        time.sleep(0.1)
+
+
+def full_disk(base, mnt, seconds):
+    """Issue 38 §3, on a server whose SQLite file is on a small tmpfs: the disk filled before
+    and during a stream, on chat, responses and messages."""
+    earlier = []
+    for path, body in FULL_ROUTES:
+        s, h, raw = post_json(base, path, body, seconds)
+        check(s == 200 and not error_codes(raw), f"{path} answers before the fault: {s}")
+        earlier.append((path, h.get("x-citeflow-stream-id") or h.get("X-Citeflow-Stream-Id"), raw))
+    s, v = readyz_becomes(base, 200)
+    check(s == 200, f"/readyz before the fault: {s} {v}")
+
+    filler = fill(mnt)
+    for path, body in FULL_ROUTES:
+        answers = []
+        for _ in range(20):
+            s, h, raw = post_json(base, path, body, seconds)
+            if s == 503:
+                err = json.loads(raw).get("error", {})
+                answers.append((s, err.get("code"), h.get("retry-after") or h.get("Retry-After")))
+                break
+            # Started before the fault showed: whole, or ended by the typed event.
+            answers.append((s, error_codes(raw)[-1:]))
+            if s != 200 or error_codes(raw) not in ([], ["store_unavailable"]):
+                break
+        check(answers[-1] == (503, "store_unavailable", "1") and all(a[0] == 200 for a in answers[:-1]),
+              f"{path} on a full disk: {answers}")
+    s, v = readyz_becomes(base, 503)
+    why = (v.get("store") or {}).get("error", "") if isinstance(v.get("store"), dict) else ""
+    check(s == 503 and "database or disk is full" in why, f"/readyz on a full disk: {s} {v}")
+    os.remove(filler)
+    s, v = readyz_becomes(base, 200)
+    check(s == 200, f"/readyz once there is space: {s} {v}")
+    for path, body in FULL_ROUTES:
+        s, _, raw = post_json(base, path, body, seconds)
+        check(s == 200 and not error_codes(raw), f"{path} answers after the fault: {s} {error_codes(raw)}")
+
+    # During a stream: the disk fills while a paced answer streams.
+    import threading
+    result = {}
+
+    def slow():
+        result["answer"] = post_json(base, "/v1/chat/completions",
+                                     {"model": "slow.sse", "stream": True,
+                                      "messages": [{"role": "user", "content": "q"}]}, 60)
+    t = threading.Thread(target=slow)
+    t.start()
+    time.sleep(1.0)
+    filler = fill(mnt)
+    t.join()
+    s, h, raw = result["answer"]
+    stream_id = h.get("x-citeflow-stream-id") or h.get("X-Citeflow-Stream-Id")
+    check(s == 200 and error_codes(raw) == ["store_unavailable"],
+          f"a stream the fault meets ends with store_unavailable: {s} {error_codes(raw)}")
+    os.remove(filler)
+    s, v = readyz_becomes(base, 200)
+    check(s == 200, f"/readyz after the fault during a stream: {s}")
+    deadline = time.monotonic() + 10
+    while True:
+        s, _, raw = request(f"{base}/v1/streams/{stream_id}", timeout=seconds)
+        if s != 503 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    check(s == 200 and error_codes(raw)[-1:] == ["store_unavailable"],
+          f"resuming it gives its events and the error: {s} {error_codes(raw)[-1:]}")
+    # Nothing lost: the answers completed before the faults read back the same.
+    for path, stream_id, raw in earlier:
+        if path != "/v1/chat/completions":
+            continue
+        s, _, again = request(f"{base}/v1/streams/{stream_id}", timeout=seconds)
+        check(s == 200 and sse_data(again) == sse_data(raw),
+              f"the answer of {path} before the faults resumes the same ({len(sse_data(again))} events)")
 
 
 def still_serving(base, after):
@@ -435,6 +569,12 @@ if sys.argv[1] == "gen":
     gen(sys.argv[2])
 elif sys.argv[1] == "uploads":
     uploads_at_once(sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]))
+elif sys.argv[1] == "full":
+    full_disk(sys.argv[2], sys.argv[3], float(sys.argv[4]))
+    if failures:
+        print(f"{len(failures)} full-disk checks failed", file=sys.stderr)
+        sys.exit(1)
+    print("all full-disk checks passed")
 else:
     run(sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]))
 PY
@@ -470,3 +610,37 @@ UPLOAD_URL="$(first_line "$WORK/uploads.out" | sed 's/^citeflow listening on //'
 UPLOADS="$UPLOADS" UPLOAD_BYTES="$UPLOAD_BYTES" INGESTS=2 \
     python3 "$WORK/hostile.py" uploads "$WORK/uploads" "$UPLOAD_URL" "$UPLOAD_SERVER" "$ATTACK_SECONDS"
 kill -0 "$UPLOAD_SERVER" || { echo "the upload server died" >&2; exit 1; }
+
+# The SQLite store on a full disk (issue 38 §3): a third server whose database is on an 8 MiB
+# tmpfs, behind an upstream paced 20 ms an event (slow.sse streams for 3 s).
+FULL="$WORK/full"
+mkdir -p "$FULL/mnt" "$FULL/streams"
+if mount -t tmpfs -o size=8m tmpfs "$FULL/mnt" 2> "$FULL/mount.err"; then
+    cleanup_mount() { umount -l "$FULL/mnt" 2>/dev/null || true; cleanup; }
+    trap cleanup_mount EXIT INT TERM
+    SHARED="${CITEFLOW_SHARED_DIR:-$ROOT/../shared}"
+    cp "$SHARED/fixtures/streams/openai-web-search-tool.1.chunks.txt" \
+        "$SHARED/fixtures/streams/anthropic-web-search-tool.1.chunks.txt" "$WORK/streams/ok.sse" "$FULL/streams/"
+    python3 -c '
+import json, sys
+def chunk(c=None, finish=None):
+    delta = {} if c is None else {"content": c}
+    return "data: " + json.dumps({"id": "x", "object": "chat.completion.chunk", "created": 1, "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}) + "\n\n"
+sys.stdout.write(chunk("") + "".join(chunk(f"word{i} ") for i in range(150)) + chunk(finish="stop")
+                 + "data: [DONE]\n\n")' > "$FULL/streams/slow.sse"
+    "$TARGET_DIR/debug/examples/replay_upstream" "$FULL/streams" 20 > "$FULL/upstream.out" 2> "$FULL/upstream.err" &
+    PIDS+=($!)
+    FULL_UPSTREAM="$(first_line "$FULL/upstream.out")"
+    CITEFLOW_LOG=error CITEFLOW_DATA_DIR="$FULL/data" prlimit --as="$ADDRESS_SPACE_BYTES" -- \
+        "$CITEFLOW_BIN" serve --upstream "$FULL_UPSTREAM" --anthropic-upstream "$FULL_UPSTREAM" \
+        --listen 127.0.0.1:0 --store "sqlite:$FULL/mnt/citeflow.db" --index "$FULL/index" \
+        --no-sample-books > "$FULL/citeflow.out" 2> "$FULL/citeflow.err" &
+    FULL_SERVER=$!
+    PIDS+=("$FULL_SERVER")
+    FULL_URL="$(first_line "$FULL/citeflow.out" | sed 's/^citeflow listening on //')"
+    python3 "$WORK/hostile.py" full "$FULL_URL" "$FULL/mnt" "$ATTACK_SECONDS"
+    kill -0 "$FULL_SERVER" || { echo "the full-disk server died" >&2; exit 1; }
+else
+    echo "SKIPPED the full-disk checks: cannot mount a tmpfs here ($(cat "$FULL/mount.err")); run as root" >&2
+fi

@@ -33,6 +33,8 @@ pub(crate) struct Library {
     opened: Mutex<Vec<(String, String, Arc<Book>)>>,
     /// Uploads being read and cut at once ([`Limits::max_concurrent_ingests`]).
     ingests: Arc<tokio::sync::Semaphore>,
+    /// Upload writes running at once ([`SPOOL_WRITES`]).
+    spool_writes: tokio::sync::Semaphore,
 }
 
 /// One upload's reading and cutting: stopped at its deadline or when its client leaves (the
@@ -92,6 +94,9 @@ const UPLOADS_DIR: &str = "uploads";
 /// The end of the name of an upload's file in [`UPLOADS_DIR`].
 const SPOOL_SUFFIX: &str = ".part";
 
+/// Upload writes ([`Library::spool`]) running at once, each on a blocking thread.
+const SPOOL_WRITES: usize = 4;
+
 /// Age past which [`Library::open`] removes an upload's file left in [`UPLOADS_DIR`].
 const STALE_UPLOAD: Duration = Duration::from_secs(3600);
 
@@ -150,6 +155,7 @@ impl Library {
             index: RwLock::new(index),
             uploads,
             opened: Mutex::new(Vec::new()),
+            spool_writes: tokio::sync::Semaphore::new(SPOOL_WRITES),
             ingests: Arc::new(tokio::sync::Semaphore::new(
                 limits.max_concurrent_ingests.max(1),
             )),
@@ -168,6 +174,11 @@ impl Library {
     /// upload waiting for its place in the pool holds no more than the chunk being written;
     /// refused past `max_bytes`. The file is removed when the [`Spool`] is dropped (the
     /// book was read, or the client left, or the body was refused).
+    ///
+    /// The writes (`tokio::fs`, each on a blocking thread) run at most [`SPOOL_WRITES`] at
+    /// once for the whole server: unbounded, 24 uploads at once grew the process to 74
+    /// threads and 4.3 GB of address space (each thread's stack and allocator heap), past
+    /// `test-hostile.sh`'s cap of 4 GiB.
     pub(crate) async fn spool(&self, body: Body, max_bytes: usize) -> Result<Spool, ApiError> {
         let too_large = || ApiError::BodyTooLarge { max_bytes };
         let declared = body.size_hint().lower();
@@ -178,11 +189,11 @@ impl Library {
             "{}{SPOOL_SUFFIX}",
             crate::state::random_id("upload-")
         ));
-        let file_err = |e: std::io::Error| ApiError::Internal(format!("{}: {e}", path.display()));
         let mut spool = Spool {
             path: path.clone(),
             bytes: 0,
         };
+        let file_err = |e: std::io::Error| ApiError::Internal(format!("{}: {e}", path.display()));
         let mut file = tokio::fs::File::create(&path).await.map_err(file_err)?;
         let mut data = body.into_data_stream();
         while let Some(chunk) = data.next().await {
@@ -191,9 +202,16 @@ impl Library {
             if spool.bytes > max_bytes {
                 return Err(too_large());
             }
+            // The write and its flush under the permit: the blocking operation is over when
+            // the permit goes back.
+            let _permit = self
+                .spool_writes
+                .acquire()
+                .await
+                .map_err(|e| ApiError::Internal(format!("upload writes: {e}")))?;
             file.write_all(&chunk).await.map_err(file_err)?;
+            file.flush().await.map_err(file_err)?;
         }
-        file.flush().await.map_err(file_err)?;
         Ok(spool)
     }
 
