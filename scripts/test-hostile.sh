@@ -46,9 +46,13 @@
 #       routes answer whole again
 #     filled during a paced stream: it ends with store_unavailable; once there is space, resuming
 #       it gives the error event; the chat answered before the faults resumes event for event
+#   a Redis past its maxmemory (issue 38 §3; a fourth server on a redis-server of its own; skipped
+#   with a message where redis-server is not installed)
+#     maxmemory 1 (noeviction): chat, responses, messages 503 store_unavailable, Retry-After: 1;
+#       /readyz 503 naming OOM; maxmemory 0: /readyz 200, all three answer, the earlier chat resumes
 #
 # Needs: python3 (the driver uses its urllib and zipfile), prlimit (util-linux), cargo; mount and
-# umount (root) for the full-disk checks.
+# umount (root) for the full-disk checks, redis-server and redis-cli for the Redis checks.
 # CITEFLOW_BIN=path uses a citeflow binary already built instead of building citeflow-cli.
 # Idempotent; both servers are stopped on exit, whatever happens.
 set -euo pipefail
@@ -473,6 +477,41 @@ def full_disk(base, mnt, seconds):
               f"the answer of {path} before the faults resumes the same ({len(sse_data(again))} events)")
 
 
+def redis_oom(base, port, seconds):
+    """Issue 38 §3, on a server whose store is a Redis past its maxmemory: typed errors, then
+    recovery."""
+    import subprocess
+
+    def config(value):
+        out = subprocess.run(["redis-cli", "-p", str(port), "config", "set", "maxmemory", value],
+                             capture_output=True, text=True)
+        return out.stdout.strip()
+    earlier = []
+    for path, body in FULL_ROUTES:
+        s, h, raw = post_json(base, path, body, seconds)
+        check(s == 200 and not error_codes(raw), f"redis: {path} answers before the fault: {s}")
+        earlier.append((path, h.get("x-citeflow-stream-id") or h.get("X-Citeflow-Stream-Id"), raw))
+    check(config("1") == "OK", "redis: maxmemory 1 (noeviction)")
+    for path, body in FULL_ROUTES:
+        s, h, raw = post_json(base, path, body, seconds)
+        err = json.loads(raw).get("error", {}) if s != 200 else {}
+        check((s, err.get("code"), h.get("retry-after") or h.get("Retry-After")) == (503, "store_unavailable", "1"),
+              f"redis past maxmemory: {path} {s} {err.get('code')} {err.get('message')}")
+    s, v = readyz_becomes(base, 503)
+    why = (v.get("store") or {}).get("error", "") if isinstance(v.get("store"), dict) else ""
+    check(s == 503 and "OOM" in why, f"redis past maxmemory: /readyz {s} {v}")
+    check(config("0") == "OK", "redis: maxmemory 0")
+    s, v = readyz_becomes(base, 200)
+    check(s == 200, f"redis with memory again: /readyz {s} {v}")
+    for path, body in FULL_ROUTES:
+        s, _, raw = post_json(base, path, body, seconds)
+        check(s == 200 and not error_codes(raw), f"redis: {path} answers after the fault: {s}")
+    path, stream_id, raw = earlier[0]
+    s, _, again = request(f"{base}/v1/streams/{stream_id}", timeout=seconds)
+    check(s == 200 and sse_data(again) == sse_data(raw),
+          f"redis: the chat answered before the fault resumes the same ({len(sse_data(again))} events)")
+
+
 def still_serving(base, after):
     s, _, _ = request(f"{base}/healthz", timeout=5)
     check(s == 200, f"/healthz answers after {after}")
@@ -569,6 +608,12 @@ if sys.argv[1] == "gen":
     gen(sys.argv[2])
 elif sys.argv[1] == "uploads":
     uploads_at_once(sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]))
+elif sys.argv[1] == "redis":
+    redis_oom(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]))
+    if failures:
+        print(f"{len(failures)} redis checks failed", file=sys.stderr)
+        sys.exit(1)
+    print("all redis checks passed")
 elif sys.argv[1] == "full":
     full_disk(sys.argv[2], sys.argv[3], float(sys.argv[4]))
     if failures:
@@ -615,13 +660,10 @@ kill -0 "$UPLOAD_SERVER" || { echo "the upload server died" >&2; exit 1; }
 # tmpfs, behind an upstream paced 20 ms an event (slow.sse streams for 3 s).
 FULL="$WORK/full"
 mkdir -p "$FULL/mnt" "$FULL/streams"
-if mount -t tmpfs -o size=8m tmpfs "$FULL/mnt" 2> "$FULL/mount.err"; then
-    cleanup_mount() { umount -l "$FULL/mnt" 2>/dev/null || true; cleanup; }
-    trap cleanup_mount EXIT INT TERM
-    SHARED="${CITEFLOW_SHARED_DIR:-$ROOT/../shared}"
-    cp "$SHARED/fixtures/streams/openai-web-search-tool.1.chunks.txt" \
-        "$SHARED/fixtures/streams/anthropic-web-search-tool.1.chunks.txt" "$WORK/streams/ok.sse" "$FULL/streams/"
-    python3 -c '
+SHARED="${CITEFLOW_SHARED_DIR:-$ROOT/../shared}"
+cp "$SHARED/fixtures/streams/openai-web-search-tool.1.chunks.txt" \
+    "$SHARED/fixtures/streams/anthropic-web-search-tool.1.chunks.txt" "$WORK/streams/ok.sse" "$FULL/streams/"
+python3 -c '
 import json, sys
 def chunk(c=None, finish=None):
     delta = {} if c is None else {"content": c}
@@ -629,9 +671,12 @@ def chunk(c=None, finish=None):
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}) + "\n\n"
 sys.stdout.write(chunk("") + "".join(chunk(f"word{i} ") for i in range(150)) + chunk(finish="stop")
                  + "data: [DONE]\n\n")' > "$FULL/streams/slow.sse"
-    "$TARGET_DIR/debug/examples/replay_upstream" "$FULL/streams" 20 > "$FULL/upstream.out" 2> "$FULL/upstream.err" &
-    PIDS+=($!)
-    FULL_UPSTREAM="$(first_line "$FULL/upstream.out")"
+"$TARGET_DIR/debug/examples/replay_upstream" "$FULL/streams" 20 > "$FULL/upstream.out" 2> "$FULL/upstream.err" &
+PIDS+=($!)
+FULL_UPSTREAM="$(first_line "$FULL/upstream.out")"
+if mount -t tmpfs -o size=8m tmpfs "$FULL/mnt" 2> "$FULL/mount.err"; then
+    cleanup_mount() { umount -l "$FULL/mnt" 2>/dev/null || true; cleanup; }
+    trap cleanup_mount EXIT INT TERM
     CITEFLOW_LOG=error CITEFLOW_DATA_DIR="$FULL/data" prlimit --as="$ADDRESS_SPACE_BYTES" -- \
         "$CITEFLOW_BIN" serve --upstream "$FULL_UPSTREAM" --anthropic-upstream "$FULL_UPSTREAM" \
         --listen 127.0.0.1:0 --store "sqlite:$FULL/mnt/citeflow.db" --index "$FULL/index" \
@@ -643,4 +688,27 @@ sys.stdout.write(chunk("") + "".join(chunk(f"word{i} ") for i in range(150)) + c
     kill -0 "$FULL_SERVER" || { echo "the full-disk server died" >&2; exit 1; }
 else
     echo "SKIPPED the full-disk checks: cannot mount a tmpfs here ($(cat "$FULL/mount.err")); run as root" >&2
+fi
+
+# Redis past its maxmemory (issue 38 §3): a fourth server on a Redis of its own.
+if command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1; then
+    REDIS_PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+    mkdir -p "$WORK/redis"
+    redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK/redis" \
+        --maxmemory-policy noeviction --daemonize yes --pidfile "$WORK/redis/redis.pid" \
+        --logfile "$WORK/redis/redis.log"
+    stop_redis() { redis-cli -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true; }
+    trap 'stop_redis; umount -l "$FULL/mnt" 2>/dev/null || true; cleanup' EXIT INT TERM
+    for _ in $(seq 1 50); do redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG && break; sleep 0.1; done
+    CITEFLOW_LOG=error CITEFLOW_DATA_DIR="$WORK/redis/data" prlimit --as="$ADDRESS_SPACE_BYTES" -- \
+        "$CITEFLOW_BIN" serve --upstream "$FULL_UPSTREAM" --anthropic-upstream "$FULL_UPSTREAM" \
+        --listen 127.0.0.1:0 --store "redis://127.0.0.1:$REDIS_PORT/0" --index "$WORK/redis/index" \
+        --no-sample-books > "$WORK/redis.out" 2> "$WORK/redis.err" &
+    REDIS_SERVER=$!
+    PIDS+=("$REDIS_SERVER")
+    REDIS_URL="$(first_line "$WORK/redis.out" | sed 's/^citeflow listening on //')"
+    python3 "$WORK/hostile.py" redis "$REDIS_URL" "$REDIS_PORT" "$ATTACK_SECONDS"
+    kill -0 "$REDIS_SERVER" || { echo "the Redis server died" >&2; exit 1; }
+else
+    echo "SKIPPED the Redis checks: redis-server is not installed (apt-get install redis-server)" >&2
 fi

@@ -434,7 +434,7 @@ pub(crate) fn is_unavailable(e: &RedisError) -> bool {
 /// The store error of a driver error, naming the server.
 pub(crate) fn store_error(display: &str, e: &RedisError) -> StoreError {
     if is_unavailable(e) {
-        StoreError::Unavailable(format!("redis at {display} is unreachable: {e}"))
+        StoreError::Unavailable(format!("redis at {display} cannot serve now: {e}"))
     } else {
         StoreError::Backend(format!("redis at {display} failed: {e}"))
     }
