@@ -80,7 +80,11 @@ pub(crate) async fn upload(
     let max_bytes = state.settings.limits.max_book_bytes;
     // The body goes to a file as it arrives: an upload holds one chunk in memory until its
     // turn in the pool below, however many wait (issue 38 §1).
-    let spool = lib.spool(body, max_bytes).await?;
+    let spool = lib
+        .spool(body, max_bytes, |e| {
+            crate::conn::body_error(e, ApiError::BodyTooLarge { max_bytes })
+        })
+        .await?;
     if spool.len() == 0 {
         return Err(ApiError::invalid(
             "the body is empty: send the bytes of an .epub file",

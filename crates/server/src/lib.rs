@@ -35,6 +35,7 @@ mod engine;
 mod error;
 mod generate;
 mod guard;
+mod ids;
 mod library;
 mod live;
 mod messages;

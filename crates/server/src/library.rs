@@ -18,7 +18,6 @@ use axum::body::{Body, HttpBody as _};
 use futures_util::StreamExt as _;
 use tokio::io::AsyncWriteExt as _;
 
-use crate::conn::body_error;
 use crate::error::{ApiError, LibraryError};
 use crate::settings::Limits;
 use crate::tenancy::{is_visible, owned_book_key, rekey, shared_book_key, Owner};
@@ -179,7 +178,13 @@ impl Library {
     /// once for the whole server: unbounded, 24 uploads at once grew the process to 74
     /// threads and 4.3 GB of address space (each thread's stack and allocator heap), past
     /// `test-hostile.sh`'s cap of 4 GiB.
-    pub(crate) async fn spool(&self, body: Body, max_bytes: usize) -> Result<Spool, ApiError> {
+    /// `on_error` says what a failed body read means (a body too slow, or too large).
+    pub(crate) async fn spool(
+        &self,
+        body: Body,
+        max_bytes: usize,
+        on_error: impl Fn(axum::Error) -> ApiError,
+    ) -> Result<Spool, ApiError> {
         let too_large = || ApiError::BodyTooLarge { max_bytes };
         let declared = body.size_hint().lower();
         if usize::try_from(declared).map_or(true, |n| n > max_bytes) {
@@ -187,7 +192,7 @@ impl Library {
         }
         let path = self.uploads.join(format!(
             "{}{SPOOL_SUFFIX}",
-            crate::state::random_id("upload-")
+            crate::ids::random_id("upload-")
         ));
         let mut spool = Spool {
             path: path.clone(),
@@ -197,7 +202,7 @@ impl Library {
         let mut file = tokio::fs::File::create(&path).await.map_err(file_err)?;
         let mut data = body.into_data_stream();
         while let Some(chunk) = data.next().await {
-            let chunk = chunk.map_err(|e| body_error(e, too_large()))?;
+            let chunk = chunk.map_err(&on_error)?;
             spool.bytes += chunk.len();
             if spool.bytes > max_bytes {
                 return Err(too_large());

@@ -8,6 +8,7 @@ use citeflow_index::IndexError;
 use citeflow_store::Store;
 use tokio::sync::watch;
 
+pub(crate) use crate::ids::random_id;
 use crate::library::Library;
 use crate::metrics::Metrics;
 use crate::quota::StreamQuota;
@@ -153,16 +154,4 @@ pub(crate) fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
-}
-
-/// A random id: `prefix` + 32 hex digits (128 random bits).
-pub(crate) fn random_id(prefix: &str) -> String {
-    let mut b = [0u8; 16];
-    getrandom::fill(&mut b).expect("the OS random source works");
-    let mut s = String::with_capacity(prefix.len() + 32);
-    s.push_str(prefix);
-    for x in b {
-        s.push_str(&format!("{x:02x}"));
-    }
-    s
 }
