@@ -20,6 +20,7 @@ use crate::body::ApiJson;
 use crate::code::ErrorCode;
 use crate::engine::{Cite, Drained, Engine, Wire};
 use crate::error::{ApiError, StreamError};
+use crate::generate::byte_of_char;
 use crate::proxy::{self, answer_scope, upstream_key};
 use crate::relay::{
     citeflow_of, named_sse, open_stream, pump, resume_named, spawn_stream, stream_headers,
@@ -134,13 +135,8 @@ impl ResponsesWire {
                 "content_index": part.content_index, "annotation_index": part.annotations.len(),
                 "annotation": annotation});
             if let Some((shown, replace)) = &c.late {
-                let byte = |chars: u64| {
-                    let at = usize::try_from(chars.saturating_sub(base)).unwrap_or(usize::MAX);
-                    part.text
-                        .char_indices()
-                        .nth(at)
-                        .map_or(part.text.len(), |(i, _)| i)
-                };
+                let byte =
+                    |chars: u64| byte_of_char(&part.text, chars.saturating_sub(base)) as usize;
                 let (start, end) = (byte(c.start), byte(c.end));
                 let edit = LateEdit {
                     start: if *replace { start } else { end },
@@ -212,13 +208,7 @@ impl Part {
             byte.saturating_add_signed(shift).min(text.len())
         };
         let chars_at = |byte: usize| text[..byte].chars().count() as u64;
-        let byte_of = |chars: u64| {
-            let at = usize::try_from(chars).unwrap_or(usize::MAX);
-            self.text
-                .char_indices()
-                .nth(at)
-                .map_or(self.text.len(), |(i, _)| i)
-        };
+        let byte_of = |chars: u64| byte_of_char(&self.text, chars) as usize;
         let mut annotations = self.annotations.clone();
         for (i, a) in annotations.iter_mut().enumerate() {
             let range = match self.late.iter().position(|(k, _)| *k == i) {

@@ -55,16 +55,21 @@ fn chars(s: &str, start: u64, end: u64) -> String {
         .collect()
 }
 
+/// The text of a streamed Responses answer's deltas.
+fn streamed_text(events: &[Value]) -> String {
+    events
+        .iter()
+        .filter(|e| e["type"] == "response.output_text.delta")
+        .map(|e| e["delta"].as_str().expect("delta"))
+        .collect()
+}
+
 /// Checks a streamed Responses answer; returns (text, annotations).
 fn check_responses(events: &[Value]) -> (String, Vec<Value>) {
     for (i, e) in events.iter().enumerate() {
         assert_eq!(e["sequence_number"], json!(i), "{e}");
     }
-    let text: String = events
-        .iter()
-        .filter(|e| e["type"] == "response.output_text.delta")
-        .map(|e| e["delta"].as_str().expect("delta"))
-        .collect();
+    let text = streamed_text(events);
     let done = events
         .iter()
         .find(|e| e["type"] == "response.output_text.done")
@@ -291,6 +296,17 @@ fn check_messages(events: &[Value]) -> (String, usize) {
     (text, n)
 }
 
+/// The text blocks of a non-streamed Messages answer, joined.
+fn message_text(msg: &Value) -> String {
+    msg["content"]
+        .as_array()
+        .expect("content")
+        .iter()
+        .filter(|c| c["type"] == "text")
+        .map(|c| c["text"].as_str().expect("text"))
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn messages_stream_numbers_citations_and_keeps_the_wire_format() {
     let (h, _) = harness(Some("sk-test")).await;
@@ -346,13 +362,7 @@ async fn messages_stream_numbers_citations_and_keeps_the_wire_format() {
         .json()
         .await
         .expect("json");
-    let joined: String = msg["content"]
-        .as_array()
-        .expect("content")
-        .iter()
-        .filter(|c| c["type"] == "text")
-        .map(|c| c["text"].as_str().expect("text"))
-        .collect();
+    let joined = message_text(&msg);
     assert_eq!(joined, text);
     assert_eq!(msg["type"], "message");
     assert!(msg["stop_reason"].is_string());
@@ -749,11 +759,7 @@ async fn regression_39_responses_under_any_cutting_and_lag_give_the_final_answer
                 !text.contains("utm_source=openai"),
                 "{name} {hold:?}: {text}"
             );
-            let streamed: String = events
-                .iter()
-                .filter(|e| e["type"] == "response.output_text.delta")
-                .map(|e| e["delta"].as_str().expect("delta"))
-                .collect();
+            let streamed = streamed_text(&events);
             let done = events
                 .iter()
                 .find(|e| e["type"] == "response.output_text.done")
@@ -859,13 +865,7 @@ async fn regression_39_messages_under_any_cutting_and_timing_give_the_same_answe
             .json()
             .await
             .expect("json");
-        let joined: String = msg["content"]
-            .as_array()
-            .expect("content")
-            .iter()
-            .filter(|c| c["type"] == "text")
-            .map(|c| c["text"].as_str().expect("text"))
-            .collect();
+        let joined = message_text(&msg);
         assert_eq!(joined, text, "{model}: not streamed");
         answers.push((text, n));
     }
