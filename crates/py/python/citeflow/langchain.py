@@ -51,6 +51,8 @@ from .rounds import (
     ROUND_KEY,
     Event,
     RoundStream,
+    adrive,
+    drive,
     round_record,
     session_from_records,
     sources_from_result,
@@ -147,20 +149,12 @@ def messages_stream(stream: Iterable[Any], session: Optional[Session] = None) ->
     """citeflow's events for a ``graph.stream(..., stream_mode="messages")`` stream: tool
     messages become rounds of ``session`` (a new session-scope one when None), AI message
     chunks are rewritten; a ``DoneEvent`` ends it."""
-    rs = RoundStream(session)
-    for item in stream:
-        yield from _step(rs, item)
-    yield from rs.finish()
+    return drive(stream, _step, session)
 
 
-async def amessages_stream(stream: AsyncIterable[Any], session: Optional[Session] = None) -> AsyncIterator[Event]:
+def amessages_stream(stream: AsyncIterable[Any], session: Optional[Session] = None) -> AsyncIterator[Event]:
     """``messages_stream`` for ``graph.astream(..., stream_mode="messages")``."""
-    rs = RoundStream(session)
-    async for item in stream:
-        for ev in _step(rs, item):
-            yield ev
-    for ev in rs.finish():
-        yield ev
+    return adrive(stream, _step, session)
 
 
 def passage_document(passage: Passage) -> Document:

@@ -46,7 +46,7 @@ from llama_index.core.schema import NodeWithScore, TextNode
 
 from ._citeflow import Book, Passage, Session, Source
 from .context import to_source
-from .rounds import Event, RoundStream, new_session, round_query, sources_from_result, tool_block
+from .rounds import Event, RoundStream, adrive, drive, new_session, round_query, sources_from_result, tool_block
 
 if TYPE_CHECKING:
     from ._citeflow import _PromptMarkerName
@@ -171,20 +171,12 @@ def workflow_events(events: Iterable[Any], session: Optional[Session] = None) ->
     ``tool_output.raw_output``: nodes, documents, dicts, or JSON content), ``AgentStream.delta``
     → rewritten text; a ``DoneEvent`` ends it. The tools must show the model ``[[id]]``
     markers (see ``citeflow.rounds.tool_block``)."""
-    rs = RoundStream(session)
-    for ev in events:
-        yield from _workflow_step(rs, ev)
-    yield from rs.finish()
+    return drive(events, _workflow_step, session)
 
 
-async def aworkflow_events(events: AsyncIterable[Any], session: Optional[Session] = None) -> AsyncIterator[Event]:
+def aworkflow_events(events: AsyncIterable[Any], session: Optional[Session] = None) -> AsyncIterator[Event]:
     """``workflow_events`` for ``handler.stream_events()`` (async)."""
-    rs = RoundStream(session)
-    async for ev in events:
-        for out in _workflow_step(rs, ev):
-            yield out
-    for out in rs.finish():
-        yield out
+    return adrive(events, _workflow_step, session)
 
 
 def passage_node(passage: Passage) -> TextNode:

@@ -21,7 +21,7 @@ framework's types to these calls; every number comes from the Rust engine.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from ._citeflow import (
@@ -218,3 +218,26 @@ class RoundStream:
     def render_sources(self, done: DoneEvent, format: _ListFormatName = "markdown") -> str:
         """The cited sources of ``done`` as a list grouped by round with its query."""
         return render_list(done.sources, format, self.session.rounds())
+
+
+def drive(
+    items: Iterable[Any], step: Callable[[RoundStream, Any], list[Event]], session: Optional[Session] = None
+) -> Iterator[Event]:
+    """The events of a framework's stream: each item through ``step`` on one ``RoundStream``
+    of ``session``, then the end (a ``DoneEvent``)."""
+    rs = RoundStream(session)
+    for item in items:
+        yield from step(rs, item)
+    yield from rs.finish()
+
+
+async def adrive(
+    items: AsyncIterable[Any], step: Callable[[RoundStream, Any], list[Event]], session: Optional[Session] = None
+) -> AsyncIterator[Event]:
+    """``drive`` for an async stream."""
+    rs = RoundStream(session)
+    async for item in items:
+        for ev in step(rs, item):
+            yield ev
+    for ev in rs.finish():
+        yield ev
