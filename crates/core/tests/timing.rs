@@ -496,3 +496,36 @@ proptest! {
         prop_assert!(stored == events, "numbers from a store: {}", difference(&events, &stored));
     }
 }
+
+/// The hold's edge: a link and the text after it held at exactly `max_link_hold_bytes` still
+/// wait for the citation (the stream shows the number); one byte less and the link is shown
+/// as written, the number bound late (the final text alone); `0` holds nothing. The final
+/// text is the same every time.
+#[test]
+fn the_link_hold_ends_past_its_bound() {
+    let link = link_text(0, true);
+    let tail = " and more.";
+    let text = format!("See {link}{tail}");
+    let start = "See ".chars().count();
+    let cited = [(start, start + link.chars().count(), 0)];
+    // The whole text in one delta, then the citation: the held bytes are the link and the tail.
+    let bytes = sse(&lagged_stream(
+        &text,
+        &cited,
+        &[text.chars().count()],
+        &[None],
+    ));
+    let held = link.len() + tail.len();
+    let want = format!("See [1]{tail}");
+    for (bound, in_stream) in [(held, true), (held - 1, false), (0, false)] {
+        let settings = Settings::default().with_max_link_hold_bytes(bound);
+        let (streamed, final_text, list) = answer(&run(&settings, &bytes, &[]));
+        assert_eq!(final_text, want, "bound {bound}");
+        assert_eq!(list.len(), 1, "bound {bound}");
+        if in_stream {
+            assert_eq!(streamed, want, "bound {bound}");
+        } else {
+            assert_eq!(streamed, text, "bound {bound}: the link shown as written");
+        }
+    }
+}
