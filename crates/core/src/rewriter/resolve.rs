@@ -44,65 +44,79 @@ impl Rewriter {
     /// for an external number.
     pub(super) fn resolve(&mut self, mut group: Group) -> bool {
         while let Some(item) = group.marker.items.get(group.next) {
-            let piece = match self.lookup(item) {
-                Err(reason) => Piece::Unresolved {
-                    reference: match item {
-                        Item::Id(id) => id.clone(),
-                        Item::Rank(n) => n.to_string(),
-                    },
-                    reason,
-                },
-                Ok(index) => {
-                    let keep_rank = match item {
-                        Item::Rank(n) if self.st.settings.rank() == RankMode::Keep => Some(*n),
-                        _ => None,
-                    };
-                    let known = match keep_rank {
-                        Some(n) => {
-                            self.record_kept_rank(n, index);
-                            Some(n)
-                        }
-                        None => self.st.numbering.get(&self.keys[index]),
-                    };
-                    let number = match known {
-                        Some(n) => n,
-                        None => {
-                            let key = self.keys[index].clone();
-                            let source_id = self
-                                .st
-                                .sources
-                                .at(index)
-                                .map_or_else(String::new, |(s, _)| s.id.clone());
-                            match self.st.settings.number_source() {
-                                NumberSource::Local => {
-                                    self.st.new_numbers += 1;
-                                    self.st.numbering.allocate(&key, &source_id).0
-                                }
-                                NumberSource::External => {
-                                    self.st.events.push_back(Event::NumberNeeded {
-                                        key: key.clone(),
-                                        source_id: source_id.clone(),
-                                    });
-                                    group.waiting = Some((key, source_id));
-                                    self.st.awaiting = Some(group);
-                                    return false;
-                                }
-                            }
-                        }
-                    };
-                    self.show(number, index, keep_rank);
-                    Piece::Number { number, index }
+            match self.resolve_item(item) {
+                Ok(piece) => add_piece(&mut group.pieces, piece),
+                Err(waiting) => {
+                    group.waiting = Some(waiting);
+                    self.st.awaiting = Some(group);
+                    return false;
                 }
-            };
-            let repeat = matches!(&piece, Piece::Number { number, .. }
-                if group.pieces.iter().any(|p| matches!(p, Piece::Number { number: m, .. } if m == number)));
-            if !repeat {
-                group.pieces.push(piece);
             }
             group.next += 1;
         }
         self.render_group(group);
         true
+    }
+
+    /// One item of a marker as a piece of its group: unresolved, or a number shown. `Err` with
+    /// the key and source id when the number must come from outside
+    /// ([`NumberSource::External`]; the [`Event::NumberNeeded`] is queued).
+    fn resolve_item(&mut self, item: &Item) -> Result<Piece, (String, String)> {
+        let index = match self.lookup(item) {
+            Ok(index) => index,
+            Err(reason) => {
+                let reference = match item {
+                    Item::Id(id) => id.clone(),
+                    Item::Rank(n) => n.to_string(),
+                };
+                return Ok(Piece::Unresolved { reference, reason });
+            }
+        };
+        let keep_rank = match item {
+            Item::Rank(n) if self.st.settings.rank() == RankMode::Keep => Some(*n),
+            _ => None,
+        };
+        let number = match keep_rank {
+            Some(n) => {
+                self.record_kept_rank(n, index);
+                n
+            }
+            None => self.number_of(index)?,
+        };
+        self.show(number, index, keep_rank);
+        Ok(Piece::Number { number, index })
+    }
+
+    /// The number of the source at registration index `index`: the table's, or a new one
+    /// handed out by the local numbering. `Err` with the key and source id when the number
+    /// source is [`NumberSource::External`], after queueing [`Event::NumberNeeded`].
+    fn number_of(&mut self, index: usize) -> Result<u32, (String, String)> {
+        if let Some(n) = self.st.numbering.get(&self.keys[index]) {
+            return Ok(n);
+        }
+        let key = self.keys[index].clone();
+        let source_id = self.source_id_at(index);
+        match self.st.settings.number_source() {
+            NumberSource::Local => {
+                self.st.new_numbers += 1;
+                Ok(self.st.numbering.allocate(&key, &source_id).0)
+            }
+            NumberSource::External => {
+                self.st.events.push_back(Event::NumberNeeded {
+                    key: key.clone(),
+                    source_id: source_id.clone(),
+                });
+                Err((key, source_id))
+            }
+        }
+    }
+
+    /// The id of the source at registration index `index` (empty if there is none).
+    fn source_id_at(&self, index: usize) -> String {
+        self.st
+            .sources
+            .at(index)
+            .map_or_else(String::new, |(s, _)| s.id.clone())
     }
 
     /// The registration index of the source an item names.
@@ -130,11 +144,7 @@ impl Rewriter {
         if self.st.numbering.get(&key).is_some() || self.st.numbering.entry(n).is_some() {
             return;
         }
-        let source_id = self
-            .st
-            .sources
-            .at(index)
-            .map_or_else(String::new, |(s, _)| s.id.clone());
+        let source_id = self.source_id_at(index);
         if self.st.numbering.insert(n, key, source_id).is_ok() {
             self.st.new_numbers += 1;
         }
@@ -287,5 +297,17 @@ impl Rewriter {
                 st.anchors.push((input_end, output_end));
             }
         }
+    }
+}
+
+/// Adds `piece` to a group's pieces unless it repeats a number the group already shows.
+fn add_piece(pieces: &mut Vec<Piece>, piece: Piece) {
+    let shown = |n: u32| {
+        pieces
+            .iter()
+            .any(|p| matches!(p, Piece::Number { number, .. } if *number == n))
+    };
+    if !matches!(piece, Piece::Number { number, .. } if shown(number)) {
+        pieces.push(piece);
     }
 }
