@@ -7,8 +7,8 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use citeflow_core::{
-    citation_grammar, few_shot_messages, Event, GrammarMode, NumberSource, Numbering, PromptMarker,
-    RankMode, Rewriter, Settings, Sources,
+    citation_grammar, few_shot_messages, GrammarMode, PromptMarker, RankMode, Rewriter, Settings,
+    Sources,
 };
 use citeflow_store::{NumberScope, StreamRecord, StreamStatus};
 use serde_json::{json, Map, Value};
@@ -16,12 +16,14 @@ use serde_json::{json, Map, Value};
 use crate::body::{sources, ApiJson};
 use crate::books::last_user_text;
 use crate::error::ApiError;
-use crate::generate::{self, Generation};
+use crate::generate::Generation;
 use crate::live::LiveTx;
+use crate::metrics::OPENAI;
 use crate::plan::{
     gather_sources, prompt_marker, rewriter_settings, system_prompt, take_citeflow, wants_ai_sdk,
     AnswerSources, SourceChoice,
 };
+use crate::runner;
 use crate::settings::PromptDefaults;
 use crate::state::{now_ms, random_id, AppState};
 use crate::streams::{chat_frame, chat_sse};
@@ -298,18 +300,15 @@ pub(crate) async fn completions(
         let (tx, feed) = crate::live::channel(&state, &stream_id, chat_frame);
         (tx, Some(feed))
     };
-    let generation = Generation::new(
+    let generation = Generation::new(state.clone(), stream_id.clone(), scope, rewriter, requested);
+    runner::spawn(
         state.clone(),
         stream_id.clone(),
-        scope,
-        rewriter,
-        requested,
+        generation,
+        resp,
+        slot,
         live,
     );
-    tokio::spawn(async move {
-        let _slot = slot;
-        generate::run(generation, resp).await;
-    });
     let mut response = match feed {
         Some(feed) => chat_sse(&state, stream_id.clone(), feed),
         None => crate::ai_sdk::chat_response(&state, &stream_id, 0),
@@ -324,177 +323,56 @@ pub(crate) async fn completions(
     Ok(response)
 }
 
-/// What a non-streaming choice's rewriter gave.
-#[derive(Default)]
-struct Acc {
-    text: String,
-    events: Vec<Value>,
-    annotations: Vec<Value>,
-    /// Numbers of citations bound late: (byte of `text`, rendering), for `done.text`.
-    late: Vec<(usize, String)>,
-}
-
-/// Moves `rw`'s events into `acc`, answering number requests from the store (`scope`);
-/// events of a later choice name it in `choice`.
-async fn pump(
-    state: &AppState,
-    scope: Option<&NumberScope>,
-    rw: &mut Rewriter,
-    acc: &mut Acc,
-    choice: usize,
-) -> Result<(), ApiError> {
-    while let Some(ev) = rw.poll_event() {
-        match ev {
-            Event::NumberNeeded { key, source_id } => {
-                let scope = scope.ok_or_else(|| {
-                    ApiError::Internal("number needed without a shared scope".into())
-                })?;
-                let n = state.store.allocate(scope, &key, &source_id).await?.number;
-                rw.provide_number(&key, n)?;
-            }
-            Event::Text { text: t } => acc.text.push_str(&t),
-            other => {
-                generate::count(state, &other);
-                if let Event::Citation {
-                    number,
-                    source_id,
-                    char_offset,
-                    provider,
-                    ..
-                } = &other
-                {
-                    let p = provider.as_deref();
-                    acc.annotations.extend(generate::annotation_of(
-                        rw,
-                        *number,
-                        source_id,
-                        *char_offset,
-                        p,
-                    ));
-                    acc.late
-                        .extend(generate::late_number(rw, *number, source_id, p));
-                }
-                let mut v =
-                    serde_json::to_value(&other).map_err(|e| ApiError::Internal(e.to_string()))?;
-                if matches!(other, Event::Done { .. }) && !acc.late.is_empty() {
-                    v["text"] = Value::String(generate::final_text(&acc.text, &mut acc.late));
-                }
-                if choice != 0 {
-                    v["choice"] = json!(choice);
-                }
-                acc.events.push(v);
-            }
-        }
-    }
-    Ok(())
-}
-
-/// A non-streaming request: the whole answer is rewritten at once.
+/// A non-streamed request: the upstream's whole completion is the chat answer come whole
+/// ([`Generation::whole`]), run by the same runner as a stream: each choice rewritten on its
+/// own (numbered in the session's table when the scope is the session's, else from 1), its
+/// citations as `message.annotations`, the upstream's own numbered and mapped into the
+/// rewritten text (bound late).
 async fn complete(state: AppState, plan: Plan, key: Option<&str>) -> Result<Response, ApiError> {
     let resp = call_upstream(&state, &plan.body, key).await?;
     let timeout_ms = state.settings.limits.upstream_response_timeout_ms;
-    let mut answer: Value = tokio::time::timeout(Duration::from_millis(timeout_ms), resp.json())
+    let body: Value = tokio::time::timeout(Duration::from_millis(timeout_ms), resp.json())
         .await
         .map_err(|_| ApiError::UpstreamTimeout { timeout_ms })?
         .map_err(|e| ApiError::UpstreamMalformed(format!("not a JSON chat completion: {e}")))?;
     let scope = match (&plan.session_id, plan.session_scope) {
-        (Some(s), true) => Some(NumberScope::Session(s.clone())),
-        _ => None,
+        (Some(s), true) => NumberScope::Session(s.clone()),
+        _ => NumberScope::Stream(String::new()),
     };
-    // Each choice (`n > 1`) is rewritten on its own: numbered in the session's table when
-    // the scope is the session's, else from 1. Its citations become `message.annotations`;
-    // the upstream's own are numbered and mapped into the rewritten text (bound late).
-    let count_choices = answer
-        .get("choices")
-        .and_then(Value::as_array)
-        .map_or(0, Vec::len);
+    let shared = matches!(scope, NumberScope::Session(_)).then_some(&scope);
+    let (settings, numbering) = crate::engine::numbering_of(&state, plan.settings, shared).await?;
+    let rewriter = Rewriter::new(settings, plan.sources, numbering);
+    let mut answer = Generation::new(
+        state.clone(),
+        String::new(),
+        scope,
+        rewriter,
+        Instant::now(),
+    )
+    .whole();
+    let out = runner::collect_whole(&state, OPENAI, &mut answer, &body)
+        .await
+        .map_err(ApiError::from)?;
+    let mut chunks = out
+        .iter()
+        .filter(|d| *d != "[DONE]")
+        .map(|d| serde_json::from_str::<Value>(d).map_err(|e| ApiError::Internal(e.to_string())));
+    let mut completion = chunks
+        .next()
+        .transpose()?
+        .ok_or_else(|| ApiError::Internal("the answer gave no completion".into()))?;
     let mut events = Vec::new();
-    for i in 0..count_choices.max(1) {
-        let (settings, numbering) = match &scope {
-            Some(scope) => (plan.settings.clone(), state.store.numbering(scope).await?),
-            None => (
-                plan.settings
-                    .clone()
-                    .with_number_source(NumberSource::Local),
-                Numbering::new(),
-            ),
-        };
-        let mut rw = Rewriter::new(settings, plan.sources.clone(), numbering);
-        let content = answer
-            .pointer(&format!("/choices/{i}/message/content"))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        let upstream: Vec<Value> = answer
-            .pointer(&format!("/choices/{i}/message/annotations"))
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        rw.write(&content)?;
-        let mut acc = Acc::default();
-        for a in &upstream {
-            let u = a.get("url_citation").unwrap_or(a);
-            let Some(url) = u
-                .get("url")
-                .and_then(Value::as_str)
-                .filter(|u| !u.is_empty())
-            else {
-                continue;
-            };
-            let mut source = citeflow_core::Source::new(url).with_url(url);
-            if let Some(t) = u
-                .get("title")
-                .and_then(Value::as_str)
-                .filter(|t| !t.is_empty())
-            {
-                source = source.with_title(t);
-            }
-            if rw.append_source(source).is_err() {
-                continue;
-            }
-            let at = |k: &str| u.get(k).and_then(Value::as_u64);
-            match (at("start_index"), at("end_index")) {
-                (Some(start), Some(end)) => {
-                    let bs = generate::byte_of_char(&content, start);
-                    let be = generate::byte_of_char(&content, end.max(start));
-                    rw.write_boundary();
-                    pump(&state, scope.as_ref(), &mut rw, &mut acc, i).await?;
-                    let (Some(os), Some(oe)) = (rw.output_offset(bs), rw.output_offset(be)) else {
-                        continue;
-                    };
-                    let span = citeflow_core::Span {
-                        start: generate::position(&acc.text, os),
-                        end: generate::position(&acc.text, oe.max(os)),
-                    };
-                    rw.cite_late(url, span, citeflow_core::CitationDetail::default())?;
-                }
-                _ => rw.write_citation(url, None)?,
-            }
-            pump(&state, scope.as_ref(), &mut rw, &mut acc, i).await?;
-        }
-        if let Err(e) = rw.end() {
-            tracing::warn!(error = %e, "rewrite check failed");
-        }
-        pump(&state, scope.as_ref(), &mut rw, &mut acc, i).await?;
-        events.append(&mut acc.events);
-        let (text, annotations) = (acc.text, acc.annotations);
-        if let Some(Value::Object(m)) = answer.pointer_mut(&format!("/choices/{i}/message")) {
-            if m.contains_key("content") {
-                m.insert("content".into(), Value::String(text));
-            }
-            m.remove("annotations");
-            if !annotations.is_empty() {
-                m.insert("annotations".into(), Value::Array(annotations));
-            }
+    for chunk in std::iter::once(Ok(completion.clone())).chain(chunks) {
+        let mut chunk = chunk?;
+        if let Some(Value::Array(e)) = chunk.pointer_mut("/citeflow/events").map(Value::take) {
+            events.extend(e);
         }
     }
-    if let Value::Object(m) = &mut answer {
-        let mut cf = json!({"events": events});
-        if let Some(s) = &plan.session_id {
-            cf["session_id"] = json!(s);
-        }
-        m.insert("citeflow".into(), cf);
+    let mut cf = json!({"events": events});
+    if let Some(s) = &plan.session_id {
+        cf["session_id"] = json!(s);
     }
-    state.metrics.completions.inc(crate::metrics::OPENAI);
-    Ok(Json(answer).into_response())
+    completion["citeflow"] = cf;
+    state.metrics.completions.inc(OPENAI);
+    Ok(Json(completion).into_response())
 }

@@ -1,25 +1,21 @@
-//! The upstream generation of one stream: chunks in, rewritten chunks persisted to the log.
-//! It runs in its own task, so it goes on when the client leaves.
+//! The chat completions wire ([`Generation`], an [`Answer`] of the runner): upstream chunks
+//! in, rewritten chunks out, each choice through its own rewriter, its citations as standard
+//! `annotations`; a non-streamed completion is the same answer come whole.
 
-use std::future::Future;
-use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
 
 use citeflow_core::{
     CitationDetail, Event, NumberSource, Numbering, Position, Rewriter, Source, Span,
 };
-use citeflow_store::{NumberScope, StoredEvent, StreamStatus};
-use futures_util::FutureExt;
+use citeflow_store::NumberScope;
 use serde_json::{json, Value};
 
 use crate::code::ErrorCode;
 use crate::error::StreamError;
-use crate::live::LiveTx;
 use crate::metrics::OPENAI;
 use crate::plain_chunk::{self, Plain, META_KEYS};
+use crate::runner::{parse_object, Answer};
 use crate::state::AppState;
-use crate::unrecorded::{record_failure, with_retries};
-use crate::upstream_body::UpstreamEvents;
 
 /// One choice of the answer (`choices[].index`; `n > 1` streams several): its own rewriter.
 struct Choice {
@@ -43,17 +39,17 @@ pub(crate) struct Generation {
     scope: NumberScope,
     /// The choices seen, in order of arrival; choice 0's rewriter is made up front.
     choices: Vec<Choice>,
-    next_id: u64,
-    /// The id of the last event the log took.
-    logged: u64,
+    /// A finish_reason of choice 0 came: the upstream may close without `[DONE]`.
+    saw_finish: bool,
+    /// The upstream's answer came whole (a non-streamed completion, `choices[].message`):
+    /// every choice ends with it, and its events name their choice one by one.
+    whole: bool,
     /// The [`META_KEYS`] members of the last upstream chunk, for our own chunks.
     meta: Value,
     /// The same members as the last plain chunk wrote them (empty: not known), so that a
     /// plain chunk decodes them only when they change.
     meta_text: [String; 5],
     speed: Speed,
-    /// The hand-off of each logged event to the response of the request that started it.
-    live: LiveTx,
     /// The `citeflow` member of a chunk without events, as JSON text: most chunks carry it
     /// as it is.
     citeflow_empty: String,
@@ -166,10 +162,21 @@ pub(crate) fn final_text(out: &str, late: &mut [(usize, String)]) -> String {
     text
 }
 
-/// The text of a choice: `delta.content` (chat) or `text` (completions).
+/// Where a choice's content is: its `delta` (a chunk), its `message` (a whole answer), or
+/// the choice itself (completions' `text`).
+fn content_of(choice: &Value) -> &Value {
+    choice
+        .get("delta")
+        .or_else(|| choice.get("message"))
+        .unwrap_or(choice)
+}
+
+/// The text of a choice: `delta.content` (chat), `message.content` (a whole answer) or
+/// `text` (completions).
 fn choice_text(choice: &Value) -> Option<&str> {
     choice
         .get("delta")
+        .or_else(|| choice.get("message"))
         .and_then(|d| d.get("content"))
         .and_then(Value::as_str)
         .or_else(|| choice.get("text").and_then(Value::as_str))
@@ -233,7 +240,6 @@ impl Generation {
         scope: NumberScope,
         rewriter: Rewriter,
         requested: Instant,
-        live: LiveTx,
     ) -> Self {
         let citeflow_empty = json_text(&citeflow_member(&stream_id, Vec::new()));
         Generation {
@@ -249,8 +255,8 @@ impl Generation {
                 out: String::new(),
                 late: Vec::new(),
             }],
-            next_id: 1,
-            logged: 0,
+            saw_finish: false,
+            whole: false,
             meta: json!({"object": "chat.completion.chunk"}),
             meta_text: Default::default(),
             speed: Speed {
@@ -260,8 +266,13 @@ impl Generation {
                 chunks: 0,
                 usage_tokens: None,
             },
-            live,
         }
+    }
+
+    /// For an upstream answer that came whole (`choices[].message`, not streamed).
+    pub(crate) fn whole(mut self) -> Self {
+        self.whole = true;
+        self
     }
 
     /// The source-list chunk: the `done` event, with the answer's speed (for choice 0; a
@@ -282,15 +293,6 @@ impl Generation {
             c["citeflow"]["choice"] = json!(index);
         }
         json_text(&c)
-    }
-
-    fn event(&mut self, data: String) -> StoredEvent {
-        let e = StoredEvent {
-            id: self.next_id,
-            data,
-        };
-        self.next_id += 1;
-        e
     }
 
     /// The position in `choices` of choice `index`, made on first sight: its own rewriter
@@ -451,8 +453,11 @@ impl Generation {
                             provider.as_deref(),
                         ));
                     }
-                    d.events
-                        .push(serde_json::to_value(&e).map_err(|e| StreamError::internal(&e))?);
+                    let v = serde_json::to_value(&e).map_err(|e| StreamError::internal(&e))?;
+                    d.events.push(match self.whole {
+                        true => with_choice(v, self.choices[at].index),
+                        false => v,
+                    });
                 }
             }
         }
@@ -487,13 +492,11 @@ impl Generation {
     /// Rewrites one upstream event's `data` (counted once it reads as JSON); returns the
     /// events to log, and whether the chunk finished choice 0. A plain chunk ([`plain_chunk`])
     /// is rewritten in its own text; any other goes through [`Self::on_chunk`].
-    async fn on_data(&mut self, data: &str) -> Result<(Vec<StoredEvent>, bool), StreamError> {
+    async fn on_data(&mut self, data: &str) -> Result<(Vec<String>, bool), StreamError> {
         if let Some(p) = plain_chunk::read(data).filter(|_| !self.choices[0].ended) {
-            self.state.metrics.chunks.inc(OPENAI);
             return Ok((self.on_plain(data, p).await?, false));
         }
-        let v = parse(data)?;
-        self.state.metrics.chunks.inc(OPENAI);
+        let v = parse_object(data)?;
         let finish = v
             .pointer("/choices/0/finish_reason")
             .is_some_and(|f| !f.is_null());
@@ -502,11 +505,7 @@ impl Generation {
 
     /// [`Self::on_chunk`] for a plain chunk of choice 0, which has not ended: the same
     /// events, its rewrite spliced into the upstream's text (no `Value` made of it).
-    async fn on_plain(
-        &mut self,
-        data: &str,
-        p: Plain<'_>,
-    ) -> Result<Vec<StoredEvent>, StreamError> {
+    async fn on_plain(&mut self, data: &str, p: Plain<'_>) -> Result<Vec<String>, StreamError> {
         for (i, raw) in p.meta.iter().enumerate() {
             let Some(raw) = raw.map(|r| r.get()) else {
                 continue;
@@ -534,10 +533,10 @@ impl Generation {
             let citeflow = json_text(&self.citeflow(d.events));
             p.splice(data, &d.text, &d.annotations, &citeflow)
         };
-        let mut out = vec![self.event(data)];
+        let mut out = vec![data];
         if let Some(done) = d.done {
             let data = self.done_chunk(0, done);
-            out.push(self.event(data));
+            out.push(data);
         }
         Ok(out)
     }
@@ -550,7 +549,7 @@ impl Generation {
     /// (the upstream's own annotations point into text that was rewritten: they are
     /// removed). A choice's content after its `finish_reason` is dropped, and a chunk left
     /// with no choice is dropped whole unless it carries usage.
-    async fn on_chunk(&mut self, mut chunk: Value) -> Result<Vec<StoredEvent>, StreamError> {
+    async fn on_chunk(&mut self, mut chunk: Value) -> Result<Vec<String>, StreamError> {
         let shape = |what: &str| {
             StreamError::new(
                 ErrorCode::UpstreamMalformed,
@@ -624,7 +623,7 @@ impl Generation {
             if input.as_deref().is_some_and(|t| !t.is_empty()) {
                 self.saw_content();
             }
-            let finished = choice.get("finish_reason").is_some_and(|f| !f.is_null());
+            let finished = self.whole || choice.get("finish_reason").is_some_and(|f| !f.is_null());
             let c = &mut self.choices[at];
             if let Some(t) = input.as_deref() {
                 c.input.push_str(t);
@@ -632,9 +631,7 @@ impl Generation {
             }
             let mut d = Drained::default();
             // The upstream's own annotations: numbered and mapped into the rewritten text.
-            let upstream: Vec<Value> = choice
-                .get("delta")
-                .unwrap_or(&choice)
+            let upstream: Vec<Value> = content_of(&choice)
                 .get("annotations")
                 .and_then(Value::as_array)
                 .cloned()
@@ -650,10 +647,12 @@ impl Generation {
                 }
             }
             d.append(self.drain(at).await?);
-            let (slot, field) = if choice.get("delta").is_some() {
-                (&mut choice["delta"], "content")
-            } else {
-                (&mut choice, "text")
+            let (slot, field) = match ["delta", "message"]
+                .into_iter()
+                .find(|k| choice.get(k).is_some())
+            {
+                Some(k) => (&mut choice[k], "content"),
+                None => (&mut choice, "text"),
             };
             if let Some(m) = slot.as_object_mut() {
                 if input.is_some() || !d.text.is_empty() {
@@ -666,7 +665,12 @@ impl Generation {
             }
             first_index.get_or_insert(index);
             events.extend(d.events);
-            dones.extend(d.done.map(|done| (index, done)));
+            if self.whole {
+                // A whole answer's events name their choice one by one, its done event too.
+                events.extend(d.done.map(|done| with_choice(done, index)));
+            } else {
+                dones.extend(d.done.map(|done| (index, done)));
+            }
             kept.push(choice);
         }
         if kept.is_empty() && (had_choices || over) {
@@ -680,19 +684,19 @@ impl Generation {
             chunk["choices"] = Value::Array(kept);
         }
         chunk["citeflow"] = self.citeflow(events);
-        if let Some(index) = first_index.filter(|i| *i != 0) {
+        if let Some(index) = first_index.filter(|i| *i != 0 && !self.whole) {
             chunk["citeflow"]["choice"] = json!(index);
         }
-        let mut out = vec![self.event(json_text(&chunk))];
+        let mut out = vec![json_text(&chunk)];
         for (index, done) in dones {
             let data = self.done_chunk(index, done);
-            out.push(self.event(data));
+            out.push(data);
         }
         Ok(out)
     }
 
     /// Ends the rewriters the upstream did not end, and logs their tails and source lists.
-    async fn on_end(&mut self) -> Result<Vec<StoredEvent>, StreamError> {
+    async fn on_end(&mut self) -> Result<Vec<String>, StreamError> {
         let mut out = Vec::new();
         for at in 0..self.choices.len() {
             let c = &mut self.choices[at];
@@ -718,136 +722,46 @@ impl Generation {
                     v["citeflow"]["choice"] = json!(index);
                     data = json_text(&v);
                 }
-                out.push(self.event(data));
+                out.push(data);
             }
             if let Some(done) = d.done {
                 let data = self.done_chunk(index, done);
-                out.push(self.event(data));
+                out.push(data);
             }
         }
-        out.push(self.event("[DONE]".to_owned()));
+        out.push("[DONE]".to_owned());
         Ok(out)
     }
+}
 
-    /// Appends events to the log, tried [`STORE_ATTEMPTS`](crate::unrecorded::STORE_ATTEMPTS)
-    /// times.
-    async fn log(&mut self, events: Vec<StoredEvent>) -> Result<(), StreamError> {
-        let store = &self.state.store;
-        let last = events.last().map(|e| e.id);
-        with_retries("stream events", || {
-            store.append_events(&self.stream_id, events.clone())
-        })
-        .await
-        .map_err(|e| StreamError::store(&e))?;
-        self.logged = last.unwrap_or(self.logged);
-        self.live.send(&events);
-        Ok(())
+impl Answer for Generation {
+    async fn on_data(&mut self, data: &str) -> Result<Vec<String>, StreamError> {
+        let (events, finish) = self.on_data(data).await?;
+        self.saw_finish |= finish;
+        Ok(events)
     }
 
-    /// Sets the final status (and logs `error` first, for a failure), with retries; what the
-    /// store does not take is kept and retried apart ([`record_failure`]).
-    async fn finish(&self, status: StreamStatus, error: Option<StoredEvent>) {
-        record_failure(
-            &self.state.unrecorded,
-            &self.state.store,
-            &self.stream_id,
-            error,
-            status,
-        )
-        .await;
-        let m = &self.state.metrics;
-        m.stream_closed(OPENAI, status == StreamStatus::Completed);
-    }
-
-    /// Logs an error event and marks the stream failed.
-    async fn fail(&mut self, f: StreamError) {
-        // The response reads the error event (or learns that the store did not take it) from
-        // the log.
-        self.live = LiveTx::none();
-        tracing::warn!(stream_id = %self.stream_id, code = %f.code, message = %f.message, "stream failed");
-        if f.code.is_upstream() {
-            self.state.metrics.upstream_errors.inc(OPENAI);
+    async fn on_end(&mut self, done: bool) -> Result<Vec<String>, StreamError> {
+        if !done && !self.saw_finish && !self.whole {
+            return Err(StreamError::new(
+                ErrorCode::UpstreamCut,
+                "the upstream closed the stream before it finished",
+            ));
         }
-        let data = f.payload();
-        // Right after the last event the log took (events it refused are lost).
-        self.next_id = self.logged + 1;
-        let e = self.event(data);
-        self.finish(StreamStatus::Failed, Some(e)).await;
+        self.on_end().await
+    }
+
+    fn error_event(&mut self, f: &StreamError) -> String {
+        f.payload()
     }
 }
 
-/// Reads the upstream body to its end, logging every rewritten chunk before it is sent.
-pub(crate) async fn run(mut g: Generation, resp: reqwest::Response) {
-    g.state.metrics.stream_opened(OPENAI);
-    let mut upstream = UpstreamEvents::new(resp, &g.state.settings.limits);
-    let mut saw_finish = false;
-    let result: Result<(), StreamError> = supervised(async {
-        loop {
-            let batch = upstream.next_batch().await?;
-            let mut out = Vec::new();
-            let mut done = false;
-            for ev in batch.events {
-                if ev.data == "[DONE]" {
-                    done = true;
-                    break;
-                }
-                let (events, finish) = g.on_data(&ev.data).await?;
-                saw_finish |= finish;
-                out.extend(events);
-            }
-            if batch.last && !done && !saw_finish {
-                if !out.is_empty() {
-                    g.log(out).await?;
-                }
-                return Err(StreamError::new(
-                    ErrorCode::UpstreamCut,
-                    "the upstream closed the stream before it finished",
-                ));
-            }
-            if done || batch.last {
-                out.extend(g.on_end().await?);
-                g.log(out).await?;
-                return Ok(());
-            }
-            if !out.is_empty() {
-                g.log(out).await?;
-                g.state
-                    .metrics
-                    .observe_added_latency(batch.received.elapsed());
-            }
-        }
-    })
-    .await;
-    match result {
-        Ok(()) => {
-            g.finish(StreamStatus::Completed, None).await;
-            // The response got every event from here (unless it was let go): it ends now.
-            g.live.end();
-        }
-        Err(f) => g.fail(f).await,
+/// A whole answer's event of choice `index`: named by it when it is not the first.
+fn with_choice(mut event: Value, index: u64) -> Value {
+    if index != 0 {
+        event["choice"] = json!(index);
     }
-}
-
-/// Runs a generation's work; a panic inside it becomes an `internal_error`
-/// failure (logged with its message), so that the caller still writes the
-/// error event and closes the stream.
-async fn supervised<F>(work: F) -> Result<(), StreamError>
-where
-    F: Future<Output = Result<(), StreamError>>,
-{
-    match AssertUnwindSafe(work).catch_unwind().await {
-        Ok(result) => result,
-        Err(panic) => {
-            let message = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "non-string panic payload".to_owned());
-            Err(StreamError::internal(&format_args!(
-                "the generation task panicked: {message}"
-            )))
-        }
-    }
+    event
 }
 
 /// The `citeflow` member of a chunk of stream `stream_id` carrying `events`.
@@ -859,42 +773,4 @@ fn citeflow_member(stream_id: &str, events: Vec<Value>) -> Value {
 /// through `fmt::Write` in small pieces, each one growing the `String`).
 fn json_text(v: &Value) -> String {
     serde_json::to_string(v).unwrap_or_else(|_| v.to_string())
-}
-
-fn parse(data: &str) -> Result<Value, StreamError> {
-    serde_json::from_str(data).map_err(|e| {
-        let excerpt: String = data.chars().take(80).collect();
-        StreamError::new(
-            ErrorCode::UpstreamMalformed,
-            format!("the upstream sent an event that is not JSON ({e}): {excerpt}"),
-        )
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn a_panic_in_the_generation_is_an_internal_failure() {
-        let f = supervised(async {
-            if f64::MAX > 0.0 {
-                panic!("boom");
-            }
-            Ok(())
-        })
-        .await
-        .err()
-        .unwrap();
-        assert_eq!(
-            (f.code.as_str(), f.message.as_str()),
-            ("internal_error", "internal error")
-        );
-        let f = supervised(async { Err(StreamError::new(ErrorCode::UpstreamCut, "x")) })
-            .await
-            .err()
-            .unwrap();
-        assert_eq!(f.code, "upstream_cut");
-        assert!(supervised(async { Ok(()) }).await.is_ok());
-    }
 }

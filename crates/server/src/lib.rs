@@ -48,6 +48,7 @@ mod quota;
 mod relay;
 mod request_id;
 mod responses;
+mod runner;
 mod sessions;
 mod settings;
 mod shutdown;

@@ -26,9 +26,11 @@ use crate::body::ApiJson;
 use crate::code::ErrorCode;
 use crate::engine::{Drained, Engine, Wire};
 use crate::error::{ApiError, StreamError};
+use crate::live::LiveTx;
 use crate::proxy::{self, answer_scope, upstream_key};
 use crate::relay::{
-    citeflow_of, named_sse, open_stream, pump, resume_named, spawn_stream, stream_headers,
+    citeflow_of, collect, named_frame, named_response, open_stream, resume_named, spawn_stream,
+    stream_headers, Relayed,
 };
 use crate::state::AppState;
 
@@ -493,22 +495,39 @@ pub(crate) async fn create(
         let (stream_id, engine) = open_stream(&state, &plan, Dialect::Anthropic).await?;
         if plan.ai_sdk {
             let wire = AiSdkWire::new(Some(stream_id.clone()), is_block_stop);
-            spawn_stream(state.clone(), stream_id.clone(), engine, wire, resp, slot);
+            spawn_stream(
+                state.clone(),
+                stream_id.clone(),
+                engine,
+                wire,
+                resp,
+                slot,
+                LiveTx::none(),
+            );
             return Ok(crate::ai_sdk::response(&state, &stream_id, 0));
         }
         let wire = MessagesWire::new(Some(stream_id.clone()));
-        spawn_stream(state.clone(), stream_id.clone(), engine, wire, resp, slot);
-        let mut r = named_sse(&state, &stream_id, 0);
+        let (live, feed) = crate::live::channel(&state, &stream_id, named_frame);
+        spawn_stream(
+            state.clone(),
+            stream_id.clone(),
+            engine,
+            wire,
+            resp,
+            slot,
+            live,
+        );
+        let mut r = named_response(&state, &stream_id, feed);
         stream_headers(&mut r, plan.session_id.as_deref());
         return Ok(r);
     }
-    let mut engine = Engine::new(&state, &plan, answer_scope(&plan), Dialect::Anthropic).await?;
-    let mut wire = MessagesWire::new(None);
-    let mut events: Vec<Value> = Vec::new();
-    pump(&state, &mut engine, &mut wire, resp, &mut events)
-        .await
-        .map_err(ApiError::from)?;
-    let mut answer = wire.message();
+    let engine = Engine::new(&state, &plan, answer_scope(&plan), Dialect::Anthropic).await?;
+    let mut answer = Relayed {
+        engine,
+        wire: MessagesWire::new(None),
+    };
+    let events = collect(&state, &mut answer, resp).await?;
+    let mut answer = answer.wire.message();
     answer["citeflow"] = citeflow_of(&events, plan.session_id.as_deref());
     state.metrics.completions.inc(crate::metrics::ANTHROPIC);
     Ok(Json(answer).into_response())

@@ -1,134 +1,95 @@
-//! The relay of a provider-shaped answer: [`pump`] reads the upstream's SSE through a
-//! [`Wire`] into a sink (the stream's log, or a list for a non-streaming answer), and the log
-//! goes out as SSE with event names (the Anthropic SDKs read the `event:` line), live and on
-//! resume.
+//! The relay of a provider-shaped answer (Responses, Messages): [`Relayed`], the runner's
+//! [`Answer`] that reads each upstream event through the [`Engine`] and writes it out through
+//! a [`Wire`]; the log goes out as SSE with event names (the Anthropic SDKs read the `event:`
+//! line), live and on resume.
 
 use axum::http::HeaderMap;
 use axum::response::Response;
+use bytes::Bytes;
 use citeflow_core::provider::Dialect;
-use citeflow_store::{follow, NumberScope, StoredEvent, StreamRecord, StreamStatus};
+use citeflow_store::{follow, NumberScope, StoreError, StoredEvent, StreamRecord, StreamStatus};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 
-use crate::code::ErrorCode;
 use crate::engine::{Engine, Wire};
 use crate::error::{ApiError, StreamError};
+use crate::live::LiveTx;
 use crate::proxy::Plan;
 use crate::quota::StreamSlot;
+use crate::runner::{self, parse_object, Answer};
 use crate::sse;
 use crate::state::{now_ms, random_id, AppState};
 use crate::tenancy::Owner;
-use crate::upstream_body::UpstreamEvents;
 
-/// Reads the upstream's SSE body through `wire`, calling `sink` with each batch of events.
-/// Payloads of `[DONE]` are skipped.
-pub(crate) async fn pump<W: Wire>(
+/// A provider-shaped answer for the runner: each upstream event through the [`Engine`] (its
+/// `ProviderStream`, numbered from the store) and out through the [`Wire`].
+pub(crate) struct Relayed<W> {
+    pub(crate) engine: Engine,
+    pub(crate) wire: W,
+}
+
+/// An event as the log keeps it: a JSON string is sent as it is (`[DONE]`).
+fn event_text(v: Value) -> String {
+    match v {
+        Value::String(s) => s,
+        v => v.to_string(),
+    }
+}
+
+impl<W: Wire> Answer for Relayed<W> {
+    async fn on_data(&mut self, data: &str) -> Result<Vec<String>, StreamError> {
+        let v = parse_object(data)?;
+        self.wire.before(&v);
+        let ps = &mut self.engine.ps;
+        let mut r = ps.write_payload(&v, 0);
+        if r.is_ok() && self.wire.is_boundary(&v) {
+            r = ps.write_boundary();
+        }
+        let d = self.engine.drain().await?;
+        r?;
+        Ok(self.wire.after(v, d).into_iter().map(event_text).collect())
+    }
+
+    async fn on_end(&mut self, _done: bool) -> Result<Vec<String>, StreamError> {
+        self.engine.ps.end()?;
+        let d = self.engine.drain().await?;
+        Ok(self.wire.end(d)?.into_iter().map(event_text).collect())
+    }
+
+    fn error_event(&mut self, f: &StreamError) -> String {
+        event_text(self.wire.error_event(f))
+    }
+}
+
+/// Runs a non-streamed provider-shaped answer: every event it gave, as JSON.
+///
+/// # Errors
+/// The answer's failure.
+pub(crate) async fn collect<W: Wire>(
     state: &AppState,
-    engine: &mut Engine,
-    wire: &mut W,
+    answer: &mut Relayed<W>,
     resp: reqwest::Response,
-    mut sink: impl AsyncSink,
-) -> Result<(), StreamError> {
-    let wire_upstream = state.metrics.upstream_of(resp.url().as_str());
-    let mut upstream = UpstreamEvents::new(resp, &state.settings.limits);
-    loop {
-        let batch = upstream.next_batch().await?;
-        let last = batch.last;
-        let mut out = Vec::new();
-        for ev in batch.events {
-            if ev.data.trim() == "[DONE]" {
-                continue;
-            }
-            let v: Value = serde_json::from_str(&ev.data).map_err(|e| {
-                let excerpt: String = ev.data.chars().take(80).collect();
-                StreamError::new(
-                    ErrorCode::UpstreamMalformed,
-                    format!("the upstream sent an event that is not JSON ({e}): {excerpt}"),
-                )
-            })?;
-            if !v.is_object() {
-                return Err(StreamError::new(
-                    ErrorCode::UpstreamMalformed,
-                    "the upstream sent an event that is not a JSON object",
-                ));
-            }
-            state.metrics.chunks.inc(wire_upstream);
-            wire.before(&v);
-            let mut r = engine.ps.write_payload(&v, 0);
-            if r.is_ok() && wire.is_boundary(&v) {
-                r = engine.ps.write_boundary();
-            }
-            let d = engine.drain().await?;
-            r?;
-            out.extend(wire.after(v, d));
-        }
-        if last {
-            engine.ps.end()?;
-            let d = engine.drain().await?;
-            match wire.end(d) {
-                Ok(tail) => out.extend(tail),
-                Err(f) => {
-                    sink.send(out).await?;
-                    return Err(f);
-                }
-            }
-            sink.send(out).await?;
-            return Ok(());
-        }
-        if !out.is_empty() {
-            sink.send(out).await?;
-        }
-    }
+) -> Result<Vec<Value>, ApiError> {
+    let events = runner::collect(state, answer, resp).await?;
+    Ok(events
+        .iter()
+        .filter_map(|e| serde_json::from_str(e).ok())
+        .collect())
 }
 
-/// Where [`pump`] puts events: the stream's log, or a list for a non-streaming answer.
-pub(crate) trait AsyncSink {
-    /// Takes a batch of events.
-    fn send(
-        &mut self,
-        events: Vec<Value>,
-    ) -> impl std::future::Future<Output = Result<(), StreamError>> + Send;
-}
-
-/// Collects the events (a non-streaming answer).
-impl AsyncSink for &mut Vec<Value> {
-    async fn send(&mut self, events: Vec<Value>) -> Result<(), StreamError> {
-        self.extend(events);
-        Ok(())
-    }
-}
-
-/// Logs the events to a stream (ids from 1).
-pub(crate) struct Log {
-    pub(crate) state: AppState,
-    pub(crate) stream_id: String,
-    pub(crate) next_id: u64,
-}
-
-impl AsyncSink for &mut Log {
-    async fn send(&mut self, events: Vec<Value>) -> Result<(), StreamError> {
-        let events = events
-            .into_iter()
-            .map(|v| {
-                // A JSON string is sent as it is (`[DONE]`).
-                let data = match v {
-                    Value::String(s) => s,
-                    v => v.to_string(),
-                };
-                let e = StoredEvent {
-                    id: self.next_id,
-                    data,
-                };
-                self.next_id += 1;
-                e
-            })
-            .collect();
-        self.state
-            .store
-            .append_events(&self.stream_id, events)
-            .await
-            .map_err(|e| StreamError::store(&e))
-    }
+/// Runs a streamed provider-shaped answer in its own task ([`runner::spawn`]); `live` hands
+/// each logged event to the response (or `LiveTx::none()`).
+pub(crate) fn spawn_stream<W: Wire>(
+    state: AppState,
+    stream_id: String,
+    engine: Engine,
+    wire: W,
+    resp: reqwest::Response,
+    slot: StreamSlot,
+    live: LiveTx,
+) {
+    let answer = Relayed { engine, wire };
+    runner::spawn(state, stream_id, answer, resp, slot, live);
 }
 
 /// Starts a logged stream: the record, its numbering scope, the engine.
@@ -160,52 +121,6 @@ pub(crate) async fn open_stream(
     Ok((stream_id, engine))
 }
 
-/// Runs a logged stream to its end in its own task.
-pub(crate) fn spawn_stream<W: Wire>(
-    state: AppState,
-    stream_id: String,
-    mut engine: Engine,
-    mut wire: W,
-    resp: reqwest::Response,
-    slot: StreamSlot,
-) {
-    tokio::spawn(async move {
-        let _slot = slot;
-        let m = &state.metrics;
-        let up = m.upstream_of(resp.url().as_str());
-        m.stream_opened(up);
-        let mut log = Log {
-            state: state.clone(),
-            stream_id: stream_id.clone(),
-            next_id: 1,
-        };
-        let work = pump(&state, &mut engine, &mut wire, resp, &mut log);
-        let result =
-            match futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(work)).await {
-                Ok(r) => r,
-                Err(_) => Err(StreamError::internal(&"the generation task panicked")),
-            };
-        let status = match result {
-            Ok(()) => StreamStatus::Completed,
-            Err(f) => {
-                tracing::warn!(stream_id = %stream_id, code = %f.code, message = %f.message, "stream failed");
-                if f.code.is_upstream() {
-                    m.upstream_errors.inc(up);
-                }
-                let ev = wire.error_event(&f);
-                if let Err(e) = (&mut log).send(vec![ev]).await {
-                    tracing::error!(stream_id = %stream_id, error = %e.message, "cannot log error event");
-                }
-                StreamStatus::Failed
-            }
-        };
-        if let Err(e) = state.store.finish_stream(&stream_id, status).await {
-            tracing::error!(stream_id = %stream_id, error = %e, "cannot finish stream");
-        }
-        m.stream_closed(up, status == StreamStatus::Completed);
-    });
-}
-
 /// The `citeflow` field of a non-streaming answer: every citeflow event the streamed events
 /// carried, in order, and the session.
 pub(crate) fn citeflow_of(events: &[Value], session_id: Option<&str>) -> Value {
@@ -222,10 +137,11 @@ pub(crate) fn citeflow_of(events: &[Value], session_id: Option<&str>) -> Value {
     cf
 }
 
-/// An SSE response of the stream's log after `after`: each event named by its payload's
-/// `type` (as the Responses and Messages APIs send them), ids kept for `Last-Event-ID`.
-pub(crate) fn named_sse(state: &AppState, stream_id: &str, after: u64) -> Response {
-    let feed = follow(state.store.clone(), stream_id.to_owned(), after).map(|e| match e {
+/// A logged event as its SSE frame, named by its payload's `type` (as the Responses and
+/// Messages APIs send them), its id kept for `Last-Event-ID`; a read error as an `error`
+/// event that says so.
+pub(crate) fn named_frame(e: Result<&StoredEvent, &StoreError>) -> Bytes {
+    match e {
         Ok(e) => {
             let name = serde_json::from_str::<Typed<'_>>(&e.data).ok();
             let name = name.as_ref().and_then(|t| t.r#type.as_deref());
@@ -237,8 +153,26 @@ pub(crate) fn named_sse(state: &AppState, stream_id: &str, after: u64) -> Respon
                 "message": "the stream log cannot be read; reconnect with Last-Event-ID"}});
             sse::event(None, Some("error"), &data.to_string())
         }
-    });
+    }
+}
+
+/// An SSE response of the stream's log after `after`, with named events.
+pub(crate) fn named_sse(state: &AppState, stream_id: &str, after: u64) -> Response {
+    let feed =
+        follow(state.store.clone(), stream_id.to_owned(), after).map(|e| named_frame(e.as_ref()));
+    named_response(state, stream_id, feed)
+}
+
+/// The SSE response of a provider-shaped stream's `feed` of frames: cut by a shutdown, and
+/// ended by the error event of a failure the store did not take.
+pub(crate) fn named_response<S>(state: &AppState, stream_id: &str, feed: S) -> Response
+where
+    S: futures_util::Stream<Item = Bytes> + Send + 'static,
+{
     let feed = crate::shutdown::until_interrupted(state, feed, crate::shutdown::named_event());
+    let feed = crate::streams::until_unrecorded(state, stream_id, feed, |data| {
+        sse::event(None, Some("error"), data)
+    });
     let mut resp = sse::response(feed);
     if let Ok(v) = stream_id.parse() {
         resp.headers_mut().insert("x-citeflow-stream-id", v);
@@ -286,6 +220,10 @@ pub(crate) async fn resume_named(
     let s = state.store.stream(&id).await?;
     if s.owner != owner.0 {
         return Err(ApiError::NotFound { what: "stream", id });
+    }
+    // Its failure is not in the store yet: record it now, else say so (no endless wait).
+    if !crate::unrecorded::repair(&state.unrecorded, &state.store, &id).await {
+        return Err(ApiError::StoreUnavailable);
     }
     let after = last_event_id(headers, query_last)?;
     let mut resp = named_sse(state, &id, after);

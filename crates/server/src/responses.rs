@@ -21,9 +21,11 @@ use crate::code::ErrorCode;
 use crate::engine::{Cite, Drained, Engine, Wire};
 use crate::error::{ApiError, StreamError};
 use crate::generate::byte_of_char;
+use crate::live::LiveTx;
 use crate::proxy::{self, answer_scope, upstream_key};
 use crate::relay::{
-    citeflow_of, named_sse, open_stream, pump, resume_named, spawn_stream, stream_headers,
+    citeflow_of, collect, named_frame, named_response, open_stream, resume_named, spawn_stream,
+    stream_headers, Relayed,
 };
 use crate::state::AppState;
 use crate::tenancy::Owner;
@@ -398,22 +400,38 @@ pub(crate) async fn create(
             let wire = AiSdkWire::new(Some(stream_id.clone()), |v: &Value| {
                 v.get("type").and_then(Value::as_str) == Some("response.output_text.done")
             });
-            spawn_stream(state.clone(), stream_id.clone(), engine, wire, resp, slot);
+            spawn_stream(
+                state.clone(),
+                stream_id.clone(),
+                engine,
+                wire,
+                resp,
+                slot,
+                LiveTx::none(),
+            );
             return Ok(crate::ai_sdk::response(&state, &stream_id, 0));
         }
         let wire = ResponsesWire::new(Some(stream_id.clone()));
-        spawn_stream(state.clone(), stream_id.clone(), engine, wire, resp, slot);
-        let mut r = named_sse(&state, &stream_id, 0);
+        let (live, feed) = crate::live::channel(&state, &stream_id, named_frame);
+        spawn_stream(
+            state.clone(),
+            stream_id.clone(),
+            engine,
+            wire,
+            resp,
+            slot,
+            live,
+        );
+        let mut r = named_response(&state, &stream_id, feed);
         stream_headers(&mut r, plan.session_id.as_deref());
         return Ok(r);
     }
-    let mut engine =
-        Engine::new(&state, &plan, answer_scope(&plan), Dialect::OpenaiResponses).await?;
-    let mut wire = ResponsesWire::new(None);
-    let mut events: Vec<Value> = Vec::new();
-    pump(&state, &mut engine, &mut wire, resp, &mut events)
-        .await
-        .map_err(ApiError::from)?;
+    let engine = Engine::new(&state, &plan, answer_scope(&plan), Dialect::OpenaiResponses).await?;
+    let mut answer = Relayed {
+        engine,
+        wire: ResponsesWire::new(None),
+    };
+    let events = collect(&state, &mut answer, resp).await?;
     let mut answer = events
         .last()
         .and_then(|e| e.get("response"))

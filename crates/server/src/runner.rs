@@ -1,0 +1,241 @@
+//! The one answer runner. Every answer of the server — chat completions streamed and not,
+//! Responses, Messages, and the AI SDK UI message stream over them — is an [`Answer`] (a wire
+//! format: how an upstream event becomes the events the client gets) driven by this module:
+//! the upstream's SSE events in, each batch of rewritten events out to a [`Sink`], the
+//! upstream's end or cut, panics, metrics.
+//!
+//! A streamed answer ([`spawn`]) runs in a task of its own, so it goes on when the client
+//! leaves; its sink is the stream's log ([`sink::Log`]): every write tried
+//! [`STORE_ATTEMPTS`](crate::unrecorded::STORE_ATTEMPTS) times, each logged event handed live
+//! to the response of the request that started it, a failure the store would not take kept
+//! and retried apart ([`crate::unrecorded`]). A non-streamed answer ([`collect`],
+//! [`collect_whole`]) runs in the request and its sink is a list.
+
+mod sink;
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+
+use citeflow_store::StreamStatus;
+use futures_util::FutureExt;
+use serde_json::Value;
+
+use crate::code::ErrorCode;
+use crate::error::StreamError;
+use crate::live::LiveTx;
+use crate::quota::StreamSlot;
+use crate::state::AppState;
+use crate::upstream_body::UpstreamEvents;
+
+pub(crate) use sink::{Log, Sink};
+
+/// One answer's wire format: upstream events in, the events to send out (as their JSON text;
+/// a bare `[DONE]` as it is).
+pub(crate) trait Answer: Send + 'static {
+    /// One upstream SSE event's `data` (never `[DONE]`): the events it gives.
+    fn on_data(
+        &mut self,
+        data: &str,
+    ) -> impl Future<Output = Result<Vec<String>, StreamError>> + Send;
+
+    /// The upstream ended: after `[DONE]` (`done`), or by closing its body. Returns the last
+    /// events.
+    ///
+    /// # Errors
+    /// `upstream_cut` when the answer was not finished (the events given before it are
+    /// still sent).
+    fn on_end(
+        &mut self,
+        done: bool,
+    ) -> impl Future<Output = Result<Vec<String>, StreamError>> + Send;
+
+    /// The event that ends a failed stream.
+    fn error_event(&mut self, f: &StreamError) -> String;
+}
+
+/// Reads the upstream body through `answer` into `sink` until the upstream ends (`[DONE]`
+/// or the end of its body). Each upstream event that gives events is counted as a chunk of
+/// `upstream`; the time a batch waited in the server is observed.
+async fn drive<A: Answer, S: Sink>(
+    state: &AppState,
+    upstream: &'static str,
+    answer: &mut A,
+    resp: reqwest::Response,
+    sink: &mut S,
+) -> Result<(), StreamError> {
+    let mut body = UpstreamEvents::new(resp, &state.settings.limits);
+    loop {
+        let batch = body.next_batch().await?;
+        let mut out = Vec::new();
+        let mut done = false;
+        for ev in batch.events {
+            if ev.data.trim() == "[DONE]" {
+                done = true;
+                break;
+            }
+            out.extend(answer.on_data(&ev.data).await?);
+            state.metrics.chunks.inc(upstream);
+        }
+        if done || batch.last {
+            return match answer.on_end(done).await {
+                Ok(tail) => {
+                    out.extend(tail);
+                    sink.send(out).await
+                }
+                Err(f) => {
+                    sink.send(out).await?;
+                    Err(f)
+                }
+            };
+        }
+        if !out.is_empty() {
+            sink.send(out).await?;
+            state
+                .metrics
+                .observe_added_latency(batch.received.elapsed());
+        }
+    }
+}
+
+/// Runs a streamed answer to its end in a task of its own, logging every event to stream
+/// `stream_id` before any client sees it, and handing each to `live`. The task holds `slot`
+/// (the key's quota) until it ends; its stream is counted open meanwhile.
+pub(crate) fn spawn<A: Answer>(
+    state: AppState,
+    stream_id: String,
+    mut answer: A,
+    resp: reqwest::Response,
+    slot: StreamSlot,
+    live: LiveTx,
+) {
+    tokio::spawn(async move {
+        let _slot = slot;
+        let m = &state.metrics;
+        let up = m.upstream_of(resp.url().as_str());
+        m.stream_opened(up);
+        let mut log = Log::new(state.clone(), stream_id, live);
+        let result = supervised(drive(&state, up, &mut answer, resp, &mut log)).await;
+        let status = match result {
+            Ok(()) => {
+                log.finish(StreamStatus::Completed, None).await;
+                StreamStatus::Completed
+            }
+            Err(f) => {
+                tracing::warn!(stream_id = %log.stream_id(), code = %f.code, message = %f.message, "stream failed");
+                if f.code.is_upstream() {
+                    m.upstream_errors.inc(up);
+                }
+                let event = answer.error_event(&f);
+                log.finish(StreamStatus::Failed, Some(event)).await;
+                StreamStatus::Failed
+            }
+        };
+        m.stream_closed(up, status == StreamStatus::Completed);
+    });
+}
+
+/// Runs a non-streamed answer over a streamed upstream body: every event it gives, in order.
+///
+/// # Errors
+/// The answer's failure (the upstream's error, cut, malformed event, or a store error).
+pub(crate) async fn collect<A: Answer>(
+    state: &AppState,
+    answer: &mut A,
+    resp: reqwest::Response,
+) -> Result<Vec<String>, StreamError> {
+    let up = state.metrics.upstream_of(resp.url().as_str());
+    let mut events = Vec::new();
+    supervised(drive(state, up, answer, resp, &mut events)).await?;
+    Ok(events)
+}
+
+/// Runs a non-streamed answer over an upstream answer that came whole (one JSON body): the
+/// body is its one event, then the end.
+///
+/// # Errors
+/// As [`collect`].
+pub(crate) async fn collect_whole<A: Answer>(
+    state: &AppState,
+    upstream: &'static str,
+    answer: &mut A,
+    body: &Value,
+) -> Result<Vec<String>, StreamError> {
+    let data = serde_json::to_string(body).map_err(|e| StreamError::internal(&e))?;
+    supervised(async {
+        let mut events = answer.on_data(&data).await?;
+        state.metrics.chunks.inc(upstream);
+        events.extend(answer.on_end(true).await?);
+        Ok(events)
+    })
+    .await
+}
+
+/// Runs an answer's work; a panic inside it becomes an `internal_error` failure (logged with
+/// its message), so that the runner still ends the stream with its error event.
+async fn supervised<T, F>(work: F) -> Result<T, StreamError>
+where
+    F: Future<Output = Result<T, StreamError>>,
+{
+    match AssertUnwindSafe(work).catch_unwind().await {
+        Ok(result) => result,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "non-string panic payload".to_owned());
+            Err(StreamError::internal(&format_args!(
+                "the answer's task panicked: {message}"
+            )))
+        }
+    }
+}
+
+/// An upstream event's `data` as a JSON object.
+///
+/// # Errors
+/// `upstream_malformed`, with an excerpt of the data, when it is not JSON or not an object.
+pub(crate) fn parse_object(data: &str) -> Result<Value, StreamError> {
+    let v: Value = serde_json::from_str(data).map_err(|e| {
+        let excerpt: String = data.chars().take(80).collect();
+        StreamError::new(
+            ErrorCode::UpstreamMalformed,
+            format!("the upstream sent an event that is not JSON ({e}): {excerpt}"),
+        )
+    })?;
+    if !v.is_object() {
+        return Err(StreamError::new(
+            ErrorCode::UpstreamMalformed,
+            "the upstream sent an event that is not a JSON object",
+        ));
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panic_in_an_answer_is_an_internal_failure() {
+        let f = supervised(async {
+            if f64::MAX > 0.0 {
+                panic!("boom");
+            }
+            Ok(())
+        })
+        .await
+        .err()
+        .unwrap();
+        assert_eq!(
+            (f.code.as_str(), f.message.as_str()),
+            ("internal_error", "internal error")
+        );
+        let f = supervised::<(), _>(async { Err(StreamError::new(ErrorCode::UpstreamCut, "x")) })
+            .await
+            .err()
+            .unwrap();
+        assert_eq!(f.code, "upstream_cut");
+        assert!(supervised(async { Ok(()) }).await.is_ok());
+    }
+}
