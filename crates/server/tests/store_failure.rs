@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use citeflow_core::{Numbering, Source};
-use citeflow_replay::Script;
+use citeflow_replay::{Replay, Script};
 use citeflow_store::{
     Allocation, MemoryStore, NumberScope, SessionRecord, Store, StoreError, StoredEvent,
     StreamRecord, StreamStatus,
@@ -103,67 +103,133 @@ impl Store for FlakyStore {
     }
 }
 
+/// The code of an error event: chat's and Messages' envelope (`error.code`), or the
+/// Responses API's `error` event (`code`).
 fn error_code(data: &str) -> Option<String> {
     let v: Value = serde_json::from_str(data).ok()?;
-    v.pointer("/error/code")?.as_str().map(str::to_owned)
+    v.pointer("/error/code")
+        .or_else(|| v.get("code"))?
+        .as_str()
+        .map(str::to_owned)
 }
 
+/// One answer route: where a streamed answer is asked for, and where it is resumed.
+struct Route {
+    post: &'static str,
+    body: Value,
+    resume: &'static str,
+}
+
+fn routes() -> Vec<Route> {
+    vec![
+        Route {
+            post: "/v1/chat/completions",
+            body: json!({"model": "m", "stream": true,
+                         "messages": [{"role": "user", "content": "q"}]}),
+            resume: "/v1/streams",
+        },
+        Route {
+            post: "/v1/responses",
+            body: json!({"model": "openai-web-search-tool.1.chunks.txt", "stream": true,
+                         "input": "q"}),
+            resume: "/v1/responses",
+        },
+        Route {
+            post: "/v1/messages",
+            body: json!({"model": "anthropic-web-search-tool.1.chunks.txt", "stream": true,
+                         "max_tokens": 64, "messages": [{"role": "user", "content": "q"}]}),
+            resume: "/v1/messages",
+        },
+    ]
+}
+
+/// A harness over a flaky store whose replaying upstream has a chat script and the recorded
+/// provider streams, for every route.
+async fn harness(store: Arc<FlakyStore>) -> Harness {
+    let replay = Replay::new();
+    replay
+        .load_dir(&crate::support::shared_dir().join("fixtures/streams"), 0)
+        .expect("fixtures");
+    replay.insert("m", Script::chat(&["Hello ", "world"]));
+    let upstream = replay.spawn().await.expect("upstream");
+    let anthropic = upstream.clone();
+    Harness::on_upstream(
+        replay,
+        &upstream,
+        move |s| s.with_anthropic_upstream(Some(anthropic)),
+        store,
+    )
+    .await
+}
+
+/// On every route: a store that takes no event ends the live answer with the route's error
+/// event (bounded retries, never a wait); resuming while it is down is a 503; once it is back
+/// the failure is recorded, the stream is `failed`, and a resuming client gets the error
+/// event; no stream is left counted open.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_failure_mid_stream_ends_it_with_an_error_never_a_wait() {
-    let store = Arc::new(FlakyStore::default());
-    let h = Harness::with(|s| s, store.clone()).await;
-    h.replay.insert("m", Script::chat(&["Hello ", "world"]));
-    store.down.store(true, Ordering::SeqCst);
-    let r = h
-        .post("/v1/chat/completions")
-        .json(&json!({"model": "m", "stream": true,
-                      "messages": [{"role": "user", "content": "q"}]}))
-        .send()
-        .await
-        .expect("send");
-    assert_eq!(r.status(), 200);
-    let id = r.headers()["x-citeflow-stream-id"]
-        .to_str()
-        .expect("id")
-        .to_owned();
-    // The live client gets the error event and the response ends (bounded retries).
-    let events = tokio::time::timeout(Duration::from_secs(10), read_sse(r, usize::MAX))
-        .await
-        .expect("the stream ends");
-    let last = events.last().expect("an event");
-    assert_eq!(
-        error_code(&last.data).as_deref(),
-        Some("store_unavailable"),
-        "{events:?}"
-    );
+    for route in routes() {
+        let store = Arc::new(FlakyStore::default());
+        let h = harness(store.clone()).await;
+        store.down.store(true, Ordering::SeqCst);
+        let r = h
+            .post(route.post)
+            .json(&route.body)
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(r.status(), 200, "{}", route.post);
+        let id = r.headers()["x-citeflow-stream-id"]
+            .to_str()
+            .expect("id")
+            .to_owned();
+        // The live client gets the error event and the response ends (bounded retries).
+        let events = tokio::time::timeout(Duration::from_secs(10), read_sse(r, usize::MAX))
+            .await
+            .expect("the stream ends");
+        let last = events.last().expect("an event");
+        assert_eq!(
+            error_code(&last.data).as_deref(),
+            Some("store_unavailable"),
+            "{}: {events:?}",
+            route.post
+        );
 
-    // Still down: resuming is a 503, not a wait.
-    let resume = || h.get(&format!("/v1/streams/{id}")).send();
-    let r = tokio::time::timeout(Duration::from_secs(10), resume())
-        .await
-        .expect("answered")
-        .expect("send");
-    assert_eq!(r.status(), 503);
-    let v: Value = r.json().await.expect("json");
-    assert_eq!(v["error"]["code"], "store_unavailable");
+        // Still down: resuming is a 503, not a wait.
+        let url = format!("{}/{id}", route.resume);
+        let resume = || h.get(&url).send();
+        let r = tokio::time::timeout(Duration::from_secs(10), resume())
+            .await
+            .expect("answered")
+            .expect("send");
+        assert_eq!(r.status(), 503, "{url}");
+        let v: Value = r.json().await.expect("json");
+        assert_eq!(v["error"]["code"], "store_unavailable");
 
-    // The store is back: the failure is recorded and a resuming client gets the error event.
-    store.down.store(false, Ordering::SeqCst);
-    let r = tokio::time::timeout(Duration::from_secs(10), resume())
-        .await
-        .expect("answered")
-        .expect("send");
-    assert_eq!(r.status(), 200);
-    let events = tokio::time::timeout(Duration::from_secs(10), read_sse(r, usize::MAX))
-        .await
-        .expect("the stream ends");
-    let last = events.last().expect("an event");
-    assert_eq!(error_code(&last.data).as_deref(), Some("store_unavailable"));
-    assert_eq!(
-        h.state.store().stream(&id).await.expect("stream").status,
-        StreamStatus::Failed
-    );
-    let open = h.state.metrics().render();
-    let n = crate::metrics::sum(&open, "citeflow_streams_open", &[]);
-    assert_eq!(n, 0.0, "{open}");
+        // The store is back: the failure is recorded and a resuming client gets the error
+        // event.
+        store.down.store(false, Ordering::SeqCst);
+        let r = tokio::time::timeout(Duration::from_secs(10), resume())
+            .await
+            .expect("answered")
+            .expect("send");
+        assert_eq!(r.status(), 200, "{url}");
+        let events = tokio::time::timeout(Duration::from_secs(10), read_sse(r, usize::MAX))
+            .await
+            .expect("the stream ends");
+        let last = events.last().expect("an event");
+        assert_eq!(
+            error_code(&last.data).as_deref(),
+            Some("store_unavailable"),
+            "{url}: {events:?}"
+        );
+        assert_eq!(
+            h.state.store().stream(&id).await.expect("stream").status,
+            StreamStatus::Failed,
+            "{url}"
+        );
+        let open = h.state.metrics().render();
+        let n = crate::metrics::sum(&open, "citeflow_streams_open", &[]);
+        assert_eq!(n, 0.0, "{url}: {open}");
+    }
 }
