@@ -208,7 +208,22 @@ pub(crate) fn chat_response(state: &AppState, stream_id: &str, after: u64) -> Re
         futures_util::stream::iter(events)
     });
     let feed = crate::shutdown::until_interrupted(state, feed, crate::shutdown::ui_event());
+    let feed = crate::streams::until_unrecorded(state, stream_id, feed, error_frame);
     headers(sse::response(feed), stream_id)
+}
+
+/// The `error` part of a failure the store did not take: its event as it was meant for the
+/// log (already a part, or a chat error envelope).
+fn error_frame(data: &str) -> Bytes {
+    let v: Value = serde_json::from_str(data).unwrap_or(Value::Null);
+    if v.get("errorText").is_some() {
+        return sse::event(None, None, data);
+    }
+    let at = |p: &str| v.pointer(p).and_then(Value::as_str);
+    let (code, message) = (at("/error/code").unwrap_or("error"), at("/error/message"));
+    let text = format!("{code}: {}", message.unwrap_or("the stream failed"));
+    let part = json!({"type": "error", "errorText": text});
+    sse::event(None, None, &part.to_string())
 }
 
 /// The part sent when the log cannot be read.
@@ -240,5 +255,6 @@ pub(crate) fn response(state: &AppState, stream_id: &str, after: u64) -> Respons
         }
     });
     let feed = crate::shutdown::until_interrupted(state, feed, crate::shutdown::ui_event());
+    let feed = crate::streams::until_unrecorded(state, stream_id, feed, error_frame);
     headers(sse::response(feed), stream_id)
 }

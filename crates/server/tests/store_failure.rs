@@ -103,10 +103,13 @@ impl Store for FlakyStore {
     }
 }
 
-/// The code of an error event: chat's and Messages' envelope (`error.code`), or the
-/// Responses API's `error` event (`code`).
+/// The code of an error event: chat's and Messages' envelope (`error.code`), the Responses
+/// API's `error` event (`code`), or the AI SDK's `error` part (`errorText`: `code: message`).
 fn error_code(data: &str) -> Option<String> {
     let v: Value = serde_json::from_str(data).ok()?;
+    if let Some(t) = v.get("errorText").and_then(Value::as_str) {
+        return t.split_once(':').map(|(code, _)| code.to_owned());
+    }
     v.pointer("/error/code")
         .or_else(|| v.get("code"))?
         .as_str()
@@ -118,6 +121,8 @@ struct Route {
     post: &'static str,
     body: Value,
     resume: &'static str,
+    /// Asks for the AI SDK UI message stream (`Accept`), on the answer and on resume.
+    ui: bool,
 }
 
 fn routes() -> Vec<Route> {
@@ -127,18 +132,28 @@ fn routes() -> Vec<Route> {
             body: json!({"model": "m", "stream": true,
                          "messages": [{"role": "user", "content": "q"}]}),
             resume: "/v1/streams",
+            ui: false,
+        },
+        Route {
+            post: "/v1/chat/completions",
+            body: json!({"model": "m", "stream": true,
+                         "messages": [{"role": "user", "content": "q"}]}),
+            resume: "/v1/streams",
+            ui: true,
         },
         Route {
             post: "/v1/responses",
             body: json!({"model": "openai-web-search-tool.1.chunks.txt", "stream": true,
                          "input": "q"}),
             resume: "/v1/responses",
+            ui: false,
         },
         Route {
             post: "/v1/messages",
             body: json!({"model": "anthropic-web-search-tool.1.chunks.txt", "stream": true,
                          "max_tokens": 64, "messages": [{"role": "user", "content": "q"}]}),
             resume: "/v1/messages",
+            ui: false,
         },
     ]
 }
@@ -172,8 +187,11 @@ async fn a_store_failure_mid_stream_ends_it_with_an_error_never_a_wait() {
         let store = Arc::new(FlakyStore::default());
         let h = harness(store.clone()).await;
         store.down.store(true, Ordering::SeqCst);
+        const UI: &str = "text/event-stream, x-vercel-ai-ui-message-stream";
+        let accept = if route.ui { UI } else { "text/event-stream" };
         let r = h
             .post(route.post)
+            .header("accept", accept)
             .json(&route.body)
             .send()
             .await
@@ -197,7 +215,7 @@ async fn a_store_failure_mid_stream_ends_it_with_an_error_never_a_wait() {
 
         // Still down: resuming is a 503, not a wait.
         let url = format!("{}/{id}", route.resume);
-        let resume = || h.get(&url).send();
+        let resume = || h.get(&url).header("accept", accept).send();
         let r = tokio::time::timeout(Duration::from_secs(10), resume())
             .await
             .expect("answered")
