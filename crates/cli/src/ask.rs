@@ -7,10 +7,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use citeflow_core::sse::{chunk_text, SseDecoder};
+use citeflow_core::provider::{Dialect, ProviderError, ProviderStream};
+use citeflow_core::sse::SseDecoder;
 use citeflow_core::{
     citation_grammar, few_shot_messages, render_list, zero_shot_messages, Event, ListFormat,
-    Numbering, PromptMarker, Rewriter, Settings, Source, Sources, Style,
+    Numbering, PromptMarker, Settings, Source, Sources, Style,
 };
 use citeflow_index::Index;
 use clap::Args;
@@ -137,7 +138,11 @@ pub(crate) fn run(args: AskArgs) -> Result<ExitCode> {
         let ids: Vec<&str> = sources.iter().map(|s| s.id.as_str()).collect();
         body["grammar"] = Value::String(citation_grammar(marker, &ids, mode));
     }
-    let rewriter = Rewriter::new(settings, sources, Numbering::new());
+    // The upstream's chunks are read by the core's OpenAI Chat reader: the markers in the text,
+    // `url_citation` annotations and Perplexity's `citations` / `search_results` are numbered
+    // in one table.
+    let stream =
+        ProviderStream::new(settings, sources, Numbering::new()).with_dialect(Dialect::OpenaiChat);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -163,15 +168,15 @@ pub(crate) fn run(args: AskArgs) -> Result<ExitCode> {
         args.upstream_api_key.as_deref(),
         Duration::from_millis(args.timeout_ms),
         &body,
-        rewriter,
+        stream,
         list_format,
     ))?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// Prints the rewriter's events: text at once, the source list at the end.
-fn drain(rw: &mut Rewriter, list_format: ListFormat, out: &mut impl Write) -> Result<()> {
-    while let Some(event) = rw.poll_event() {
+/// Prints the stream's events: text at once, the source list at the end.
+fn drain(ps: &mut ProviderStream, list_format: ListFormat, out: &mut impl Write) -> Result<()> {
+    while let Some(event) = ps.poll_event() {
         match event {
             Event::Text { text } => out.write_all(text.as_bytes())?,
             Event::Done { sources, .. } => {
@@ -193,7 +198,7 @@ async fn stream_answer(
     api_key: Option<&str>,
     timeout: Duration,
     body: &Value,
-    mut rw: Rewriter,
+    mut ps: ProviderStream,
     list_format: ListFormat,
 ) -> Result<()> {
     let client = reqwest::Client::builder()
@@ -238,24 +243,25 @@ async fn stream_answer(
             Some(bytes) => sse.write(bytes)?,
             None => sse.end()?,
         }
-        while let Some(ev) = sse.poll_event() {
-            if ev.data == "[DONE]" {
+        while let Some((ev, line)) = sse.poll_event_at() {
+            if ev.data.trim() == "[DONE]" {
                 done = true;
                 continue;
             }
+            if ev.data.trim().is_empty() {
+                continue;
+            }
             let value: Value = serde_json::from_str(&ev.data).with_context(|| {
-                format!(
-                    "upstream sse event ending at line {}: data is not JSON",
-                    sse.line()
-                )
+                format!("upstream sse event ending at line {line}: data is not JSON")
             })?;
-            if let Some(err) = value.get("error") {
-                bail!("the upstream reported an error: {err}");
+            match ps.write_payload(&value, line) {
+                Ok(()) => {}
+                Err(ProviderError::Upstream { message, .. }) => {
+                    bail!("the upstream reported an error: {message}")
+                }
+                Err(e) => return Err(e).context("cannot read the upstream stream"),
             }
-            if let Some(text) = chunk_text(&value) {
-                rw.write(text.as_bytes())?;
-                drain(&mut rw, list_format, &mut out)?;
-            }
+            drain(&mut ps, list_format, &mut out)?;
         }
         if chunk.is_none() || done {
             break;
@@ -264,8 +270,8 @@ async fn stream_answer(
     if !done {
         eprintln!("citeflow: warning: the upstream stream ended without data: [DONE]");
     }
-    rw.end()?;
-    drain(&mut rw, list_format, &mut out)?;
+    ps.end().context("cannot read the upstream stream")?;
+    drain(&mut ps, list_format, &mut out)?;
     Ok(())
 }
 

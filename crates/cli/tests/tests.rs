@@ -8,6 +8,7 @@ mod serve_env;
 mod serve_shutdown;
 
 mod ask_cli;
+mod ask_recorded;
 mod books_support;
 mod cfi_cli;
 mod cfi_flavor_cli;

@@ -60,13 +60,15 @@ impl Chat {
     }
 
     /// Perplexity: `citations` (urls) and `search_results` (`title`, `url`), repeated in every
-    /// chunk; what is new is registered as a round. Their order is the order `[n]` ranks count.
+    /// chunk; what is new is registered as a round. Their order is the order `[n]` ranks count:
+    /// each source carries its position as its label, so that `[n]` names Perplexity's n-th
+    /// source even when the caller's own sources come first in the table.
     fn read_listed(&mut self, v: &Value, out: &mut Vec<ProviderEvent>) -> ReadResult {
         let results = arr(v, "search_results")?;
         let citations = arr(v, "citations")?;
         let mut fresh = Vec::new();
         if !results.is_empty() {
-            for r in results {
+            for (label, r) in (1u32..).zip(results) {
                 let url = match opt_str(r, "url")? {
                     Some(u) if !u.trim().is_empty() => u,
                     _ => continue,
@@ -75,14 +77,14 @@ impl Chat {
                     continue;
                 }
                 self.listed.push(url.to_owned());
-                let mut s = url_source(url, opt_str(r, "title")?);
+                let mut s = url_source(url, opt_str(r, "title")?).with_label(label);
                 if let Some(snippet) = opt_str(r, "snippet")? {
                     s.snippet = Some(snippet.to_owned());
                 }
                 fresh.push(s);
             }
         } else {
-            for c in citations {
+            for (label, c) in (1u32..).zip(citations) {
                 let Some(url) = c.as_str().filter(|u| !u.trim().is_empty()) else {
                     return Err(shape("`citations` to be an array of url strings"));
                 };
@@ -90,7 +92,7 @@ impl Chat {
                     continue;
                 }
                 self.listed.push(url.to_owned());
-                fresh.push(url_source(url, None));
+                fresh.push(url_source(url, None).with_label(label));
             }
         }
         if !fresh.is_empty() {
@@ -126,4 +128,29 @@ fn annotation(a: &Value) -> Result<Option<ProviderCitation>, Problem> {
         quote: None,
         placement,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::provider::ProviderStream;
+    use crate::{Event, Numbering, Settings, Source, Sources};
+
+    #[test]
+    fn perplexity_ranks_name_its_own_list_after_the_callers_sources() {
+        let mine = Sources::from_vec(vec![Source::new("book_1"), Source::new("book_2")]).unwrap();
+        let mut ps = ProviderStream::new(Settings::default(), mine, Numbering::new());
+        ps.write(
+            br#"{"citations":["https://a.example/","https://b.example/"],"choices":[{"index":0,"delta":{"content":"Yes[2]."}}]}
+"#,
+        )
+        .unwrap();
+        ps.end().unwrap();
+        let events: Vec<Event> = std::iter::from_fn(|| ps.poll_event()).collect();
+        let Some(Event::Done { sources, .. }) = events.last() else {
+            panic!("{events:?}")
+        };
+        let urls: Vec<_> = sources.iter().map(|s| s.source.url.as_deref()).collect();
+        assert_eq!(urls, [Some("https://b.example/")]);
+        assert_eq!(sources[0].number, 1);
+    }
 }
