@@ -31,11 +31,8 @@ mkdir -p "$shots"
 export CITEFLOW_SHOTS_DIR="$shots"
 out="$(mktemp -d)"
 
-last=$SECONDS
-step() {
-  printf '\n== %s  [step before: %ds, total %ds]\n' "$*" "$((SECONDS - last))" "$SECONDS"
-  last=$SECONDS
-}
+# shellcheck source=step.sh
+source "$root/scripts/step.sh"
 
 pids=()
 cleanup() {
@@ -133,4 +130,4 @@ export CITEFLOW_NEXT_VIA_SERVE_URL="http://127.0.0.1:$port2"
 (cd "$tests" && node --test --test-reporter=spec nextjs.test.mjs)
 ls "$shots"/*.png
 
-step "done"
+step_done

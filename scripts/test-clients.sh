@@ -24,7 +24,8 @@ SHARED="${CITEFLOW_SHARED_DIR:-$(cd "$ROOT/.." && pwd)/shared}"
 CLIENTS="crates/server/tests/clients"
 [ -d "$SHARED/fixtures/streams" ] || { echo "shared fixtures not found at $SHARED" >&2; exit 1; }
 
-step() { printf '\n== %s  [%ds]\n' "$*" "$SECONDS"; }
+# shellcheck source=step.sh
+source "$ROOT/scripts/step.sh"
 
 step "install the Python clients (target/venv-clients) and the npm ones (npm ci)"
 if [ ! -x "$VENV/bin/python" ]; then
@@ -147,4 +148,4 @@ if [ "$status" -ne 0 ]; then
     tail -n 40 "$WORK/citeflow.err" >&2 || true
     exit "$status"
 fi
-step "test-clients: ok"
+step_done

@@ -17,6 +17,9 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+# shellcheck source=step.sh
+source scripts/step.sh
+step "start the cluster (3 masters + 3 replicas)"
 
 if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
     echo "installing redis-server (apt-get)" >&2
@@ -57,18 +60,6 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-T0=$(date +%s%N)
-STEP_START=$T0
-# Prints the time since $2 (nanoseconds) under the name $1.
-print_time() {
-    local ms=$((($(date +%s%N) - $2) / 1000000))
-    printf 'test-cluster: %-36s %4d.%d s\n' "$1" $((ms / 1000)) $((ms % 1000 / 100)) >&2
-}
-# Prints the time the step that just ended took.
-step_done() {
-    print_time "$1" "$STEP_START"
-    STEP_START=$(date +%s%N)
-}
 
 start_node() {
     local port="$1"
@@ -122,21 +113,20 @@ for p in "${PORTS[@]}"; do
     done
 done
 echo "redis cluster $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'): 3 masters + 3 replicas on ${NODES[*]}" >&2
-step_done "start the cluster"
 
 export CITEFLOW_TEST_REDIS_URL="redis+cluster://$(IFS=,; echo "${NODES[*]}")"
 # The two-server test runs the real binary with --store redis+cluster://…; both builds are
 # the ones scripts/test-redis.sh makes.
+step "build (reused when up to date)"
 cargo build -p citeflow-cli
 cargo test -p citeflow-store-redis --no-run
-step_done "build (reused when up to date)"
+step "tests on the cluster"
 # fault:: kills a standalone Redis of its own (scripts/test-redis.sh runs it); failover::
 # runs apart below, so its failover time is not stretched by the other tests' load.
 cargo test -p citeflow-store-redis "$@" -- --include-ignored --skip fault:: --skip failover:: --skip stress::
-step_done "tests on the cluster"
 # Alone, so the allocations/s it prints are not shared with the other tests.
+step "allocation stress test"
 cargo test -p citeflow-store-redis "$@" -- --include-ignored stress:: --nocapture
-step_done "allocation stress test"
+step "failover tests (own clusters)"
 cargo test -p citeflow-store-redis "$@" -- --include-ignored failover:: --nocapture
-step_done "failover tests (own clusters)"
-print_time "total" "$T0"
+step_done

@@ -14,14 +14,17 @@ cd "$ROOT"
 export CARGO_TERM_COLOR=never
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 MODELS_DIR="${CITEFLOW_MODELS_DIR:-$TARGET_DIR/models}"
+# shellcheck source=step.sh
+source "$ROOT/scripts/step.sh"
 
-echo "fetching the embedding model into $MODELS_DIR"
+step "fetch the embedding model into $MODELS_DIR"
 MODEL="$(cargo run --quiet --locked -p citeflow-embed --example fetch_model -- "$MODELS_DIR")"
 export CITEFLOW_EMBED_MODEL="$MODEL"
 
-echo "clippy (citeflow-index with embed, -D warnings)"
+step "clippy (citeflow-index with embed, -D warnings)"
 cargo clippy --quiet --locked -p citeflow-index -p citeflow-embed --features citeflow-index/embed --all-targets -- -D warnings
 
-echo "tests with the real model ($MODEL)"
+step "tests with the real model ($MODEL)"
 cargo test --locked -p citeflow-embed
 cargo test --locked -p citeflow-index --features embed --test tests hybrid
+step_done

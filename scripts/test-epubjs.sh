@@ -17,8 +17,8 @@ cd "$root"
 harness="crates/epub/tests/epubjs"
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 export CITEFLOW_SHARED_DIR="${CITEFLOW_SHARED_DIR:-$(cd "$root/.." && pwd)/shared}"
-started=$SECONDS
-step() { printf '\n== %s  [%ds]\n' "$*" "$((SECONDS - started))"; }
+# shellcheck source=step.sh
+source "$root/scripts/step.sh"
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
@@ -47,4 +47,4 @@ step "epub.js 0.3.93 in headless Chromium resolves them"
 (cd "$harness" && CITEFLOW_EPUBJS_INPUT="$work/nodes.jsonl" CITEFLOW_EPUBJS_PASSAGES="$work/passages.jsonl" \
   node --test --test-concurrency=1 --test-reporter=spec epubjs.test.mjs)
 
-step "epub.js test passed in $((SECONDS - started)) s"
+step_done

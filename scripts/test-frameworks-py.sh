@@ -21,12 +21,8 @@ VENV="${CITEFLOW_FRAMEWORKS_VENV:-$ROOT/target/venv-frameworks}"
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 export CITEFLOW_SHARED_DIR="${CITEFLOW_SHARED_DIR:-$(cd "$ROOT/.." && pwd)/shared}"
 
-start=$SECONDS
-last=$SECONDS
-step() {
-    printf 'test-frameworks-py: %-58s %4ds (total %ds)\n' "$1" $((SECONDS - last)) $((SECONDS - start))
-    last=$SECONDS
-}
+# shellcheck source=step.sh
+source "$ROOT/scripts/step.sh"
 
 # The tests run in a process group of their own; if this script is cut, end it (servers too).
 tests_pid=""
@@ -37,39 +33,40 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+step "pip install -r crates/py/requirements-frameworks.txt"
 if [ ! -x "$VENV/bin/python" ]; then
     mkdir -p "$(dirname "$VENV")"
     "$PYTHON" -m venv "$VENV"
 fi
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
     -r crates/py/requirements-frameworks.txt
-step "pip install -r crates/py/requirements-frameworks.txt"
 
 # The replaying upstream (cargo test of the workspace has usually built it already).
+step "cargo build -p citeflow-replay --example replay_upstream"
 cargo build --quiet --locked -p citeflow-replay --example replay_upstream
 export CITEFLOW_REPLAY_BIN="$TARGET_DIR/debug/examples/replay_upstream"
-step "cargo build -p citeflow-replay --example replay_upstream"
 
 # `citeflow serve` as an agent's upstream (one test); built by the workspace tests already.
+step "cargo build -p citeflow-cli"
 cargo build --quiet --locked -p citeflow-cli
 export CITEFLOW_CLI="${CITEFLOW_CLI:-$TARGET_DIR/debug/citeflow}"
-step "cargo build -p citeflow-cli"
 
 # citeflow into the venv: the same maturin build as test-python.sh (same target dir, same
 # profile), so whichever runs second only relinks.
+step "maturin develop --release (citeflow-py)"
 (
     cd crates/py
     export VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH"
     maturin develop --release --locked --quiet
 )
-step "maturin develop --release (citeflow-py)"
 
+step "browser (Debian chromium, playwright-core)"
 # Headless Chromium and playwright-core (shared with the other browser tests).
 # shellcheck source=browser-env.sh
 source scripts/browser-env.sh
 ensure_browser >/dev/null
-step "browser (Debian chromium, playwright-core)"
 
+step "pytest tests_frameworks (LangChain, Chainlit in Chromium, LlamaIndex)"
 mkdir -p target/frameworks-py
 set +e
 (
@@ -81,13 +78,13 @@ wait "$tests_pid"
 status=$?
 set -e
 [ "$status" -eq 0 ] || exit "$status"
-step "pytest tests_frameworks (LangChain, Chainlit in Chromium, LlamaIndex)"
 
+step "mypy --strict (the framework modules)"
 # The cache under target/ makes a second run quick (the frameworks' own modules are large).
 "$VENV/bin/python" -m mypy --strict --cache-dir=target/frameworks-py/mypy-cache \
     crates/py/python/citeflow/rounds.py crates/py/python/citeflow/langchain.py \
     crates/py/python/citeflow/_langchain_agent.py crates/py/python/citeflow/chainlit.py \
     crates/py/python/citeflow/llamaindex.py
-step "mypy --strict (the framework modules)"
 
 echo "test-frameworks-py: ok (screenshots in target/frameworks-py/)"
+step_done

@@ -68,7 +68,10 @@ UPLOADS="${UPLOADS:-24}"
 UPLOAD_BYTES="${UPLOAD_BYTES:-$((64 << 20))}"
 # Hard cap on the server's address space: a runaway allocation is killed, not swapped.
 ADDRESS_SPACE_BYTES="${ADDRESS_SPACE_BYTES:-$((4 << 30))}"
+# shellcheck source=step.sh
+source "$ROOT/scripts/step.sh"
 
+step "build citeflow-cli and the replaying upstream"
 if [ -z "${CITEFLOW_BIN:-}" ]; then
     cargo build --quiet --locked -p citeflow-cli
     CITEFLOW_BIN="$TARGET_DIR/debug/citeflow"
@@ -624,6 +627,7 @@ else:
     run(sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]))
 PY
 
+step "hostile inputs against one server (${ATTACK_SECONDS} s an attack at most)"
 python3 "$WORK/hostile.py" gen "$WORK"
 
 "$TARGET_DIR/debug/examples/replay_upstream" "$WORK/streams" > "$WORK/upstream.out" 2> "$WORK/upstream.err" &
@@ -642,6 +646,7 @@ URL="$(first_line "$WORK/citeflow.out" | sed 's/^citeflow listening on //')"
 MAX_RSS_MB="$MAX_RSS_MB" python3 "$WORK/hostile.py" run "$WORK" "$URL" "$SERVER" "$ATTACK_SECONDS"
 kill -0 "$SERVER" || { echo "the server died" >&2; exit 1; }
 
+step "$UPLOADS uploads at once, on a second server"
 # Uploads at once (issue 38), on a fresh server with the default limits (--max-book-bytes 64 MiB,
 # 2 ingests at once), under the same address-space cap.
 mkdir -p "$WORK/uploads"
@@ -656,6 +661,7 @@ UPLOADS="$UPLOADS" UPLOAD_BYTES="$UPLOAD_BYTES" INGESTS=2 \
     python3 "$WORK/hostile.py" uploads "$WORK/uploads" "$UPLOAD_URL" "$UPLOAD_SERVER" "$ATTACK_SECONDS"
 kill -0 "$UPLOAD_SERVER" || { echo "the upload server died" >&2; exit 1; }
 
+step "the SQLite store on a full disk, a third server"
 # The SQLite store on a full disk (issue 38 §3): a third server whose database is on an 8 MiB
 # tmpfs, behind an upstream paced 20 ms an event (slow.sse streams for 3 s).
 FULL="$WORK/full"
@@ -690,6 +696,7 @@ else
     echo "SKIPPED the full-disk checks: cannot mount a tmpfs here ($(cat "$FULL/mount.err")); run as root" >&2
 fi
 
+step "Redis past its maxmemory, a fourth server"
 # Redis past its maxmemory (issue 38 §3): a fourth server on a Redis of its own.
 if command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1; then
     REDIS_PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
@@ -712,3 +719,4 @@ if command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>
 else
     echo "SKIPPED the Redis checks: redis-server is not installed (apt-get install redis-server)" >&2
 fi
+step_done

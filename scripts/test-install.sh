@@ -26,7 +26,8 @@ export CITEFLOW_SHARED_DIR="${CITEFLOW_SHARED_DIR:-$(cd "$root/.." && pwd)/share
 assets="crates/server/assets/wasm"
 files=(citeflow_wasm.js citeflow_wasm_bg.wasm)
 
-step() { printf '\n== %s  [%ds]\n' "$*" "$SECONDS"; }
+# shellcheck source=step.sh
+source "$root/scripts/step.sh"
 # shellcheck source=browser-env.sh
 source "$root/scripts/browser-env.sh"
 
@@ -121,4 +122,4 @@ if [ "$status" -ne 0 ]; then
   tail -n 50 "$work/serve.err" >&2 || true
   exit "$status"
 fi
-step "done"
+step_done

@@ -9,12 +9,16 @@
 # model, the book index and the database; the model is seeded from target/models (where
 # scripts/test-llm.sh fetches it) when that has it. Installs what is missing (chromium, a CJK
 # font, npm packages; run.sh installs cmake and libclang-dev). Safe to run twice.
+#
+# run.sh's release build of citeflow with local-model reuses the llama.cpp that
+# scripts/test-llm.sh compiled (the same profile and features; test.sh runs that script first).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 export CITEFLOW_SHARED_DIR="${CITEFLOW_SHARED_DIR:-$(cd "$root/.." && pwd)/shared}"
-step() { printf '\n== %s\n' "$*"; }
+# shellcheck source=step.sh
+source "$root/scripts/step.sh"
 # shellcheck source=browser-env.sh
 source "$root/scripts/browser-env.sh"
 
@@ -66,3 +70,4 @@ fi
 shots="${CARGO_TARGET_DIR:-target}/screenshots"
 [ -z "${CITEFLOW_BLESS:-}" ] || shots=docs/screenshots
 ls -l "$shots"/local-model.png
+step_done

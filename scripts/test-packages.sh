@@ -26,11 +26,8 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 t0=$SECONDS
-t_step=$SECONDS
-step() {
-  printf '\n== %s  [previous step %ds, total %ds]\n' "$*" "$((SECONDS - t_step))" "$((SECONDS - t0))"
-  t_step=$SECONDS
-}
+# shellcheck source=step.sh
+source "$ROOT/scripts/step.sh"
 fail() {
   echo "test-packages: $*" >&2
   exit 1
@@ -162,5 +159,5 @@ print(f"import citeflow {citeflow.__version__} from {where}: {out.text!r}")
 EOF
 )
 
-step "done"
+step_done
 echo "test-packages: ok (${#publishable[@]} crates, wheel, policy) in $((SECONDS - t0))s"

@@ -14,7 +14,10 @@ cd "$ROOT"
 PYTHON="${PYTHON:-python3}"
 VENV="${CITEFLOW_PY_VENV:-$ROOT/target/venv-py}"
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+# shellcheck source=step.sh
+source "$ROOT/scripts/step.sh"
 
+step "virtualenv $VENV: pip install -r crates/py/requirements-test.txt"
 if [ ! -x "$VENV/bin/python" ]; then
     mkdir -p "$(dirname "$VENV")"
     "$PYTHON" -m venv "$VENV"
@@ -25,18 +28,22 @@ fi
     -r crates/py/requirements-test.txt
 
 # The snapshot interop test runs the Rust CLI on a snapshot taken in Python.
+step "cargo build -p citeflow-cli"
 cargo build --quiet --locked -p citeflow-cli
 export CITEFLOW_CLI="$TARGET_DIR/debug/citeflow"
 
 # maturin develop installs into the active virtualenv.
+step "maturin develop --release (citeflow-py)"
 (
     cd crates/py
     export VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH"
     maturin develop --release --locked --quiet
 )
 
+step "pytest crates/py/tests"
 (cd crates/py && "$VENV/bin/python" -m pytest -W error -q -p no:cacheprovider tests)
 
+step "mypy.stubtest, mypy --strict"
 # stubtest imports the installed module; run it outside the source tree.
 (cd "$VENV" && "$VENV/bin/python" -m mypy.stubtest citeflow._citeflow)
 # The pure-Python part (adapters, package root) type-checks strictly against the stub.
@@ -46,3 +53,4 @@ export CITEFLOW_CLI="$TARGET_DIR/debug/citeflow"
     crates/py/python/citeflow/langchain.py crates/py/python/citeflow/llamaindex.py
 
 echo "test-python: ok"
+step_done

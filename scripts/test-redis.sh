@@ -8,6 +8,9 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+# shellcheck source=step.sh
+source scripts/step.sh
+step "redis-server on a free loopback port"
 
 if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
     echo "installing redis-server (apt-get)" >&2
@@ -54,6 +57,9 @@ echo "redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/') on 12
 
 export CITEFLOW_TEST_REDIS_URL="redis://127.0.0.1:$PORT/0"
 # The two-server test runs the real binary.
+step "cargo build -p citeflow-cli"
 cargo build -p citeflow-cli
+step "cargo test -p citeflow-store-redis (--include-ignored)"
 # The tests are #[ignore]d where no Redis is given (a plain `cargo test` lists them as ignored).
 cargo test -p citeflow-store-redis "$@" -- --include-ignored
+step_done

@@ -16,7 +16,10 @@ VENV="$ROOT/target/venv-server"
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 SHARED="${CITEFLOW_SHARED_DIR:-$(cd "$ROOT/.." && pwd)/shared}"
 [ -d "$SHARED/fixtures/streams" ] || { echo "shared fixtures not found at $SHARED" >&2; exit 1; }
+# shellcheck source=step.sh
+source "$ROOT/scripts/step.sh"
 
+step "virtualenv $VENV: pip install -r crates/server/tests/python/requirements.txt"
 if [ ! -x "$VENV/bin/python" ]; then
     mkdir -p "$ROOT/target"
     "$PYTHON" -m venv "$VENV"
@@ -25,6 +28,7 @@ fi
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
     -r crates/server/tests/python/requirements.txt
 
+step "cargo build -p citeflow-cli, the replaying upstream"
 cargo build --quiet --locked -p citeflow-cli
 cargo build --quiet --locked -p citeflow-replay --example replay_upstream
 
@@ -48,6 +52,7 @@ first_line() {
     return 1
 }
 
+step "start the replaying upstream and citeflow serve; pytest crates/server/tests/python"
 # The shared recordings, and re-timed copies of the OpenAI Responses ones (issue 39).
 "$VENV/bin/python" crates/server/tests/python/recut.py "$SHARED/fixtures/streams" "$WORK/streams"
 "$TARGET_DIR/debug/examples/replay_upstream" "$WORK/streams" > "$WORK/upstream.out" &
@@ -62,3 +67,4 @@ CITEFLOW_URL="$(first_line "$WORK/citeflow.out" | sed 's/^citeflow listening on 
 
 export CITEFLOW_URL CITEFLOW_API_KEY=test-key
 "$VENV/bin/python" -m pytest -W error -q -p no:cacheprovider crates/server/tests/python
+step_done

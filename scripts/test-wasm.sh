@@ -28,7 +28,8 @@ budget_gzip_bytes=$((200 * 1024))
 budget_book_gzip_bytes=$((340 * 1024))
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
-step() { printf '\n== %s\n' "$*"; }
+# shellcheck source=step.sh
+source "$root/scripts/step.sh"
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
@@ -144,3 +145,4 @@ console.log(`import "citeflow" ${installed.version} from ${where}: ${JSON.string
 EOF
 (cd "$packdir/app" && node check.mjs "$version" "$packdir/app")
 echo "$(basename "$tarball"): $(wc -c <"$tarball") bytes, $(wc -l <"$packdir/list") files"
+step_done

@@ -20,7 +20,8 @@ tests="crates/server/tests/browser"
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 export CITEFLOW_SHARED_DIR="${CITEFLOW_SHARED_DIR:-$(cd "$root/.." && pwd)/shared}"
 
-step() { printf '\n== %s\n' "$*"; }
+# shellcheck source=step.sh
+source "$root/scripts/step.sh"
 # shellcheck source=browser-env.sh
 source "$root/scripts/browser-env.sh"
 
@@ -70,3 +71,4 @@ fi
 shots="${CARGO_TARGET_DIR:-target}/screenshots"
 [ -z "${CITEFLOW_BLESS:-}" ] || shots=docs/screenshots
 ls -l "$shots"/*.png
+step_done

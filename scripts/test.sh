@@ -12,7 +12,8 @@ export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 export CITEFLOW_SHARED_DIR="${CITEFLOW_SHARED_DIR:-$(cd .. && pwd)/shared}"
 [ -d "$CITEFLOW_SHARED_DIR/fixtures" ] || { echo "shared fixtures not found at $CITEFLOW_SHARED_DIR" >&2; exit 1; }
 
-step() { printf '\n==> %s  [%ds]\n' "$*" "$SECONDS"; }
+# shellcheck source=step.sh
+source scripts/step.sh
 
 step "toolchain"
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
@@ -42,5 +43,6 @@ for part in scripts/test-*.sh; do
   bash "$part"
 done
 
-step "all tests passed"
+step_done
+echo "all tests passed"
 du -sh target 2>/dev/null | sed 's/^/disk used by target\/: /' || true
