@@ -48,10 +48,10 @@ pub(crate) struct AskArgs {
     /// Default: double_bracket with --upstream; rank for the local model, which is asked with
     /// worked examples and a grammar that ends every sentence with a marker.
     #[arg(long)]
-    marker: Option<String>,
+    marker: Option<PromptMarker>,
     /// Number style: brackets, markdown, fullwidth, html, footnote, or template:TEXT with {n}.
     #[arg(long, default_value = "brackets")]
-    style: String,
+    style: Style,
     /// How many passages to retrieve and send.
     #[arg(short = 'k', long = "top-k", default_value_t = 5)]
     k: usize,
@@ -60,7 +60,7 @@ pub(crate) struct AskArgs {
     max_chars_per_source: usize,
     /// Source list format: text, markdown, footnotes, html, json.
     #[arg(long, default_value = "text")]
-    list_format: String,
+    list_format: ListFormat,
     /// Upstream connect and response time-out in ms.
     #[arg(long, default_value_t = 120_000)]
     timeout_ms: u64,
@@ -92,16 +92,16 @@ pub(crate) fn run(args: AskArgs) -> Result<ExitCode> {
     // The local model is asked as `citeflow serve` asks it: few-shot, with a grammar.
     let local_model = upstream.is_none();
     let local = crate::local_model::LOCAL_MODEL_PROMPT;
-    let marker = match &args.marker {
-        Some(name) => PromptMarker::from_name(name)?,
+    let marker = match args.marker {
+        Some(marker) => marker,
         None if local_model => local.marker,
         None => PromptMarker::DoubleBracket,
     };
     let settings = marker
         .settings(Settings::default())
-        .with_style(Style::from_name(&args.style)?)
+        .with_style(args.style.clone())
         .with_max_pending_bytes(256)?;
-    let list_format = ListFormat::from_name(&args.list_format)?;
+    let list_format = args.list_format;
 
     let progress = Progress::new();
     let opened = open_book(&args.book, &progress)?;

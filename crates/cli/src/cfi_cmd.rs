@@ -151,7 +151,8 @@ fn resolve_flavored(
         return Ok((b.resolve(c)?, None));
     };
     if name != "auto" {
-        let f = CfiFlavor::from_name(name)
+        let f = name
+            .parse::<CfiFlavor>()
             .map_err(|_| anyhow!("unknown cfi flavor {name:?} (expected spec, epubjs or auto)"))?;
         return Ok((b.resolve_as(c, f)?, Some((f.name(), f))));
     }

@@ -7,7 +7,8 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use citeflow_core::provider::{Dialect, Framing, ProviderStream};
 use citeflow_core::{
-    render_list, Event, ListFormat, Numbering, Rewriter, Settings, SettingsPatch, Source, Sources,
+    render_list, Event, IdShape, InvalidUtf8, ListFormat, Numbering, RankMode, Rewriter, Settings,
+    SettingsPatch, Source, Sources, Style, Syntax, UnknownPolicy,
 };
 use clap::{Args, ValueEnum};
 
@@ -78,13 +79,13 @@ pub(crate) struct RenderArgs {
     /// spaces repaired), as-written (markers kept as the model wrote them), template:TEXT with
     /// {n} {id} {url} {title}, or html_template:TEXT (fields HTML-escaped).
     #[arg(long, default_value = "brackets")]
-    style: String,
+    style: Style,
     /// Unknown ids: mark ([?]), drop, or keep verbatim.
     #[arg(long, default_value = "mark")]
-    unknown: String,
+    unknown: UnknownPolicy,
     /// Numbers in markers ([2], 【2】) are ranks into the sources' order: renumber or keep.
     #[arg(long, num_args = 0..=1, default_missing_value = "renumber")]
-    rank: Option<String>,
+    rank: Option<RankMode>,
     /// Numbering scope.
     #[arg(long, value_enum, default_value = "answer")]
     scope: Scope,
@@ -93,11 +94,11 @@ pub(crate) struct RenderArgs {
     session_file: Option<PathBuf>,
     /// Marker syntaxes, comma-separated: double_bracket, cite_colon, cite_tag, single_bracket,
     /// bare_id, openai_cite, assistants_cite, footnote (default: all but bare_id and footnote).
-    #[arg(long, value_delimiter = ',')]
-    syntax: Vec<String>,
+    #[arg(long, value_delimiter = ',', value_parser = |s: &str| s.trim().parse::<Syntax>())]
+    syntax: Vec<Syntax>,
     /// Shape of ids in ambiguous markers.
     #[arg(long, default_value = "source_<digits>")]
-    id_pattern: String,
+    id_pattern: IdShape,
     /// Hold-back cap in bytes.
     #[arg(long, default_value_t = 64)]
     max_pending_bytes: usize,
@@ -107,7 +108,7 @@ pub(crate) struct RenderArgs {
     max_link_hold_bytes: usize,
     /// Invalid UTF-8: replace or error.
     #[arg(long, default_value = "replace")]
-    invalid_utf8: String,
+    invalid_utf8: InvalidUtf8,
     /// Do not merge sources with the same url into one number.
     #[arg(long)]
     no_dedupe: bool,
@@ -116,7 +117,7 @@ pub(crate) struct RenderArgs {
     list: ListWhich,
     /// Source list format (text output): text, markdown, footnotes, html, json.
     #[arg(long, default_value = "text")]
-    list_format: String,
+    list_format: ListFormat,
     /// Continue a stream saved with --snapshot-out (settings, sources and numbering come from
     /// the snapshot).
     #[arg(long)]
@@ -128,19 +129,19 @@ pub(crate) struct RenderArgs {
 }
 
 impl RenderArgs {
-    /// The flags as a [`SettingsPatch`]: the core reads the names.
+    /// The flags as a [`SettingsPatch`] (clap read the names with the core's `FromStr`).
     fn settings(&self) -> Result<Settings> {
         let mut patch = SettingsPatch::default();
         patch.style = Some(self.style.clone());
-        patch.unknown = Some(self.unknown.clone());
+        patch.unknown = Some(self.unknown);
         patch.id_pattern = Some(self.id_pattern.clone());
         patch.max_pending_bytes = Some(self.max_pending_bytes);
         patch.max_link_hold_bytes = Some(self.max_link_hold_bytes);
         patch.dedupe = Some(!self.no_dedupe);
-        patch.invalid_utf8 = Some(self.invalid_utf8.clone());
-        patch.rank = self.rank.clone();
+        patch.invalid_utf8 = Some(self.invalid_utf8);
+        patch.rank = self.rank;
         if !self.syntax.is_empty() {
-            patch.syntaxes = Some(self.syntax.iter().map(|n| n.trim().to_owned()).collect());
+            patch.syntaxes = Some(self.syntax.clone());
         }
         Ok(patch.apply(Settings::default())?)
     }
@@ -339,7 +340,7 @@ pub(crate) fn run(args: RenderArgs) -> Result<ExitCode> {
     let mut r = Renderer {
         args_output: args.output,
         list: args.list,
-        list_format: ListFormat::from_name(&args.list_format)?,
+        list_format: args.list_format,
         stream,
         held: None,
         out: std::io::BufWriter::with_capacity(64 * 1024, stdout.lock()),

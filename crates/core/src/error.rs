@@ -5,12 +5,14 @@
 #[non_exhaustive]
 pub enum SettingsError {
     /// A name (syntax, style, policy) that does not exist.
-    #[error("unknown {what} {value:?}")]
+    #[error("unknown {what} {value:?}{}", one_of(expected))]
     UnknownName {
         /// What kind of name.
         what: &'static str,
         /// The name given.
         value: String,
+        /// The names there are (empty when not listed).
+        expected: &'static [&'static str],
     },
     /// An id prefix that is empty or holds a character that cannot stand in a marker.
     #[error("invalid id prefix {prefix:?}: it must be non-empty and hold no whitespace, brackets, <, >, comma, backtick or quote")]
@@ -40,6 +42,14 @@ pub enum SettingsError {
         /// The limit.
         max: usize,
     },
+}
+
+/// `, expected one of a, b, c` (nothing for no names).
+fn one_of(names: &[&str]) -> String {
+    match names {
+        [] => String::new(),
+        names => format!(", expected one of {}", names.join(", ")),
+    }
 }
 
 /// A source set that cannot be registered.

@@ -3,7 +3,9 @@
 //! marker must name a source it was shown. Kept beside the scanner so that what the model is
 //! allowed to write is exactly what the scanner recognises.
 
+#[cfg(feature = "serde")]
 use crate::error::SettingsError;
+#[cfg(feature = "serde")]
 use crate::names;
 use crate::prompt::PromptMarker;
 
@@ -31,32 +33,15 @@ pub enum GrammarMode {
     CitePerSentence,
 }
 
+#[cfg(feature = "serde")]
 impl GrammarMode {
-    /// `well_formed`, `require_citation` or `cite_per_sentence`.
-    pub fn name(self) -> &'static str {
-        match self {
-            GrammarMode::WellFormed => "well_formed",
-            GrammarMode::RequireCitation => "require_citation",
-            GrammarMode::CitePerSentence => "cite_per_sentence",
-        }
-    }
-
-    /// Parses what [`GrammarMode::name`] writes.
+    /// Parses a serde name: `well_formed`, `require_citation` or `cite_per_sentence` (the same
+    /// as [`FromStr`](core::str::FromStr); kept for callers that name the type).
     ///
     /// # Errors
     /// [`SettingsError::UnknownName`] for anything else.
     pub fn from_name(name: &str) -> Result<Self, SettingsError> {
-        Ok(match name {
-            "well_formed" => GrammarMode::WellFormed,
-            "require_citation" => GrammarMode::RequireCitation,
-            "cite_per_sentence" => GrammarMode::CitePerSentence,
-            _ => {
-                return Err(SettingsError::UnknownName {
-                    what: "grammar mode",
-                    value: name.to_owned(),
-                })
-            }
-        })
+        name.parse()
     }
 }
 
@@ -115,7 +100,8 @@ pub fn citation_grammar(marker: PromptMarker, ids: &[&str], mode: GrammarMode) -
     format!("{root}\ntext ::= {text}\nmarker ::= {markers}\n")
 }
 
-names::by_name!(GrammarMode);
+#[cfg(feature = "serde")]
+names::by_serde_name!(GrammarMode => "grammar mode");
 
 #[cfg(test)]
 mod tests {
@@ -166,6 +152,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "serde")]
     #[test]
     fn grammar_mode_names_round_trip() {
         for mode in [
@@ -173,7 +160,7 @@ mod tests {
             GrammarMode::RequireCitation,
             GrammarMode::CitePerSentence,
         ] {
-            assert_eq!(GrammarMode::from_name(mode.name()), Ok(mode));
+            assert_eq!(GrammarMode::from_name(&mode.to_string()), Ok(mode));
         }
         assert!(GrammarMode::from_name("strict").is_err());
     }

@@ -63,8 +63,10 @@
 mod error;
 mod event;
 mod grammar;
+#[cfg(feature = "serde")]
 mod names;
 mod numbering;
+#[cfg(feature = "serde")]
 mod patch;
 mod prompt;
 #[cfg(feature = "serde")]
@@ -83,6 +85,7 @@ pub use error::{NumberingError, RestoreError, RewriteError, SettingsError, Sourc
 pub use event::{CitationDetail, Event, ListedSource, Position, Report, Span, UnresolvedReason};
 pub use grammar::{citation_grammar, GrammarMode, SMALL_MODEL_GRAMMAR};
 pub use numbering::{NumberEntry, Numbering};
+#[cfg(feature = "serde")]
 pub use patch::SettingsPatch;
 pub use prompt::{
     citation_instruction, context_block, few_shot_messages, zero_shot_messages, PromptMarker,

@@ -3,7 +3,7 @@
 //! models). Kept beside the scanner so that what the model is asked to write is exactly what
 //! the scanner recognises.
 
-use crate::error::SettingsError;
+#[cfg(feature = "serde")]
 use crate::names;
 use crate::settings::{RankMode, Settings, Syntax};
 use crate::source::{Source, Sources};
@@ -35,45 +35,12 @@ pub enum PromptMarker {
     /// `[2]`: the source's rank.
     Rank,
     /// `【2】`: the source's rank, full-width; book sources are shown as `【2】(章:…, CFI:…)`.
+    /// Also named `rank_fullwidth`.
+    #[cfg_attr(feature = "serde", serde(alias = "rank_fullwidth"))]
     RankFullWidth,
 }
 
 impl PromptMarker {
-    /// Parses `double_bracket`, `cite_colon`, `cite_tag`, `single_bracket`, `rank`,
-    /// `rank_full_width`.
-    ///
-    /// # Errors
-    /// [`SettingsError::UnknownName`] for anything else.
-    pub fn from_name(name: &str) -> Result<Self, SettingsError> {
-        Ok(match name {
-            "double_bracket" => PromptMarker::DoubleBracket,
-            "cite_colon" => PromptMarker::CiteColon,
-            "cite_tag" => PromptMarker::CiteTag,
-            "single_bracket" => PromptMarker::SingleBracket,
-            "rank" => PromptMarker::Rank,
-            "rank_full_width" | "rank_fullwidth" => PromptMarker::RankFullWidth,
-            _ => {
-                return Err(SettingsError::UnknownName {
-                    what: "prompt marker",
-                    value: name.to_owned(),
-                })
-            }
-        })
-    }
-
-    /// The name [`PromptMarker::from_name`] parses: `double_bracket`, `cite_colon`,
-    /// `cite_tag`, `single_bracket`, `rank`, `rank_full_width`.
-    pub fn name(self) -> &'static str {
-        match self {
-            PromptMarker::DoubleBracket => "double_bracket",
-            PromptMarker::CiteColon => "cite_colon",
-            PromptMarker::CiteTag => "cite_tag",
-            PromptMarker::SingleBracket => "single_bracket",
-            PromptMarker::Rank => "rank",
-            PromptMarker::RankFullWidth => "rank_full_width",
-        }
-    }
-
     /// The marker for the source with this id and 1-based rank.
     pub fn marker(self, id: &str, rank: usize) -> String {
         match self {
@@ -350,7 +317,8 @@ pub fn few_shot_messages(
     messages
 }
 
-names::by_name!(PromptMarker);
+#[cfg(feature = "serde")]
+names::by_serde_name!(PromptMarker => "prompt marker");
 
 #[cfg(test)]
 mod tests {
@@ -470,6 +438,7 @@ mod tests {
         assert_eq!((z[1].role, z[1].content.as_str()), ("user", "Who fell?"));
     }
 
+    #[cfg(feature = "serde")]
     #[test]
     fn prompt_marker_names_round_trip() {
         for m in [
@@ -480,7 +449,7 @@ mod tests {
             PromptMarker::Rank,
             PromptMarker::RankFullWidth,
         ] {
-            assert_eq!(PromptMarker::from_name(m.name()), Ok(m));
+            assert_eq!(m.to_string().parse::<PromptMarker>(), Ok(m));
         }
     }
 }

@@ -1,13 +1,17 @@
 //! Rendering the final source list as text, markdown, HTML or JSON.
 
-use crate::error::SettingsError;
 use crate::event::ListedSource;
+#[cfg(feature = "serde")]
 use crate::names;
 use crate::source::{Round, Source};
 use crate::style::{escape_html, link_url};
 
 /// The format of a rendered source list.
+///
+/// Named by its serde name: `text`, `markdown`, `footnotes`, `html` or `json`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 #[non_exhaustive]
 pub enum ListFormat {
     /// `[1] Title <https://…>`, one line a source (what a terminal shows).
@@ -21,39 +25,6 @@ pub enum ListFormat {
     /// A JSON array of listed sources.
     #[cfg(feature = "serde")]
     Json,
-}
-
-impl ListFormat {
-    /// The stable name: `text`, `markdown`, `footnotes`, `html` or `json`.
-    pub fn name(self) -> &'static str {
-        match self {
-            ListFormat::Text => "text",
-            ListFormat::Markdown => "markdown",
-            ListFormat::Footnotes => "footnotes",
-            ListFormat::Html => "html",
-            #[cfg(feature = "serde")]
-            ListFormat::Json => "json",
-        }
-    }
-
-    /// Parses `text`, `markdown`, `footnotes`, `html` or `json`.
-    ///
-    /// # Errors
-    /// [`SettingsError::UnknownName`] for anything else.
-    pub fn from_name(name: &str) -> Result<Self, SettingsError> {
-        match name {
-            "text" => Ok(ListFormat::Text),
-            "markdown" => Ok(ListFormat::Markdown),
-            "footnotes" => Ok(ListFormat::Footnotes),
-            "html" => Ok(ListFormat::Html),
-            #[cfg(feature = "serde")]
-            "json" => Ok(ListFormat::Json),
-            _ => Err(SettingsError::UnknownName {
-                what: "list format",
-                value: name.to_owned(),
-            }),
-        }
-    }
 }
 
 /// Renders `list`. With `rounds`, sources are grouped under each round's query (markdown,
@@ -205,7 +176,8 @@ fn render_item(l: &ListedSource, format: ListFormat, out: &mut String) {
     }
 }
 
-names::by_name!(ListFormat);
+#[cfg(feature = "serde")]
+names::by_serde_name!(ListFormat => "list format");
 
 #[cfg(test)]
 mod tests {

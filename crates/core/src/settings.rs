@@ -1,6 +1,7 @@
 //! Settings of a [`Rewriter`](crate::Rewriter): which markers to recognise and how to render them.
 
 use crate::error::SettingsError;
+#[cfg(feature = "serde")]
 use crate::names;
 use crate::style::Style;
 
@@ -65,34 +66,6 @@ impl Syntax {
         Syntax::OpenaiCite,
         Syntax::AssistantsCite,
     ];
-
-    /// The stable snake_case name (`double_bracket`, …).
-    pub fn name(self) -> &'static str {
-        match self {
-            Syntax::DoubleBracket => "double_bracket",
-            Syntax::CiteColon => "cite_colon",
-            Syntax::CiteTag => "cite_tag",
-            Syntax::SingleBracket => "single_bracket",
-            Syntax::BareId => "bare_id",
-            Syntax::OpenaiCite => "openai_cite",
-            Syntax::AssistantsCite => "assistants_cite",
-            Syntax::Footnote => "footnote",
-        }
-    }
-
-    /// Parses a name given by [`Syntax::name`].
-    ///
-    /// # Errors
-    /// [`SettingsError::UnknownName`] for any other name.
-    pub fn from_name(name: &str) -> Result<Self, SettingsError> {
-        Syntax::ALL
-            .into_iter()
-            .find(|s| s.name() == name)
-            .ok_or_else(|| SettingsError::UnknownName {
-                what: "syntax",
-                value: name.to_owned(),
-            })
-    }
 
     pub(crate) fn bit(self) -> u16 {
         match self {
@@ -194,14 +167,6 @@ impl IdShape {
         format!("{}{body}", self.prefix)
     }
 
-    /// As [`IdShape::parse`] (for [`FromStr`](core::str::FromStr)).
-    ///
-    /// # Errors
-    /// [`SettingsError::InvalidIdPattern`] as [`IdShape::parse`].
-    pub fn from_name(pattern: &str) -> Result<Self, SettingsError> {
-        IdShape::parse(pattern)
-    }
-
     pub(crate) fn body_byte(&self, b: u8) -> bool {
         match self.body {
             IdBody::Digits => b.is_ascii_digit(),
@@ -251,33 +216,6 @@ pub enum UnknownPolicy {
     Keep,
 }
 
-impl UnknownPolicy {
-    /// The stable name: `mark`, `drop` or `keep`.
-    pub fn name(self) -> &'static str {
-        match self {
-            UnknownPolicy::Mark => "mark",
-            UnknownPolicy::Drop => "drop",
-            UnknownPolicy::Keep => "keep",
-        }
-    }
-
-    /// Parses `mark`, `drop` or `keep`.
-    ///
-    /// # Errors
-    /// [`SettingsError::UnknownName`] for any other name.
-    pub fn from_name(name: &str) -> Result<Self, SettingsError> {
-        match name {
-            "mark" => Ok(UnknownPolicy::Mark),
-            "drop" => Ok(UnknownPolicy::Drop),
-            "keep" => Ok(UnknownPolicy::Keep),
-            _ => Err(SettingsError::UnknownName {
-                what: "unknown policy",
-                value: name.to_owned(),
-            }),
-        }
-    }
-}
-
 /// Whether numbers in markers (`[2]`, `【2】`) refer to the n-th source as the model was shown
 /// them, and how they are displayed.
 ///
@@ -297,33 +235,6 @@ pub enum RankMode {
     Keep,
 }
 
-impl RankMode {
-    /// The stable name: `off`, `renumber` or `keep`.
-    pub fn name(self) -> &'static str {
-        match self {
-            RankMode::Off => "off",
-            RankMode::Renumber => "renumber",
-            RankMode::Keep => "keep",
-        }
-    }
-
-    /// Parses `off`, `renumber` or `keep`.
-    ///
-    /// # Errors
-    /// [`SettingsError::UnknownName`] for any other name.
-    pub fn from_name(name: &str) -> Result<Self, SettingsError> {
-        match name {
-            "off" => Ok(RankMode::Off),
-            "renumber" => Ok(RankMode::Renumber),
-            "keep" => Ok(RankMode::Keep),
-            _ => Err(SettingsError::UnknownName {
-                what: "rank mode",
-                value: name.to_owned(),
-            }),
-        }
-    }
-}
-
 /// What to do with bytes that are not valid UTF-8.
 ///
 /// ### Default
@@ -338,31 +249,6 @@ pub enum InvalidUtf8 {
     Replace,
     /// Fail with [`RewriteError::InvalidUtf8`](crate::RewriteError::InvalidUtf8).
     Error,
-}
-
-impl InvalidUtf8 {
-    /// The stable name: `replace` or `error`.
-    pub fn name(self) -> &'static str {
-        match self {
-            InvalidUtf8::Replace => "replace",
-            InvalidUtf8::Error => "error",
-        }
-    }
-
-    /// Parses `replace` or `error`.
-    ///
-    /// # Errors
-    /// [`SettingsError::UnknownName`] for any other name.
-    pub fn from_name(name: &str) -> Result<Self, SettingsError> {
-        match name {
-            "replace" => Ok(InvalidUtf8::Replace),
-            "error" => Ok(InvalidUtf8::Error),
-            _ => Err(SettingsError::UnknownName {
-                what: "invalid utf-8 policy",
-                value: name.to_owned(),
-            }),
-        }
-    }
 }
 
 /// Where numbers come from.
@@ -383,39 +269,30 @@ pub enum NumberSource {
     External,
 }
 
-impl NumberSource {
-    /// The stable name: `local` or `external`.
-    pub fn name(self) -> &'static str {
-        match self {
-            NumberSource::Local => "local",
-            NumberSource::External => "external",
-        }
-    }
+#[cfg(feature = "serde")]
+names::by_serde_name!(
+    Syntax => "syntax",
+    UnknownPolicy => "unknown policy",
+    RankMode => "rank mode",
+    InvalidUtf8 => "invalid utf-8 policy",
+    NumberSource => "number source",
+);
 
-    /// Parses `local` or `external`.
-    ///
-    /// # Errors
-    /// [`SettingsError::UnknownName`] for any other name.
-    pub fn from_name(name: &str) -> Result<Self, SettingsError> {
-        match name {
-            "local" => Ok(NumberSource::Local),
-            "external" => Ok(NumberSource::External),
-            _ => Err(SettingsError::UnknownName {
-                what: "number source",
-                value: name.to_owned(),
-            }),
-        }
+impl core::str::FromStr for IdShape {
+    type Err = SettingsError;
+
+    /// As [`IdShape::parse`].
+    fn from_str(pattern: &str) -> Result<Self, SettingsError> {
+        IdShape::parse(pattern)
     }
 }
 
-names::by_name!(
-    Syntax,
-    IdShape,
-    UnknownPolicy,
-    RankMode,
-    InvalidUtf8,
-    NumberSource
-);
+impl core::fmt::Display for IdShape {
+    /// As [`IdShape::name`].
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(&self.name())
+    }
+}
 
 /// How many bytes of provider text a link that may still be cited holds by default (see
 /// [`Settings::with_max_link_hold_bytes`]).
@@ -509,7 +386,7 @@ impl Settings {
     }
 
     /// How numbers are rendered in the text. A template over [`MAX_TEMPLATE_BYTES`](crate::MAX_TEMPLATE_BYTES) renders as
-    /// `[n]` ([`Style::from_name`] refuses it with an error).
+    /// `[n]` (parsing a style by name refuses it with an error).
     ///
     /// ### Default
     /// [`Style::Brackets`]: `[1]`.

@@ -1,13 +1,12 @@
 //! How a citation number is written into the text.
 
-use std::borrow::Cow;
-
 use crate::error::SettingsError;
+#[cfg(feature = "serde")]
 use crate::names;
 use crate::source::Source;
 
 /// The longest template ([`Style::Template`], [`Style::HtmlTemplate`]) a [`Settings`](crate::Settings) takes,
-/// in bytes: [`Style::from_name`] and deserialisation refuse a longer one with
+/// in bytes: [`FromStr`](core::str::FromStr) and deserialisation refuse a longer one with
 /// [`SettingsError::TemplateTooLong`], and one built directly renders as `[n]`. With the
 /// per-source limits on titles and urls this bounds what one citation renders to.
 pub const MAX_TEMPLATE_BYTES: usize = 1024;
@@ -25,9 +24,11 @@ pub enum Style {
     #[default]
     Brackets,
     /// A markdown link to the source: `[[1]](https://…)` (`[1]` when the source has no url, or
-    /// a url that is not http(s) or relative: see [`link_url`]).
+    /// a url that is not http(s) or relative: see [`link_url`]). Also named `markdown`.
+    #[cfg_attr(feature = "serde", serde(alias = "markdown"))]
     MarkdownLink,
-    /// Full-width `【1】`.
+    /// Full-width `【1】`. Also named `fullwidth`.
+    #[cfg_attr(feature = "serde", serde(alias = "fullwidth"))]
     FullWidth,
     /// `<sup><a href="https://…">1</a></sup>` (the link goes to `#cite-1` without a url, or
     /// with a url that is not http(s) or relative: see [`link_url`]). The url is escaped for
@@ -41,7 +42,8 @@ pub enum Style {
     /// or relative), with quotes, angle brackets, spaces and parentheses percent-encoded, so it
     /// cannot end an attribute or a markdown link. `{id}` and `{title}` are inserted as they
     /// are: use [`Style::HtmlTemplate`] for a template that produces HTML. A template longer
-    /// than [`MAX_TEMPLATE_BYTES`] is refused by [`Style::from_name`] and by deserialisation;
+    /// than [`MAX_TEMPLATE_BYTES`] is refused by [`FromStr`](core::str::FromStr) and by
+    /// deserialisation;
     /// one built directly renders as [`Style::Brackets`].
     Template(String),
     /// A template that produces HTML: as [`Style::Template`], and `{id}`, `{title}` and
@@ -56,56 +58,12 @@ pub enum Style {
     /// Resolved markers stay exactly as the model wrote them (`[1, 2]`, `【1】`, `[[1]]`);
     /// citations are tracked and reported as usual. A marker none of whose citations resolve
     /// follows the unknown policy. [`Style::render_number`] alone, which does not know the
-    /// marker, writes `[n]`.
+    /// marker, writes `[n]`. Also named `as-written`.
+    #[cfg_attr(feature = "serde", serde(alias = "as-written"))]
     AsWritten,
 }
 
 impl Style {
-    /// The name [`Style::from_name`] reads back: `brackets`, `markdown_link`, `full_width`,
-    /// `html`, `footnote`, `remove`, `as_written` (the serde names), `template:<text>` or
-    /// `html_template:<text>`.
-    pub fn name(&self) -> Cow<'static, str> {
-        Cow::Borrowed(match self {
-            Style::Brackets => "brackets",
-            Style::MarkdownLink => "markdown_link",
-            Style::FullWidth => "full_width",
-            Style::Html => "html",
-            Style::Footnote => "footnote",
-            Style::Remove => "remove",
-            Style::AsWritten => "as_written",
-            Style::Template(t) => return Cow::Owned(format!("template:{t}")),
-            Style::HtmlTemplate(t) => return Cow::Owned(format!("html_template:{t}")),
-        })
-    }
-
-    /// Parses `brackets`, `markdown`, `fullwidth`, `html`, `footnote`, `remove`,
-    /// `as_written` (or `as-written`), `template:<text>` or `html_template:<text>`.
-    ///
-    /// # Errors
-    /// [`SettingsError::UnknownName`] for anything else;
-    /// [`SettingsError::TemplateTooLong`] for a template over [`MAX_TEMPLATE_BYTES`].
-    pub fn from_name(name: &str) -> Result<Self, SettingsError> {
-        if let Some(t) = name.strip_prefix("template:") {
-            return Style::Template(t.to_owned()).checked();
-        }
-        if let Some(t) = name.strip_prefix("html_template:") {
-            return Style::HtmlTemplate(t.to_owned()).checked();
-        }
-        match name {
-            "brackets" => Ok(Style::Brackets),
-            "markdown" | "markdown_link" => Ok(Style::MarkdownLink),
-            "fullwidth" | "full_width" => Ok(Style::FullWidth),
-            "html" => Ok(Style::Html),
-            "footnote" => Ok(Style::Footnote),
-            "remove" => Ok(Style::Remove),
-            "as_written" | "as-written" => Ok(Style::AsWritten),
-            _ => Err(SettingsError::UnknownName {
-                what: "style",
-                value: name.to_owned(),
-            }),
-        }
-    }
-
     /// This style, or [`SettingsError::TemplateTooLong`] for a template over
     /// [`MAX_TEMPLATE_BYTES`].
     pub(crate) fn checked(self) -> Result<Self, SettingsError> {
@@ -297,7 +255,40 @@ pub fn escape_html(s: &str) -> String {
     out
 }
 
-names::by_name!(Style);
+/// Parses a style by name: the serde name of a style without a template (`brackets`,
+/// `markdown_link` or `markdown`, `full_width` or `fullwidth`, `html`, `footnote`, `remove`,
+/// `as_written` or `as-written`), `template:<text>` or `html_template:<text>`.
+///
+/// # Errors
+/// [`SettingsError::UnknownName`] for anything else; [`SettingsError::TemplateTooLong`] for a
+/// template over [`MAX_TEMPLATE_BYTES`].
+#[cfg(feature = "serde")]
+impl core::str::FromStr for Style {
+    type Err = SettingsError;
+
+    fn from_str(name: &str) -> Result<Self, SettingsError> {
+        if let Some(t) = name.strip_prefix("template:") {
+            return Style::Template(t.to_owned()).checked();
+        }
+        if let Some(t) = name.strip_prefix("html_template:") {
+            return Style::HtmlTemplate(t.to_owned()).checked();
+        }
+        names::parse("style", name)
+    }
+}
+
+/// The name [`FromStr`](core::str::FromStr) reads back: the serde name of a style without a
+/// template, `template:<text>` or `html_template:<text>`.
+#[cfg(feature = "serde")]
+impl core::fmt::Display for Style {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Style::Template(t) => write!(f, "template:{t}"),
+            Style::HtmlTemplate(t) => write!(f, "html_template:{t}"),
+            unit => f.write_str(names::name_of(unit).unwrap_or_default()),
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -441,20 +432,21 @@ mod tests {
         assert_eq!(render(&Style::MarkdownLink, &amp), "[3]");
     }
 
+    #[cfg(feature = "serde")]
     #[test]
     fn templates_are_capped() {
         let long = "x".repeat(MAX_TEMPLATE_BYTES + 1);
         assert_eq!(
-            Style::from_name(&format!("template:{long}")),
+            format!("template:{long}").parse::<Style>(),
             Err(SettingsError::TemplateTooLong {
                 bytes: MAX_TEMPLATE_BYTES + 1,
                 max: MAX_TEMPLATE_BYTES
             })
         );
-        assert!(Style::from_name(&format!("html_template:{long}")).is_err());
+        assert!(format!("html_template:{long}").parse::<Style>().is_err());
         let at_cap = "x".repeat(MAX_TEMPLATE_BYTES);
         assert_eq!(
-            Style::from_name(&format!("template:{at_cap}")),
+            format!("template:{at_cap}").parse::<Style>(),
             Ok(Style::Template(at_cap))
         );
         // Built directly, an over-long template renders as brackets.

@@ -36,7 +36,10 @@ fn recordings() -> Vec<Recording> {
         .map(|line| {
             let m: Value = serde_json::from_str(line).expect("manifest line");
             let file = m["file"].as_str().expect("file").to_owned();
-            let marker = PromptMarker::from_name(m["citeflow"]["marker"].as_str().expect("marker"))
+            let marker = m["citeflow"]["marker"]
+                .as_str()
+                .expect("marker")
+                .parse::<PromptMarker>()
                 .expect("known marker");
             let sources: Vec<Source> =
                 serde_json::from_value(m["sources"].clone()).expect("sources");

@@ -245,7 +245,7 @@ fn args() -> Args {
                 });
             }
             "--marker" => {
-                a.marker = Some(PromptMarker::from_name(&value()).expect("--marker NAME"));
+                a.marker = Some(value().parse::<PromptMarker>().expect("--marker NAME"));
             }
             "--template" => a.template = Some(value()),
             "--threads" => a.threads = Some(value().parse().expect("--threads N")),

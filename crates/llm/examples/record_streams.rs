@@ -219,12 +219,12 @@ async fn main() {
         std::fs::write(out.join(c.file), &raw).expect("write");
         let line = json!({
             "file": c.file, "exercises": c.exercises, "book": c.book, "question": c.question,
-            "marker": c.marker.name(),
+            "marker": c.marker.to_string(),
             "prompt": if c.few_shot { "few_shot" } else { "zero_shot" },
             "grammar": c.grammar.map(GrammarMode::name),
             "model": {"file": model.file_name().and_then(|s| s.to_str()), "sha256": model_sha256},
             "sources": serde_json::to_value(&list).expect("json"),
-            "citeflow": {"marker": c.marker.name()},
+            "citeflow": {"marker": c.marker.to_string()},
             "request": request,
         });
         writeln!(manifest, "{line}").expect("manifest line");

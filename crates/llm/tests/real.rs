@@ -127,7 +127,7 @@ fn request(question: &str, grammar: bool) -> Value {
         "model": "local", "stream": true, "temperature": 0, "seed": 7, "max_tokens": 48,
         "messages": messages,
         "sources": serde_json::to_value(alice_sources()).expect("sources json"),
-        "citeflow": {"marker": MARKER.name(), "inject_prompt": false},
+        "citeflow": {"marker": MARKER.to_string(), "inject_prompt": false},
     });
     if grammar {
         let ids: Vec<&str> = ["alice#p3", "alice#p9", "alice#p41"].to_vec();

@@ -82,7 +82,9 @@ pub(crate) fn render_list(
     format: &str,
     rounds: Option<Vec<Bound<'_, Round>>>,
 ) -> PyResult<String> {
-    let fmt = core::ListFormat::from_name(format).map_err(|e| settings_err(py, e))?;
+    let fmt = format
+        .parse::<core::ListFormat>()
+        .map_err(|e| settings_err(py, e))?;
     let list: Vec<core::ListedSource> = listed.iter().map(|l| l.get().inner.clone()).collect();
     let rounds: Option<Vec<core::Round>> =
         rounds.map(|r| r.iter().map(|x| x.get().inner.clone()).collect());
@@ -90,7 +92,8 @@ pub(crate) fn render_list(
 }
 
 fn prompt_marker(py: Python<'_>, name: &str) -> PyResult<core::PromptMarker> {
-    core::PromptMarker::from_name(name).map_err(|e| settings_err(py, e))
+    name.parse::<core::PromptMarker>()
+        .map_err(|e| settings_err(py, e))
 }
 
 /// The sources block for the prompt: one line a source, labelled with `marker`

@@ -657,8 +657,9 @@ impl Rewriter {
         by_round: bool,
     ) -> PyResult<String> {
         let rw = self.core(py)?;
-        let fmt =
-            core::ListFormat::from_name(format).map_err(|e| crate::errors::settings_err(py, e))?;
+        let fmt = format
+            .parse::<core::ListFormat>()
+            .map_err(|e| crate::errors::settings_err(py, e))?;
         let list = rw.listed_sources(all);
         let rounds = by_round.then(|| rw.sources().rounds());
         Ok(core::render_list(&list, fmt, rounds))
@@ -783,6 +784,7 @@ impl Session {
                     core::SettingsError::UnknownName {
                         what: "numbering scope",
                         value: other.to_owned(),
+                        expected: &["answer", "session"],
                     },
                 ))
             }
@@ -889,7 +891,8 @@ impl Session {
         marker: &str,
         max_chars_per_source: usize,
     ) -> PyResult<String> {
-        let m = core::PromptMarker::from_name(marker)
+        let m = marker
+            .parse::<core::PromptMarker>()
             .map_err(|e| crate::errors::settings_err(py, e))?;
         Ok(core::context_block(&self.sources, m, max_chars_per_source))
     }
@@ -897,7 +900,8 @@ impl Session {
     /// The instruction that asks the model to cite with `marker`.
     #[pyo3(signature = (marker="double_bracket"))]
     fn citation_instruction(&self, py: Python<'_>, marker: &str) -> PyResult<String> {
-        let m = core::PromptMarker::from_name(marker)
+        let m = marker
+            .parse::<core::PromptMarker>()
             .map_err(|e| crate::errors::settings_err(py, e))?;
         Ok(core::citation_instruction(&self.sources, m))
     }

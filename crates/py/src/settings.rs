@@ -1,10 +1,11 @@
 //! `Settings`: the core's settings with Pythonic keyword arguments.
 
+use std::str::FromStr;
+
 use citeflow_core as core;
 use pyo3::prelude::*;
-use serde_json::Value;
 
-use crate::convert::{repr_str, serde_name};
+use crate::convert::repr_str;
 use crate::errors::settings_err;
 use crate::types::{from_json, to_json};
 
@@ -24,21 +25,38 @@ pub(crate) struct SettingsArgs {
 }
 
 impl SettingsArgs {
-    /// Applies the given arguments to `base` through the core's `SettingsPatch`, so names and
-    /// errors are the core's, as in the CLI, the server and WASM.
-    pub(crate) fn apply(self, py: Python<'_>, base: core::Settings) -> PyResult<core::Settings> {
+    /// The core's typed `SettingsPatch` of these arguments: each name read by the core's
+    /// names (`FromStr`, the enums' serde names), so names and errors are the core's, as in
+    /// the CLI, the server and WASM. The first bad name is the error, in the order of the
+    /// fields.
+    pub(crate) fn into_patch(self) -> Result<core::SettingsPatch, core::SettingsError> {
+        fn parse<T: FromStr<Err = core::SettingsError>>(
+            name: Option<String>,
+        ) -> Result<Option<T>, core::SettingsError> {
+            name.map(|n| n.parse()).transpose()
+        }
         let mut patch = core::SettingsPatch::default();
-        patch.syntaxes = self.syntaxes;
-        patch.id_pattern = self.id_pattern;
-        patch.rank = self.rank;
-        patch.unknown = self.unknown;
-        patch.style = self.style;
+        patch.syntaxes = self
+            .syntaxes
+            .map(|names| names.iter().map(|n| n.parse()).collect())
+            .transpose()?;
+        patch.id_pattern = parse(self.id_pattern)?;
+        patch.rank = parse(self.rank)?;
+        patch.unknown = parse(self.unknown)?;
+        patch.style = parse(self.style)?;
         patch.max_pending_bytes = self.max_pending_bytes;
-        patch.invalid_utf8 = self.invalid_utf8;
-        patch.number_source = self.number_source;
+        patch.invalid_utf8 = parse(self.invalid_utf8)?;
+        patch.number_source = parse(self.number_source)?;
         patch.dedupe = self.dedupe;
         patch.skip_code = self.skip_code;
-        patch.apply(base).map_err(|e| settings_err(py, e))
+        Ok(patch)
+    }
+
+    /// Applies the given arguments to `base` through the core's `SettingsPatch`.
+    pub(crate) fn apply(self, py: Python<'_>, base: core::Settings) -> PyResult<core::Settings> {
+        self.into_patch()
+            .and_then(|patch| patch.apply(base))
+            .map_err(|e| settings_err(py, e))
     }
 }
 
@@ -157,45 +175,36 @@ impl Settings {
 
     /// The recognised syntaxes.
     #[getter]
-    fn syntaxes(&self) -> Vec<&'static str> {
+    fn syntaxes(&self) -> Vec<String> {
         self.inner
             .syntaxes()
             .into_iter()
-            .map(|s| s.name())
+            .map(|s| s.to_string())
             .collect()
     }
 
     /// The id shape as `PREFIX<digits>` or `PREFIX<word>`.
     #[getter]
     fn id_pattern(&self) -> String {
-        let shape = self.inner.id_shape();
-        format!("{}<{}>", shape.prefix(), serde_name(&shape.body()))
+        self.inner.id_shape().to_string()
     }
 
     /// The rank mode: `off`, `renumber` or `keep`.
     #[getter]
     fn rank(&self) -> String {
-        serde_name(&self.inner.rank())
+        self.inner.rank().to_string()
     }
 
     /// The unknown-id policy: `mark`, `drop` or `keep`.
     #[getter]
     fn unknown(&self) -> String {
-        serde_name(&self.inner.unknown())
+        self.inner.unknown().to_string()
     }
 
     /// The number style, as `Settings(style=...)` accepts it.
     #[getter]
     fn style(&self) -> String {
-        match serde_json::to_value(self.inner.style()) {
-            Ok(Value::String(s)) => s,
-            Ok(Value::Object(o)) => match o.get("template") {
-                Some(Value::String(t)) => format!("template:{t}"),
-                _ => Value::Object(o).to_string(),
-            },
-            Ok(other) => other.to_string(),
-            Err(e) => e.to_string(),
-        }
+        self.inner.style().to_string()
     }
 
     /// The hold-back cap in UTF-8 bytes.
@@ -207,13 +216,13 @@ impl Settings {
     /// The invalid UTF-8 policy: `replace` or `error`.
     #[getter]
     fn invalid_utf8(&self) -> String {
-        serde_name(&self.inner.invalid_utf8())
+        self.inner.invalid_utf8().to_string()
     }
 
     /// Where numbers come from: `local` or `external`.
     #[getter]
     fn number_source(&self) -> String {
-        serde_name(&self.inner.number_source())
+        self.inner.number_source().to_string()
     }
 
     /// Whether canonical keys merge sources.

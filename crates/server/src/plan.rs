@@ -211,7 +211,7 @@ pub(crate) fn prompt_marker(
     default: PromptMarker,
 ) -> Result<PromptMarker, ApiError> {
     Ok(match name {
-        Some(m) => PromptMarker::from_name(m)?,
+        Some(m) => m.parse::<PromptMarker>()?,
         None => default,
     })
 }
@@ -243,13 +243,13 @@ pub(crate) fn rewriter_settings(
 ) -> Result<Settings, ApiError> {
     let mut base = Settings::default();
     if let Some(s) = style {
-        base = base.with_style(Style::from_name(s)?);
+        base = base.with_style(s.parse::<Style>()?);
     }
     if let Some(u) = unknown {
-        base = base.with_unknown(UnknownPolicy::from_name(u)?);
+        base = base.with_unknown(u.parse::<UnknownPolicy>()?);
     }
     if let Some(r) = rank {
-        base = base.with_rank(RankMode::from_name(r)?);
+        base = base.with_rank(r.parse::<RankMode>()?);
     }
     let mut settings = marker.settings(base);
     if let Some(patch) = patch {

@@ -64,7 +64,9 @@ pub fn render_list(
     format: &JsListFormat,
     rounds: Option<JsRoundArray>,
 ) -> Result<String, JsValue> {
-    let format = ListFormat::from_name(&name_of(format, "format")?).map_err(BindingError::from)?;
+    let format = name_of(format, "format")?
+        .parse::<ListFormat>()
+        .map_err(BindingError::from)?;
     let list: Vec<ListedSource> =
         from_js(list, "list", BindingError::invalid_sources)?.unwrap_or_default();
     let rounds: Option<Vec<Round>> = match &rounds {
@@ -75,7 +77,7 @@ pub fn render_list(
 }
 
 fn prompt_marker(marker: &JsValue) -> Result<PromptMarker, BindingError> {
-    Ok(PromptMarker::from_name(&name_of(marker, "marker")?)?)
+    Ok(name_of(marker, "marker")?.parse::<PromptMarker>()?)
 }
 
 /// The context block for the prompt: each source on one line, labelled with the marker the

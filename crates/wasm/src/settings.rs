@@ -1,8 +1,8 @@
 //! JS settings (camelCase keys) to and from the core's [`Settings`].
 //!
 //! Values keep the core's serde names (`"full_width"`, `"renumber"`, `{"template": "…"}`); only
-//! the keys change case. A JS `Settings` object becomes the core's [`SettingsPatch`], which
-//! checks and applies it, as the CLI, the server and Python do.
+//! the keys change case. A JS `Settings` object becomes the core's typed [`SettingsPatch`],
+//! which applies it, as the CLI, the server and Python do.
 
 use citeflow_core::{
     IdBody, IdShape, InvalidUtf8, NumberEntry, NumberSource, RankMode, Settings, SettingsPatch,
@@ -13,9 +13,10 @@ use serde_json::Value;
 
 use crate::error::BindingError;
 
-/// The JS `Settings` object as it comes in: every key optional, unknown keys rejected. The
-/// names are read with the core's serde names, so a misspelt one is an `invalid_settings` error
-/// naming the names there are.
+/// The JS `Settings` object as it comes in: every key optional, unknown keys rejected, the
+/// values typed as the core's [`SettingsPatch`] holds them. The names are read with the core's
+/// serde names, so a misspelt one is an `invalid_settings` error naming the names there are
+/// (a style or id pattern given as a string: the core's `SettingsError`).
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct SettingsIn {
@@ -40,50 +41,40 @@ struct IdShapeParts {
     body: IdBody,
 }
 
-fn names<T: ToString>(value: Option<T>) -> Option<String> {
-    value.map(|v| v.to_string())
-}
-
 impl SettingsIn {
-    /// The core's patch for these keys: the object forms of `idShape` and `style` become the
-    /// names the patch reads (`prefix<word>`, `template:…`).
+    /// The core's patch for these keys, typed: the string forms of `idShape` and `style` are
+    /// read by the core's names (`FromStr`), their object forms by serde.
     fn into_patch(self) -> Result<SettingsPatch, BindingError> {
         let id_pattern = match self.id_shape {
             None => None,
-            Some(Value::String(pattern)) => Some(pattern),
+            Some(Value::String(pattern)) => Some(pattern.parse::<IdShape>()?),
             Some(other) => {
                 let parts: IdShapeParts = serde_json::from_value(other).map_err(|e| {
                     BindingError::invalid_settings(format!(
                         "idShape: {e} (expected \"prefix<digits>\", \"prefix<word>\" or {{ prefix, body }})"
                     ))
                 })?;
-                Some(IdShape::new(parts.prefix, parts.body)?.name())
+                Some(IdShape::new(parts.prefix, parts.body)?)
             }
         };
         let style = match self.style {
             None => None,
-            Some(Value::String(name)) => Some(name),
-            Some(other) => Some(
-                serde_json::from_value::<Style>(other)
-                    .map_err(|e| {
-                        BindingError::invalid_settings(format!(
-                            "style: {e} (expected a style name or {{ template }})"
-                        ))
-                    })?
-                    .to_string(),
-            ),
+            Some(Value::String(name)) => Some(name.parse::<Style>()?),
+            Some(other) => Some(serde_json::from_value::<Style>(other).map_err(|e| {
+                BindingError::invalid_settings(format!(
+                    "style: {e} (expected a style name or {{ template }})"
+                ))
+            })?),
         };
         let mut patch = SettingsPatch::default();
-        patch.syntaxes = self
-            .syntaxes
-            .map(|list| list.iter().map(ToString::to_string).collect());
+        patch.syntaxes = self.syntaxes;
         patch.id_pattern = id_pattern;
-        patch.rank = names(self.rank);
-        patch.unknown = names(self.unknown);
+        patch.rank = self.rank;
+        patch.unknown = self.unknown;
         patch.style = style;
         patch.max_pending_bytes = self.max_pending_bytes;
-        patch.invalid_utf8 = names(self.invalid_utf8);
-        patch.number_source = names(self.number_source);
+        patch.invalid_utf8 = self.invalid_utf8;
+        patch.number_source = self.number_source;
         patch.dedupe = self.dedupe;
         patch.skip_code = self.skip_code;
         Ok(patch)

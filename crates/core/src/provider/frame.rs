@@ -53,6 +53,7 @@ impl std::str::FromStr for Framing {
             other => Err(crate::error::SettingsError::UnknownName {
                 what: "framing",
                 value: other.to_owned(),
+                expected: &["auto", "sse", "jsonl", "text"],
             }),
         }
     }

@@ -137,6 +137,7 @@ impl std::str::FromStr for Dialect {
             .ok_or_else(|| crate::error::SettingsError::UnknownName {
                 what: "dialect",
                 value: s.to_owned(),
+                expected: &[],
             })
     }
 }
