@@ -4,9 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use citeflow_core::{
-    CitationDetail, Event, NumberSource, Numbering, Position, Rewriter, Source, Span,
-};
+use citeflow_core::provider::{Dialect, ProviderStream};
+use citeflow_core::{CitationDetail, Event, NumberSource, Numbering, Rewriter, Settings, Sources};
 use citeflow_store::NumberScope;
 use serde_json::{json, Value};
 
@@ -17,19 +16,25 @@ use crate::plain_chunk::{self, Plain, META_KEYS};
 use crate::runner::{parse_object, Answer};
 use crate::state::AppState;
 
-/// One choice of the answer (`choices[].index`; `n > 1` streams several): its own rewriter.
+/// One choice of the answer (`choices[].index`; `n > 1` streams several): its text and the
+/// upstream's own citations (`annotations`) through the core's `ProviderStream`, which numbers
+/// them (a cited link held until its citation comes, a citation of text already shown bound
+/// late into the `done` event's final `text`).
 struct Choice {
     index: u64,
-    rewriter: Rewriter,
+    ps: ProviderStream,
     /// Its `finish_reason` came (or the upstream ended): later content is dropped.
     ended: bool,
-    /// The upstream's content so far (the upstream's annotation offsets count its characters).
-    input: String,
-    /// The rewritten content sent so far.
-    out: String,
-    /// Numbers of citations bound after their text was shown: (byte of `out`, rendering), for
-    /// the `done` event's final `text`.
-    late: Vec<(usize, String)>,
+}
+
+impl Choice {
+    fn new(index: u64, rewriter: Rewriter) -> Self {
+        Choice {
+            index,
+            ps: ProviderStream::from_rewriter(rewriter).with_dialect(Dialect::OpenaiChat),
+            ended: false,
+        }
+    }
 }
 
 /// One running stream.
@@ -39,6 +44,8 @@ pub(crate) struct Generation {
     scope: NumberScope,
     /// The choices seen, in order of arrival; choice 0's rewriter is made up front.
     choices: Vec<Choice>,
+    /// The settings and sources every choice starts with.
+    base: (Settings, Sources),
     /// A finish_reason of choice 0 came: the upstream may close without `[DONE]`.
     saw_finish: bool,
     /// The upstream's answer came whole (a non-streamed completion, `choices[].message`):
@@ -94,72 +101,6 @@ pub(crate) fn annotation_of(
         a["title"] = json!(t);
     }
     Some(json!({"type": "url_citation", "url_citation": a}))
-}
-
-impl Drained {
-    /// Adds what a later drain gave.
-    fn append(&mut self, later: Drained) {
-        self.text.push_str(&later.text);
-        self.events.extend(later.events);
-        self.annotations.extend(later.annotations);
-        if later.done.is_some() {
-            self.done = later.done;
-        }
-    }
-}
-
-/// Byte offset of character `chars` of `s` (its length past the end).
-pub(crate) fn byte_of_char(s: &str, chars: u64) -> u64 {
-    let n = usize::try_from(chars).unwrap_or(usize::MAX);
-    s.char_indices().nth(n).map_or(s.len(), |(b, _)| b) as u64
-}
-
-/// Byte `at` of `s` (floored to a character boundary) in the three units.
-pub(crate) fn position(s: &str, at: u64) -> Position {
-    let mut b = usize::try_from(at).unwrap_or(usize::MAX).min(s.len());
-    while !s.is_char_boundary(b) {
-        b -= 1;
-    }
-    let head = &s[..b];
-    Position {
-        bytes: b as u64,
-        chars: head.chars().count() as u64,
-        utf16: head.encode_utf16().count() as u64,
-    }
-}
-
-/// A citation bound after its text was shown: where its number goes in the output (the
-/// span's end, in bytes) and its rendering, for the final text.
-pub(crate) fn late_number(
-    rw: &Rewriter,
-    number: u32,
-    source_id: &str,
-    provider: Option<&CitationDetail>,
-) -> Option<(usize, String)> {
-    let span = provider.and_then(|p| p.span.filter(|_| p.late))?;
-    let source = rw.sources().get(source_id)?;
-    let mut shown = String::new();
-    rw.settings()
-        .style()
-        .render_number(number, source, &mut shown);
-    Some((usize::try_from(span.end.bytes).unwrap_or(usize::MAX), shown))
-}
-
-/// The shown text `out` with the late numbers placed (sorted by position first).
-pub(crate) fn final_text(out: &str, late: &mut [(usize, String)]) -> String {
-    late.sort_by_key(|(at, _)| *at);
-    let mut text = String::with_capacity(out.len() + 8 * late.len());
-    let mut from = 0;
-    for (at, shown) in late.iter() {
-        let at = (*at).clamp(from, out.len());
-        if out.is_char_boundary(at) {
-            text.push_str(&out[from..at]);
-            text.push_str(shown);
-            from = at;
-        }
-    }
-    text.push_str(&out[from..]);
-    text
 }
 
 /// Where a choice's content is: its `delta` (a chunk), its `message` (a whole answer), or
@@ -242,19 +183,14 @@ impl Generation {
         requested: Instant,
     ) -> Self {
         let citeflow_empty = json_text(&citeflow_member(&stream_id, Vec::new()));
+        let base = (rewriter.settings().clone(), rewriter.sources().clone());
         Generation {
             citeflow_empty,
             state,
             stream_id,
             scope,
-            choices: vec![Choice {
-                index: 0,
-                rewriter,
-                ended: false,
-                input: String::new(),
-                out: String::new(),
-                late: Vec::new(),
-            }],
+            choices: vec![Choice::new(0, rewriter)],
+            base,
             saw_finish: false,
             whole: false,
             meta: json!({"object": "chat.completion.chunk"}),
@@ -302,8 +238,7 @@ impl Generation {
         if let Some(at) = self.choices.iter().position(|c| c.index == index) {
             return Ok(at);
         }
-        let first = &self.choices[0].rewriter;
-        let (settings, sources) = (first.settings().clone(), first.sources().clone());
+        let (settings, sources) = self.base.clone();
         let rewriter = match &self.scope {
             NumberScope::Session(_) => {
                 let numbering = self
@@ -320,87 +255,37 @@ impl Generation {
                 Numbering::new(),
             ),
         };
-        self.choices.push(Choice {
-            index,
-            rewriter,
-            ended: false,
-            input: String::new(),
-            out: String::new(),
-            late: Vec::new(),
-        });
+        self.choices.push(Choice::new(index, rewriter));
         Ok(self.choices.len() - 1)
     }
 
-    /// An annotation the upstream sent for choice `at` (`url_citation` with `start_index` and
-    /// `end_index` in characters of the upstream's content): its url becomes a source, and
-    /// the cited span, mapped into the rewritten text, is cited late (the shown text does not
-    /// change; the `done` event's text has the number at the span's end). Without offsets, the
-    /// number goes right here. Anything else is left out.
-    async fn cite_upstream(
+    /// Feeds choice `at` its `text` and the upstream's `annotations` (`url_citation`, offsets
+    /// in characters of the upstream's content): text alone is written as it is, anything
+    /// else read by the core's OpenAI Chat reader.
+    fn feed(
         &mut self,
         at: usize,
-        a: &Value,
-        d: &mut Drained,
+        text: Option<&str>,
+        annotations: &[Value],
     ) -> Result<(), StreamError> {
-        let u = a.get("url_citation").unwrap_or(a);
-        let Some(url) = u
-            .get("url")
-            .and_then(Value::as_str)
-            .filter(|u| !u.is_empty())
-        else {
-            return Ok(());
-        };
-        let mut source = Source::new(url).with_url(url);
-        if let Some(t) = u
-            .get("title")
-            .and_then(Value::as_str)
-            .filter(|t| !t.is_empty())
-        {
-            source = source.with_title(t);
-        }
-        let rw = &mut self.choices[at].rewriter;
-        if rw.append_source(source).is_err() {
+        let ps = &mut self.choices[at].ps;
+        if annotations.is_empty() {
+            if let Some(t) = text {
+                ps.write_text(t)?;
+            }
             return Ok(());
         }
-        let (start, end) = (
-            u.get("start_index").and_then(Value::as_u64),
-            u.get("end_index").and_then(Value::as_u64),
-        );
-        let (Some(start), Some(end)) = (start, end) else {
-            rw.write_citation(url, None)
-                .map_err(|e| StreamError::internal(&e))?;
-            d.append(self.drain(at).await?);
-            return Ok(());
-        };
-        let input = &self.choices[at].input;
-        let (bs, be) = (
-            byte_of_char(input, start),
-            byte_of_char(input, end.max(start)),
-        );
-        self.choices[at].rewriter.write_boundary();
-        d.append(self.drain(at).await?);
-        let c = &self.choices[at];
-        let (Some(os), Some(oe)) = (c.rewriter.output_offset(bs), c.rewriter.output_offset(be))
-        else {
-            return Ok(());
-        };
-        let span = Span {
-            start: position(&c.out, os),
-            end: position(&c.out, oe.max(os)),
-        };
-        self.choices[at]
-            .rewriter
-            .cite_late(url, span, CitationDetail::default())
-            .map_err(|e| StreamError::internal(&e))?;
-        d.append(self.drain(at).await?);
+        let delta = json!({"content": text, "annotations": annotations});
+        ps.write_payload(&json!({"choices": [{"index": 0, "delta": delta}]}), 0)?;
         Ok(())
     }
 
-    /// Drains choice `at`'s rewriter: answers number requests from the store, returns the
-    /// text, the other events as JSON, the citations as annotations; `Done` apart.
+    /// Drains choice `at`'s stream: answers number requests from the store, returns the
+    /// text, the other events as JSON, the citations as annotations; `Done` (with the final
+    /// text when a number was bound late) apart.
     async fn drain(&mut self, at: usize) -> Result<Drained, StreamError> {
         let mut d = Drained::default();
-        while let Some(ev) = self.choices[at].rewriter.poll_event() {
+        while let Some(ev) = self.choices[at].ps.poll_event() {
             match ev {
                 Event::NumberNeeded { key, source_id } => {
                     let a = self
@@ -410,22 +295,13 @@ impl Generation {
                         .await
                         .map_err(|e| StreamError::store(&e))?;
                     self.choices[at]
-                        .rewriter
+                        .ps
                         .provide_number(&key, a.number)
                         .map_err(|e| StreamError::internal(&e))?;
                 }
-                Event::Text { text: t } => {
-                    self.choices[at].out.push_str(&t);
-                    d.text.push_str(&t);
-                }
+                Event::Text { text: t } => d.text.push_str(&t),
                 e @ Event::Done { .. } => {
-                    let mut done =
-                        serde_json::to_value(&e).map_err(|e| StreamError::internal(&e))?;
-                    let c = &mut self.choices[at];
-                    if !c.late.is_empty() {
-                        done["text"] = Value::String(final_text(&c.out, &mut c.late));
-                    }
-                    d.done = Some(done);
+                    d.done = Some(serde_json::to_value(&e).map_err(|e| StreamError::internal(&e))?);
                 }
                 e => {
                     count(&self.state, &e);
@@ -437,21 +313,15 @@ impl Generation {
                         ..
                     } = &e
                     {
-                        let c = &mut self.choices[at];
-                        c.late.extend(late_number(
-                            &c.rewriter,
-                            *number,
-                            source_id,
-                            provider.as_deref(),
-                        ));
-                        let rw = &self.choices[at].rewriter;
-                        d.annotations.extend(annotation_of(
-                            rw,
-                            *number,
-                            source_id,
-                            *char_offset,
-                            provider.as_deref(),
-                        ));
+                        if let Some(rw) = self.choices[at].ps.rewriter() {
+                            d.annotations.extend(annotation_of(
+                                rw,
+                                *number,
+                                source_id,
+                                *char_offset,
+                                provider.as_deref(),
+                            ));
+                        }
                     }
                     let v = serde_json::to_value(&e).map_err(|e| StreamError::internal(&e))?;
                     d.events.push(match self.whole {
@@ -521,11 +391,7 @@ impl Generation {
         if !text.is_empty() {
             self.saw_content();
         }
-        let c = &mut self.choices[0];
-        c.input.push_str(text);
-        c.rewriter
-            .write(text)
-            .map_err(|e| StreamError::internal(&e))?;
+        self.choices[0].ps.write_text(text)?;
         let d = self.drain(0).await?;
         let data = if d.events.is_empty() {
             p.splice(data, &d.text, &d.annotations, &self.citeflow_empty)
@@ -624,29 +490,20 @@ impl Generation {
                 self.saw_content();
             }
             let finished = self.whole || choice.get("finish_reason").is_some_and(|f| !f.is_null());
-            let c = &mut self.choices[at];
-            if let Some(t) = input.as_deref() {
-                c.input.push_str(t);
-                c.rewriter.write(t).map_err(|e| StreamError::internal(&e))?;
-            }
-            let mut d = Drained::default();
             // The upstream's own annotations: numbered and mapped into the rewritten text.
-            let upstream: Vec<Value> = content_of(&choice)
+            let upstream: &[Value] = content_of(&choice)
                 .get("annotations")
                 .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            for a in &upstream {
-                self.cite_upstream(at, a, &mut d).await?;
-            }
+                .map_or(&[], Vec::as_slice);
+            self.feed(at, input.as_deref(), upstream)?;
             let c = &mut self.choices[at];
             if finished {
                 c.ended = true;
-                if let Err(e) = c.rewriter.end() {
+                if let Err(e) = c.ps.end() {
                     tracing::warn!(error = %e, "rewrite check failed");
                 }
             }
-            d.append(self.drain(at).await?);
+            let d = self.drain(at).await?;
             let (slot, field) = match ["delta", "message"]
                 .into_iter()
                 .find(|k| choice.get(k).is_some())
@@ -705,7 +562,7 @@ impl Generation {
             }
             c.ended = true;
             let index = c.index;
-            if let Err(e) = c.rewriter.end() {
+            if let Err(e) = c.ps.end() {
                 tracing::warn!(error = %e, "rewrite check failed");
             }
             let d = self.drain(at).await?;

@@ -20,7 +20,6 @@ use crate::body::ApiJson;
 use crate::code::ErrorCode;
 use crate::engine::{Cite, Drained, Engine, Wire};
 use crate::error::{ApiError, StreamError};
-use crate::generate::byte_of_char;
 use crate::live::LiveTx;
 use crate::proxy::{self, answer_scope, upstream_key};
 use crate::relay::{
@@ -42,6 +41,12 @@ struct Part {
     annotations: Vec<Value>,
     /// Citations bound after their text was shown: `(annotation index, edit of text)`.
     late: Vec<(usize, LateEdit)>,
+}
+
+/// Byte offset of character `chars` of `s` (its length past the end).
+fn byte_of_char(s: &str, chars: u64) -> u64 {
+    let n = usize::try_from(chars).unwrap_or(usize::MAX);
+    s.char_indices().nth(n).map_or(s.len(), |(b, _)| b) as u64
 }
 
 /// The Responses wire format.

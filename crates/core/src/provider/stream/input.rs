@@ -73,15 +73,15 @@ impl ProviderStream {
             message: e.to_string(),
         };
         if let Some(text) = plain_json_string(data) {
-            return self.write_text(text, line);
+            return self.write_text_at(text, line);
         }
         if data.trim_start().starts_with('"') {
             // A chunk of text (JSONL of strings): read in place, without a `Value`.
             return match serde_json::from_str::<&str>(data) {
-                Ok(text) => self.write_text(text, line),
+                Ok(text) => self.write_text_at(text, line),
                 Err(_) => {
                     let text: String = serde_json::from_str(data).map_err(json_err)?;
-                    self.write_text(&text, line)
+                    self.write_text_at(&text, line)
                 }
             };
         }
@@ -91,8 +91,21 @@ impl ProviderStream {
         self.write_payload_inner(&value?, line)
     }
 
+    /// Feeds a chunk of answer text that the caller has already read from the provider's
+    /// payload (as a JSON string payload would be): an adapter with a faster reader for the
+    /// common chunk of text alone gives its text here and the other payloads to
+    /// [`ProviderStream::write_payload`].
+    ///
+    /// # Errors
+    /// As [`ProviderStream::write`].
+    pub fn write_text(&mut self, text: &str) -> Result<(), ProviderError> {
+        self.check()?;
+        let r = self.write_text_at(text, self.line);
+        self.record(r)
+    }
+
     /// A chunk of answer text (a JSON string payload).
-    pub(super) fn write_text(&mut self, text: &str, line: u64) -> Result<(), ProviderError> {
+    pub(super) fn write_text_at(&mut self, text: &str, line: u64) -> Result<(), ProviderError> {
         self.line = line;
         if self.blocked() {
             self.deferred
@@ -134,7 +147,7 @@ impl ProviderStream {
     ) -> Result<(), ProviderError> {
         self.line = line;
         if let Value::String(text) = payload {
-            return self.write_text(text, line);
+            return self.write_text_at(text, line);
         }
         if self.reader.is_none() {
             let dialect = match self.dialect {
