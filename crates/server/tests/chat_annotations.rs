@@ -537,3 +537,115 @@ async fn upstream_annotations_are_numbered_and_mapped_into_the_rewritten_text() 
     assert_eq!(plain_done["text"], done["text"]);
     assert_eq!(plain_done["sources"], done["sources"]);
 }
+
+/// Issue 39 on the chat route (issue 37: the route reads upstream chunks through the core's
+/// `ProviderStream`): a gateway's OpenAI-style link citations, `([site](url))` in the text
+/// and a `url_citation` spanning each link, with the text re-cut to 1, 3 and 7 characters
+/// and each annotation sent 0, 2 or 8 chunks after the one that ends its link, or after the
+/// last text: every timing streams the same text, each link replaced by its number (held
+/// until its annotation came), the annotations slice the numbers, and the done event lists
+/// the two urls in that order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_39_chat_links_are_numbered_under_any_cutting_and_timing() {
+    let h = Harness::start().await;
+    let urls = [
+        "https://paris.example/a?utm_source=openai",
+        "https://rain.example/b?utm_source=openai",
+    ];
+    let link = |site: &str, url: &str| format!("([{site}]({url}))");
+    let parts = [
+        "Paris is big 草枕 ".to_owned(),
+        link("paris.example", urls[0]),
+        ". Rain falls ".to_owned(),
+        link("rain.example", urls[1]),
+        " often.".to_owned(),
+    ];
+    let upstream: String = parts.concat();
+    // Each link's span, in characters of the upstream's content.
+    let spans: Vec<(usize, usize)> = [1, 3]
+        .iter()
+        .map(|&i| {
+            let start = parts[..i].concat().chars().count();
+            (start, start + parts[i].chars().count())
+        })
+        .collect();
+    let want = "Paris is big 草枕 [1]. Rain falls [2] often.";
+    let letters: Vec<char> = upstream.chars().collect();
+    for cut in [1, 3, 7] {
+        for lag in [Some(0), Some(2), Some(8), None] {
+            let pieces: Vec<String> = letters.chunks(cut).map(|c| c.iter().collect()).collect();
+            // The chunk where each annotation goes: `lag` after the one ending its span.
+            let mut due: Vec<Vec<Value>> = vec![Vec::new(); pieces.len() + 1];
+            for (k, &(start, end)) in spans.iter().enumerate() {
+                let ends_in = (end - 1) / cut;
+                let at = lag.map_or(pieces.len(), |l| (ends_in + l).min(pieces.len()));
+                due[at].push(json!({"type": "url_citation", "url_citation": {
+                    "start_index": start, "end_index": end, "url": urls[k],
+                    "title": format!("site {k}")}}));
+            }
+            let mut steps: Vec<Step> = Vec::new();
+            for (i, p) in pieces.iter().enumerate() {
+                let mut d = json!({"content": p});
+                if !due[i].is_empty() {
+                    d["annotations"] = json!(due[i]);
+                }
+                steps.push(chunk(
+                    json!([{"index": 0, "delta": d, "finish_reason": null}]),
+                ));
+            }
+            if !due[pieces.len()].is_empty() {
+                let d = json!({"annotations": due[pieces.len()]});
+                steps.push(chunk(
+                    json!([{"index": 0, "delta": d, "finish_reason": null}]),
+                ));
+            }
+            steps.push(chunk(json!([finish(0)])));
+            steps.push(Step::Bytes(b"data: [DONE]\n\n".to_vec()));
+            let model = format!("links-{cut}-{lag:?}");
+            h.replay.insert(&model, Script::new(steps));
+            let mut req = request(&model, true);
+            req["sources"] = json!([]);
+            let resp = h
+                .post("/v1/chat/completions")
+                .json(&req)
+                .send()
+                .await
+                .expect("send");
+            let events = read_sse(resp, usize::MAX).await;
+            let (choices, citeflow) = collect(&events);
+            let (text, annotations) = &choices[0];
+            let case = format!("cut {cut}, lag {lag:?}");
+            assert_eq!(text, want, "{case}");
+            let sliced: Vec<(String, String)> = annotations
+                .iter()
+                .map(|a| {
+                    let u = &a["url_citation"];
+                    (chars(text, u), u["url"].as_str().expect("url").to_owned())
+                })
+                .collect();
+            assert_eq!(
+                sliced,
+                vec![
+                    ("[1]".to_owned(), urls[0].to_owned()),
+                    ("[2]".to_owned(), urls[1].to_owned())
+                ],
+                "{case}"
+            );
+            let done = citeflow
+                .iter()
+                .flat_map(|c| c["events"].as_array().into_iter().flatten())
+                .find(|e| e["type"] == "done")
+                .expect("done");
+            let listed: Vec<&str> = done["sources"]
+                .as_array()
+                .expect("sources")
+                .iter()
+                .map(|s| s["source"]["url"].as_str().expect("url"))
+                .collect();
+            assert_eq!(listed, urls, "{case}");
+            if let Some(t) = done.get("text") {
+                assert_eq!(t, want, "{case}");
+            }
+        }
+    }
+}

@@ -7,6 +7,7 @@ use super::{Deferred, ProviderStream};
 use crate::provider::error::ProviderError;
 use crate::provider::frame::{FrameDecoder, Framing};
 use crate::provider::json::keys_of;
+use crate::provider::read::ProviderEvent;
 use crate::provider::reader::{Dialect, Reader};
 use crate::settings::NumberSource;
 
@@ -92,15 +93,17 @@ impl ProviderStream {
     }
 
     /// Feeds a chunk of answer text that the caller has already read from the provider's
-    /// payload (as a JSON string payload would be): an adapter with a faster reader for the
-    /// common chunk of text alone gives its text here and the other payloads to
-    /// [`ProviderStream::write_payload`].
+    /// payload, as the dialect's reader would have given it (the hold rule applies): an
+    /// adapter with a faster reader for the common chunk of text alone gives its text here
+    /// and the other payloads to [`ProviderStream::write_payload`].
     ///
     /// # Errors
     /// As [`ProviderStream::write`].
     pub fn write_text(&mut self, text: &str) -> Result<(), ProviderError> {
         self.check()?;
-        let r = self.write_text_at(text, self.line);
+        let r = self.apply(ProviderEvent::Text {
+            text: text.to_owned(),
+        });
         self.record(r)
     }
 
