@@ -611,6 +611,11 @@ impl Answer for Generation {
     fn error_event(&mut self, f: &StreamError) -> String {
         f.payload()
     }
+
+    /// Always an OpenAI-compatible upstream, whatever its url.
+    fn upstream(&self, _: &AppState, _: &str) -> &'static str {
+        OPENAI
+    }
 }
 
 /// A whole answer's event of choice `index`: named by it when it is not the first.

@@ -51,6 +51,11 @@ pub(crate) trait Answer: Send + 'static {
 
     /// The event that ends a failed stream.
     fn error_event(&mut self, f: &StreamError) -> String;
+
+    /// The upstream API the metrics count this answer under, from the upstream's `url`.
+    fn upstream(&self, state: &AppState, url: &str) -> &'static str {
+        state.metrics.upstream_of(url)
+    }
 }
 
 /// Reads the upstream body through `answer` into `sink` until the upstream ends (`[DONE]`
@@ -111,7 +116,7 @@ pub(crate) fn spawn<A: Answer>(
     tokio::spawn(async move {
         let _slot = slot;
         let m = &state.metrics;
-        let up = m.upstream_of(resp.url().as_str());
+        let up = answer.upstream(&state, resp.url().as_str());
         m.stream_opened(up);
         let mut log = Log::new(state.clone(), stream_id, live);
         let result = supervised(drive(&state, up, &mut answer, resp, &mut log)).await;
@@ -143,7 +148,7 @@ pub(crate) async fn collect<A: Answer>(
     answer: &mut A,
     resp: reqwest::Response,
 ) -> Result<Vec<String>, StreamError> {
-    let up = state.metrics.upstream_of(resp.url().as_str());
+    let up = answer.upstream(state, resp.url().as_str());
     let mut events = Vec::new();
     supervised(drive(state, up, answer, resp, &mut events)).await?;
     Ok(events)
