@@ -2,6 +2,7 @@
 //! time) in, the rewriter's events out, with the provider's citations numbered in the same
 //! table as the markers the model writes.
 
+use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use citeflow_core as core;
@@ -14,7 +15,7 @@ use serde_json::Value;
 use crate::convert::{py_to_value, Chunk};
 use crate::errors::{provider_err, raise, settings_err, RewriteError};
 use crate::events::event_to_py;
-use crate::rewriter::sources_arg;
+use crate::rewriter::{sources_arg, sync_numbering, Rewriter, Session};
 use crate::settings::{Settings, SettingsArgs};
 use crate::types::{Numbering, Sources};
 
@@ -25,6 +26,18 @@ enum State {
     /// A call failed (or the core panicked): later calls raise `RewriteError` `failed`; the
     /// events before the failure stay available from `poll_events()`.
     Failed(String),
+}
+
+/// What a stream made by `Session.provider_stream` or `Rewriter.provider_stream` continues.
+pub(crate) struct Link {
+    /// The session whose numbering this answer continues (session scope only).
+    pub(crate) session: Option<Py<Session>>,
+    /// The numbering length last copied to the session.
+    pub(crate) synced: usize,
+    /// The rewriter this stream continues: it takes the final state when the stream ends.
+    pub(crate) owner: Option<Py<Rewriter>>,
+    /// Events the rewriter had released and not returned: returned first.
+    pub(crate) kept: VecDeque<core::Event>,
 }
 
 /// Reads a provider API's stream and yields the rewriter's events, with every provider
@@ -55,9 +68,58 @@ pub(crate) struct ProviderStream {
     settings: core::Settings,
     sources: core::Sources,
     numbering: core::Numbering,
+    link: Link,
 }
 
 impl ProviderStream {
+    /// A stream over `stream` (made by the caller: new, or continuing a rewriter) with this
+    /// dialect and framing; `init` answers the getters before the core makes its rewriter.
+    pub(crate) fn continuing(
+        py: Python<'_>,
+        stream: core::provider::ProviderStream,
+        init: (core::Settings, core::Sources, core::Numbering),
+        dialect: &str,
+        framing: &str,
+        link: Link,
+    ) -> PyResult<Self> {
+        let framing: Framing = framing.parse().map_err(|e| settings_err(py, e))?;
+        let mut stream = stream.with_framing(framing);
+        if dialect != "auto" {
+            let d: Dialect = dialect.parse().map_err(|e| settings_err(py, e))?;
+            stream = stream.with_dialect(d);
+        }
+        let (settings, sources, numbering) = init;
+        Ok(ProviderStream {
+            stream: Box::new(stream),
+            state: State::Open,
+            payloads: 0,
+            settings,
+            sources,
+            numbering,
+            link,
+        })
+    }
+
+    /// Copies a grown numbering to the linked session (session scope).
+    fn sync(&mut self, py: Python<'_>) -> PyResult<()> {
+        match (&self.link.session, self.stream.rewriter()) {
+            (Some(session), Some(rw)) => {
+                sync_numbering(py, session, rw.numbering(), &mut self.link.synced)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Gives the rewriter this stream continued its final state (once the stream ended).
+    fn give_back(&mut self, py: Python<'_>) {
+        let (Some(owner), Some(rw)) = (&self.link.owner, self.stream.rewriter()) else {
+            return;
+        };
+        if let Ok(mut o) = owner.bind(py).try_borrow_mut() {
+            o.take_back(rw.clone(), self.link.synced);
+        }
+    }
+
     /// Runs `f` on the core stream; an error marks the stream failed, a panic too instead of
     /// crossing FFI.
     fn call<T>(
@@ -68,7 +130,11 @@ impl ProviderStream {
         if let State::Failed(m) = &self.state {
             return Err(raise::<RewriteError>(py, "failed", m.clone()));
         }
-        match catch_unwind(AssertUnwindSafe(|| f(&mut self.stream))) {
+        let r = catch_unwind(AssertUnwindSafe(|| f(&mut self.stream)));
+        if r.is_ok() {
+            self.sync(py)?;
+        }
+        match r {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => {
                 let recoverable = matches!(
@@ -91,6 +157,9 @@ impl ProviderStream {
 
     fn drain<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let list = PyList::empty(py);
+        while let Some(e) = self.link.kept.pop_front() {
+            list.append(event_to_py(py, e)?)?;
+        }
         while let Some(e) = self.stream.poll_event() {
             list.append(event_to_py(py, e)?)?;
         }
@@ -194,25 +263,24 @@ impl ProviderStream {
         let settings = args.apply(py, base)?;
         let sources = sources_arg(py, sources)?;
         let numbering = numbering.map(|n| n.inner.clone()).unwrap_or_default();
-        let framing: Framing = framing.parse().map_err(|e| settings_err(py, e))?;
-        let mut stream = core::provider::ProviderStream::new(
+        let stream = core::provider::ProviderStream::new(
             settings.clone(),
             sources.clone(),
             numbering.clone(),
+        );
+        ProviderStream::continuing(
+            py,
+            stream,
+            (settings, sources, numbering),
+            dialect,
+            framing,
+            Link {
+                session: None,
+                synced: 0,
+                owner: None,
+                kept: VecDeque::new(),
+            },
         )
-        .with_framing(framing);
-        if dialect != "auto" {
-            let d: Dialect = dialect.parse().map_err(|e| settings_err(py, e))?;
-            stream = stream.with_dialect(d);
-        }
-        Ok(ProviderStream {
-            stream: Box::new(stream),
-            state: State::Open,
-            payloads: 0,
-            settings,
-            sources,
-            numbering,
-        })
     }
 
     /// Feeds bytes of the stream as the provider sent them (SSE or JSONL, cut anywhere; with
@@ -251,12 +319,15 @@ impl ProviderStream {
     fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let r = self.call(py, |s| s.end());
         let events = self.drain(py)?;
+        self.give_back(py);
         r.map(|()| events)
     }
 
     /// Ends the stream; take the events with `poll_event`/`poll_events`.
     fn end(&mut self, py: Python<'_>) -> PyResult<()> {
-        self.call(py, |s| s.end())
+        let r = self.call(py, |s| s.end());
+        self.give_back(py);
+        r
     }
 
     /// Answers a `NumberNeededEvent` with the number the shared store gave `key`.
@@ -268,8 +339,10 @@ impl ProviderStream {
 
     /// The next event, or None when the stream needs more input.
     fn poll_event<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        self.stream
-            .poll_event()
+        self.link
+            .kept
+            .pop_front()
+            .or_else(|| self.stream.poll_event())
             .map(|e| event_to_py(py, e))
             .transpose()
     }

@@ -12,6 +12,7 @@ use pyo3::types::{PyList, PyString};
 use crate::convert::Chunk;
 use crate::errors::{raise, restore_err, rewrite_err, source_err, NumberingError, RewriteError};
 use crate::events::{event_to_py, TextEvent};
+use crate::provider::{Link, ProviderStream};
 use crate::settings::{Settings, SettingsArgs};
 use crate::types::{
     from_json, sources_from_iter, to_json, ListedSource, Numbering, Round, Sources,
@@ -139,6 +140,41 @@ enum State {
     Poisoned(String),
 }
 
+/// Copies a grown `numbering` to the session whose numbering an answer continues; `synced` is
+/// the length last copied.
+///
+/// Raises `NumberingError` `numbering_conflict` when the session's numbering changed meanwhile.
+pub(crate) fn sync_numbering(
+    py: Python<'_>,
+    session: &Py<Session>,
+    numbering: &core::Numbering,
+    synced: &mut usize,
+) -> PyResult<()> {
+    if numbering.len() == *synced {
+        return Ok(());
+    }
+    let mut s = session.borrow_mut(py);
+    if !numbering.extends(&s.numbering) {
+        return Err(raise::<NumberingError>(
+            py,
+            "numbering_conflict",
+            "the session's numbering changed while this answer streamed; answers that continue a session's numbering must stream one at a time".to_owned(),
+        ));
+    }
+    s.numbering = numbering.clone();
+    *synced = numbering.len();
+    Ok(())
+}
+
+/// An answer handed to a `ProviderStream`: a copy of the core rewriter, its session link and
+/// the events it released but did not return yet.
+pub(crate) struct Lent {
+    pub(crate) rw: core::Rewriter,
+    pub(crate) session: Option<Py<Session>>,
+    pub(crate) synced: usize,
+    pub(crate) kept: VecDeque<core::Event>,
+}
+
 /// Rewrites one streamed answer: citation markers become stable numbers.
 ///
 /// Call protocol: `feed(chunk)` for each chunk (str or bytes; a marker or a UTF-8 character
@@ -254,21 +290,27 @@ impl Rewriter {
         let (Some(session), State::Ready(rw)) = (&self.session, &self.state) else {
             return Ok(());
         };
-        let numbering = rw.numbering();
-        if numbering.len() == self.synced {
-            return Ok(());
-        }
-        let mut s = session.borrow_mut(py);
-        if !numbering.extends(&s.numbering) {
-            return Err(raise::<NumberingError>(
-                py,
-                "numbering_conflict",
-                "the session's numbering changed while this answer streamed; answers that continue a session's numbering must stream one at a time".to_owned(),
-            ));
-        }
-        s.numbering = numbering.clone();
-        self.synced = numbering.len();
-        Ok(())
+        sync_numbering(py, session, rw.numbering(), &mut self.synced)
+    }
+
+    /// The core rewriter and what links it to its session, for a `ProviderStream` that
+    /// continues this answer (see `provider_stream`).
+    fn lend(&mut self, py: Python<'_>) -> PyResult<Lent> {
+        let rw = self.core(py)?.clone();
+        Ok(Lent {
+            rw,
+            session: self.session.as_ref().map(|s| s.clone_ref(py)),
+            synced: self.synced,
+            kept: std::mem::take(&mut self.kept),
+        })
+    }
+
+    /// Takes back the state a `ProviderStream` continued this answer to (its events already
+    /// returned by the stream).
+    pub(crate) fn take_back(&mut self, rw: core::Rewriter, synced: usize) {
+        self.state = State::Ready(Box::new(rw));
+        self.synced = synced;
+        self.kept.clear();
     }
 
     /// `drain` after `feed(input)`: a lone text event equal to the input reuses the input.
@@ -635,6 +677,43 @@ impl Rewriter {
         self.drain(py)
     }
 
+    /// A `ProviderStream` that continues this answer: the provider's own stream (chunks or
+    /// events of `dialect`, bytes framed as `framing`) read into this rewriter's sources and
+    /// numbering, provider citations numbered in the same table. This rewriter takes the
+    /// stream's final state when the stream ends (`finish()`/`end()`); until then, use the
+    /// stream, not this rewriter.
+    ///
+    /// Raises `SettingsError` for an unknown dialect or framing.
+    #[pyo3(signature = (*, dialect="auto", framing="auto"))]
+    fn provider_stream(
+        slf: &Bound<'_, Self>,
+        dialect: &str,
+        framing: &str,
+    ) -> PyResult<ProviderStream> {
+        let py = slf.py();
+        let lent = slf.borrow_mut().lend(py)?;
+        // The getters read the stream's rewriter, which exists from the start here.
+        let init = (
+            lent.rw.settings().clone(),
+            core::Sources::new(),
+            core::Numbering::new(),
+        );
+        let stream = core::provider::ProviderStream::from_rewriter(lent.rw);
+        ProviderStream::continuing(
+            py,
+            stream,
+            init,
+            dialect,
+            framing,
+            Link {
+                session: lent.session,
+                synced: lent.synced,
+                owner: Some(slf.clone().unbind()),
+                kept: lent.kept,
+            },
+        )
+    }
+
     /// The cited sources by number; with `all`, every numbered source of the table.
     #[pyo3(signature = (all=false))]
     fn listed_sources(&self, py: Python<'_>, all: bool) -> PyResult<Vec<ListedSource>> {
@@ -836,6 +915,44 @@ impl Session {
         };
         let rw = core::Rewriter::new(s.settings.clone(), s.sources.clone(), numbering);
         Rewriter::from_core(rw, link)
+    }
+
+    /// A `ProviderStream` for the next answer, over every source registered so far: the
+    /// provider's own stream (chunks or events of `dialect`, bytes framed as `framing`) with
+    /// its citations numbered as `rewriter()` numbers markers (in session scope, continuing
+    /// and extending the session's numbering).
+    ///
+    /// Raises `SettingsError` for an unknown dialect or framing.
+    #[pyo3(signature = (*, dialect="auto", framing="auto"))]
+    fn provider_stream(
+        slf: &Bound<'_, Self>,
+        dialect: &str,
+        framing: &str,
+    ) -> PyResult<ProviderStream> {
+        let py = slf.py();
+        let s = slf.borrow();
+        let (numbering, session) = match s.scope {
+            Scope::Answer => (core::Numbering::new(), None),
+            Scope::Session => (s.numbering.clone(), Some(slf.clone().unbind())),
+        };
+        let synced = numbering.len();
+        let init = (s.settings.clone(), s.sources.clone(), numbering);
+        drop(s);
+        let stream =
+            core::provider::ProviderStream::new(init.0.clone(), init.1.clone(), init.2.clone());
+        ProviderStream::continuing(
+            py,
+            stream,
+            init,
+            dialect,
+            framing,
+            Link {
+                session,
+                synced,
+                owner: None,
+                kept: VecDeque::new(),
+            },
+        )
     }
 
     /// `"answer"` or `"session"`.

@@ -8,8 +8,10 @@ the rewriter's events: ``TextEvent`` for the rewritten text, plus ``SourceEvent`
 
 - ``openai_stream`` / ``openai_astream``: an OpenAI SDK stream (``Stream`` / ``AsyncStream`` of
   ``ChatCompletionChunk``, or of legacy ``Completion`` chunks), from
-  ``client.chat.completions.create(..., stream=True)``. Only choice ``index`` 0 is read.
-  Plain dicts of the same JSON shape work too.
+  ``client.chat.completions.create(..., stream=True)``. Only choice ``index`` 0 is read. Each
+  chunk goes through ``rewriter.provider_stream(dialect="openai-chat")``: the core's OpenAI Chat
+  reader, which also numbers ``url_citation`` annotations and Perplexity's ``citations`` /
+  ``search_results`` in the rewriter's table. Plain dicts of the same JSON shape work too.
 - ``langchain_stream`` / ``langchain_astream``: a LangChain chat model stream, from
   ``model.stream(...)`` / ``model.astream(...)`` (message chunks whose ``content`` is a str or
   a list of content blocks; text blocks are used).
@@ -92,6 +94,7 @@ __all__ = [
     "langchain_citations_astream",
     "langchain_citations_stream",
     "langchain_chunk_text",
+    "langchain_provider_events",
     "langchain_stream",
 ]
 
@@ -104,7 +107,10 @@ def _get(obj: Any, name: str) -> Any:
 
 def openai_chunk_text(chunk: Union[ChatCompletionChunk, Completion, Mapping[str, Any]]) -> Optional[str]:
     """The answer text of one OpenAI chunk: ``choices[i].delta.content`` (chat) or
-    ``choices[i].text`` (completions) of the choice with ``index`` 0; None without text."""
+    ``choices[i].text`` (completions) of the choice with ``index`` 0; None without text.
+
+    Text only, for callers that want the words of a chunk; the adapters read chunks through
+    ``ProviderStream`` instead, which also reads the chunk's citations."""
     choices = _get(chunk, "choices")
     if not choices:
         return None
@@ -176,26 +182,27 @@ def openai_stream(
     stream: Iterable[Union[ChatCompletionChunk, Completion, Mapping[str, Any]]],
     rewriter: Rewriter,
 ) -> Iterator[Event]:
-    """Rewrites an OpenAI SDK stream: yields the rewriter's events, ending with ``DoneEvent``."""
+    """Rewrites an OpenAI SDK stream: each chunk is read by the core's OpenAI Chat reader
+    (``rewriter.provider_stream(dialect="openai-chat")``), so that the markers in the text,
+    ``url_citation`` annotations and Perplexity's ``citations`` / ``search_results`` are
+    numbered in the rewriter's table; yields the events, ending with ``DoneEvent``. The
+    rewriter holds the final state afterwards."""
+    ps = rewriter.provider_stream(dialect="openai-chat")
     for chunk in stream:
-        text = openai_chunk_text(chunk)
-        if text:
-            yield from rewriter.feed(text)
-    yield from rewriter.finish()
+        yield from ps.feed_event(chunk)
+    yield from ps.finish()
 
 
 async def openai_astream(
     stream: AsyncIterable[Union[ChatCompletionChunk, Completion, Mapping[str, Any]]],
     rewriter: Rewriter,
 ) -> AsyncIterator[Event]:
-    """Rewrites an OpenAI SDK ``AsyncStream``: yields the rewriter's events, ending with
-    ``DoneEvent``."""
+    """``openai_stream`` for an OpenAI SDK ``AsyncStream``."""
+    ps = rewriter.provider_stream(dialect="openai-chat")
     async for chunk in stream:
-        text = openai_chunk_text(chunk)
-        if text:
-            for event in rewriter.feed(text):
-                yield event
-    for event in rewriter.finish():
+        for event in ps.feed_event(chunk):
+            yield event
+    for event in ps.finish():
         yield event
 
 
@@ -327,8 +334,11 @@ def _langchain_annotation(a: Mapping[str, Any]) -> Optional[dict[str, Any]]:
     return out
 
 
-def _langchain_events(chunk: Union[BaseMessageChunk, Any]) -> Iterator[dict[str, Any]]:
-    """A chunk's text blocks as OpenAI Responses stream events, one part per block index."""
+def langchain_provider_events(chunk: Union[BaseMessageChunk, Any]) -> Iterator[dict[str, Any]]:
+    """A chunk's text blocks and their standard ``citation`` annotations as the OpenAI Responses
+    stream events the core's ``openai-responses`` reader takes (one part per block index), for
+    a ``ProviderStream``. LangChain's standard blocks are LangChain's own shape (translated from
+    each provider's), which the core does not read; this only re-frames them."""
     for block in _langchain_blocks(chunk):
         if isinstance(block, str):
             block = {"type": "text", "text": block}
@@ -363,7 +373,7 @@ def langchain_citations_stream(
     fed in): yields its events, ending with ``DoneEvent``."""
     ps = provider if provider is not None else ProviderStream(dialect="openai-responses")
     for chunk in stream:
-        for event in _langchain_events(chunk):
+        for event in langchain_provider_events(chunk):
             yield from ps.feed_event(event)
     yield from ps.finish()
 
@@ -375,7 +385,7 @@ async def langchain_citations_astream(
     """``langchain_citations_stream`` for ``chat_model.astream(...)``."""
     ps = provider if provider is not None else ProviderStream(dialect="openai-responses")
     async for chunk in stream:
-        for event in _langchain_events(chunk):
+        for event in langchain_provider_events(chunk):
             for e in ps.feed_event(event):
                 yield e
     for e in ps.finish():

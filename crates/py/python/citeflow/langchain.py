@@ -46,7 +46,7 @@ from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
 
 from ._citeflow import Book, Passage, Session, Source
-from .adapters import langchain_chunk_text
+from .adapters import langchain_provider_events
 from .rounds import (
     ROUND_KEY,
     Event,
@@ -140,15 +140,18 @@ def _step(rs: RoundStream, item: Any) -> list[Event]:
         sources = [Source.from_dict(s) for s in r.get("sources") or []]
         return rs.add_round(sources, r.get("query"))
     if isinstance(message, (AIMessageChunk, AIMessage)):
-        text = langchain_chunk_text(message)
-        return rs.feed(text) if text else []
+        # The text blocks with their provider-native citations (LangChain's standard
+        # ``citation`` annotations, from Anthropic's ``citations`` or OpenAI's ``annotations``),
+        # read by a ProviderStream: the citations are numbered in the session's table.
+        return rs.feed_provider_events(langchain_provider_events(message))
     return []
 
 
 def messages_stream(stream: Iterable[Any], session: Optional[Session] = None) -> Iterator[Event]:
     """citeflow's events for a ``graph.stream(..., stream_mode="messages")`` stream: tool
     messages become rounds of ``session`` (a new session-scope one when None), AI message
-    chunks are rewritten; a ``DoneEvent`` ends it."""
+    chunks are rewritten, the provider citations in their content blocks numbered in the same
+    table; a ``DoneEvent`` ends it."""
     return drive(stream, _step, session)
 
 

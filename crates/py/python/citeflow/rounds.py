@@ -29,6 +29,7 @@ from ._citeflow import (
     DoneEvent,
     Numbering,
     NumberNeededEvent,
+    ProviderStream,
     Session,
     Settings,
     Source,
@@ -42,10 +43,11 @@ from ._citeflow import (
 from .context import to_sources
 
 if TYPE_CHECKING:
-    from ._citeflow import _ListFormatName, _PromptMarkerName
+    from ._citeflow import _DialectName, _ListFormatName, _PromptMarkerName
 else:
     _PromptMarkerName = str
     _ListFormatName = str
+    _DialectName = str
 
 Event = Union[SourceEvent, TextEvent, CitationEvent, UnresolvedEvent, NumberNeededEvent, DoneEvent]
 
@@ -183,6 +185,9 @@ class RoundStream:
     def __init__(self, session: Optional[Session] = None) -> None:
         self.session = session if session is not None else new_session()
         self._rw: Any = None
+        # Once the answer brings provider citations: the answer's rewriter continued by a
+        # ``ProviderStream`` (``Rewriter.provider_stream``), which reads the rest of it.
+        self._ps: Optional[ProviderStream] = None
 
     def add_round(self, sources: Sequence[Source], query: Optional[str] = None) -> list[Event]:
         """Registers a round; returns the events that ended the text before it."""
@@ -195,25 +200,53 @@ class RoundStream:
         """The events of one text delta."""
         if not text:
             return []
+        if self._ps is not None:
+            # A JSON string payload is a chunk of answer text, in the provider's current part.
+            return self._ps.feed_event(json.dumps(text))
         if self._rw is None:
             self._rw = self.session.rewriter()
         events: list[Event] = self._rw.feed(text)
         return events
 
+    def feed_provider_events(
+        self, events: Iterable[Mapping[str, Any]], dialect: _DialectName = "openai-responses"
+    ) -> list[Event]:
+        """The events of a provider's stream events of ``dialect`` (text deltas with their
+        citations): this answer is then read by a ``ProviderStream`` that continues its
+        rewriter (``Rewriter.provider_stream``), so the provider's citations are numbered in the
+        session's table with the markers. Feed the whole answer this way, from its first text,
+        so that each citation finds the text it cites."""
+        items = list(events)
+        if not items:
+            return []
+        if self._ps is None:
+            if self._rw is None:
+                self._rw = self.session.rewriter()
+            self._ps = self._rw.provider_stream(dialect=dialect)
+        out: list[Event] = []
+        for ev in items:
+            out.extend(self._ps.feed_event(ev))
+        return out
+
+    def _end(self) -> list[Event]:
+        if self._ps is not None:
+            events: list[Event] = self._ps.finish()
+        else:
+            if self._rw is None:
+                self._rw = self.session.rewriter()
+            events = self._rw.finish()
+        self._rw = None
+        self._ps = None
+        return events
+
     def finish(self) -> list[Event]:
         """The last events, ending with the ``DoneEvent``."""
-        if self._rw is None:
-            self._rw = self.session.rewriter()
-        events: list[Event] = self._rw.finish()
-        self._rw = None
-        return events
+        return self._end()
 
     def _close(self) -> list[Event]:
         if self._rw is None:
             return []
-        events = [e for e in self._rw.finish() if not isinstance(e, DoneEvent)]
-        self._rw = None
-        return events
+        return [e for e in self._end() if not isinstance(e, DoneEvent)]
 
     def render_sources(self, done: DoneEvent, format: _ListFormatName = "markdown") -> str:
         """The cited sources of ``done`` as a list grouped by round with its query."""
