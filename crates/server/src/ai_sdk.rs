@@ -208,7 +208,7 @@ pub(crate) fn chat_response(state: &AppState, stream_id: &str, after: u64) -> Re
         futures_util::stream::iter(events)
     });
     let feed = crate::shutdown::until_interrupted(state, feed, crate::shutdown::ui_event());
-    let feed = crate::streams::until_unrecorded(state, stream_id, feed, error_frame);
+    let feed = crate::unrecorded::until_unrecorded(&state.unrecorded, stream_id, feed, error_frame);
     headers(sse::response(feed), stream_id)
 }
 
@@ -255,6 +255,6 @@ pub(crate) fn response(state: &AppState, stream_id: &str, after: u64) -> Respons
         }
     });
     let feed = crate::shutdown::until_interrupted(state, feed, crate::shutdown::ui_event());
-    let feed = crate::streams::until_unrecorded(state, stream_id, feed, error_frame);
+    let feed = crate::unrecorded::until_unrecorded(&state.unrecorded, stream_id, feed, error_frame);
     headers(sse::response(feed), stream_id)
 }

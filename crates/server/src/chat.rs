@@ -193,7 +193,7 @@ impl PromptForm {
         let grammar = match opts.grammar.as_deref() {
             None => defaults.grammar,
             Some("off") => None,
-            Some(g) => Some(GrammarMode::from_name(g)?),
+            Some(g) => Some(g.parse::<GrammarMode>()?),
         };
         Ok(PromptForm {
             marker,

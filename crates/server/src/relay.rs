@@ -170,7 +170,7 @@ where
     S: futures_util::Stream<Item = Bytes> + Send + 'static,
 {
     let feed = crate::shutdown::until_interrupted(state, feed, crate::shutdown::named_event());
-    let feed = crate::streams::until_unrecorded(state, stream_id, feed, |data| {
+    let feed = crate::unrecorded::until_unrecorded(&state.unrecorded, stream_id, feed, |data| {
         sse::event(None, Some("error"), data)
     });
     let mut resp = sse::response(feed);

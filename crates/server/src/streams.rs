@@ -15,6 +15,7 @@ use crate::error::StreamError;
 use crate::sse;
 use crate::state::AppState;
 use crate::tenancy::Owner;
+use crate::unrecorded::until_unrecorded;
 
 /// A logged event of a chat stream as its SSE frame (a read error as the error event that
 /// says so).
@@ -46,31 +47,10 @@ where
     S: futures_util::Stream<Item = Bytes> + Send + 'static,
 {
     let feed = crate::shutdown::until_interrupted(state, feed, crate::shutdown::chat_event());
-    let feed = until_unrecorded(state, &stream_id, feed, |data| sse::event(None, None, data));
+    let feed = until_unrecorded(&state.unrecorded, &stream_id, feed, |data| {
+        sse::event(None, None, data)
+    });
     sse::response(feed)
-}
-
-/// `feed` of stream `stream_id`, ended by the error event (framed by `frame`) of a failure
-/// the store did not take ([`crate::unrecorded`]).
-pub(crate) fn until_unrecorded<S>(
-    state: &AppState,
-    stream_id: &str,
-    feed: S,
-    frame: fn(&str) -> Bytes,
-) -> impl futures_util::Stream<Item = Bytes> + Send + 'static
-where
-    S: futures_util::Stream<Item = Bytes> + Send + 'static,
-{
-    let unrecorded = std::sync::Arc::clone(&state.unrecorded);
-    let failed = {
-        let (unrecorded, id) = (std::sync::Arc::clone(&unrecorded), stream_id.to_owned());
-        async move { unrecorded.wait_for(&id).await }
-    };
-    let id = stream_id.to_owned();
-    feed.take_until(Box::pin(failed)).chain(
-        futures_util::stream::once(async move { unrecorded.error_of(&id) })
-            .filter_map(move |e| async move { e.map(|data| frame(&data)) }),
-    )
 }
 
 #[derive(Debug, serde::Deserialize)]
