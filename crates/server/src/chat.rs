@@ -20,8 +20,8 @@ use crate::generate::Generation;
 use crate::live::LiveTx;
 use crate::metrics::OPENAI;
 use crate::plan::{
-    gather_sources, prompt_marker, rewriter_settings, system_prompt, take_citeflow, wants_ai_sdk,
-    AnswerSources, SourceChoice,
+    gather_sources, prompt_marker, rewriter_settings, settings_patch, system_prompt, take_citeflow,
+    wants_ai_sdk, AnswerSources, SourceChoice,
 };
 use crate::runner;
 use crate::settings::PromptDefaults;
@@ -41,7 +41,7 @@ struct Options {
     unknown: Option<String>,
     rank: Option<String>,
     /// Any other rewriter setting by the core's names (`citeflow_core::SettingsPatch`).
-    settings: Option<citeflow_core::SettingsPatch>,
+    settings: Option<Value>,
     inject_prompt: Option<bool>,
     max_chars_per_source: Option<usize>,
     /// `"off"`, or a grammar mode (`well_formed`, `require_citation`, `cite_per_sentence`):
@@ -86,7 +86,7 @@ async fn plan(
     mut body: Map<String, Value>,
 ) -> Result<Plan, ApiError> {
     // Options.
-    let opts: Options = take_citeflow(&mut body)?;
+    let mut opts: Options = take_citeflow(&mut body)?;
     let given = sources(body.remove("sources"), &state.settings.limits)?;
     if !matches!(body.get("messages"), Some(Value::Array(_))) {
         return Err(ApiError::invalid(
@@ -116,7 +116,7 @@ async fn plan(
         opts.style.as_deref(),
         opts.unknown.as_deref(),
         opts.rank.as_deref(),
-        opts.settings.as_ref(),
+        settings_patch(opts.settings.take())?.as_ref(),
     )?;
     let settings = match opts.render.as_deref() {
         None | Some("server") => settings,

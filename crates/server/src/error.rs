@@ -183,6 +183,15 @@ pub enum ApiError {
     /// An invalid `citeflow` setting.
     #[error("invalid citeflow setting: {0}")]
     InvalidSetting(#[from] SettingsError),
+    /// A `citeflow.settings` member that does not read as its setting (a name that is none
+    /// of the setting's, a value of the wrong type).
+    #[error("invalid citeflow setting: {message}")]
+    SettingsField {
+        /// What was wrong, naming the member.
+        message: String,
+        /// `citeflow.settings`.
+        param: &'static str,
+    },
     /// The upstream cannot be reached.
     #[error("the upstream model server cannot be reached")]
     UpstreamUnreachable,
@@ -240,6 +249,7 @@ impl ApiError {
             | ApiError::SourceFieldTooLarge { .. }
             | ApiError::InvalidSources(_)
             | ApiError::InvalidSetting(_)
+            | ApiError::SettingsField { .. }
             | ApiError::InvalidEpub(_) => StatusCode::BAD_REQUEST,
             ApiError::UpstreamUnreachable | ApiError::UpstreamMalformed(_) => {
                 StatusCode::BAD_GATEWAY
@@ -283,7 +293,9 @@ impl ApiError {
             ApiError::SourceTooLarge { .. } => ErrorCode::SourceTooLarge,
             ApiError::SourceFieldTooLarge { .. } => ErrorCode::SourceFieldTooLarge,
             ApiError::InvalidSources(_) => ErrorCode::InvalidSources,
-            ApiError::InvalidSetting(_) => ErrorCode::InvalidSetting,
+            ApiError::InvalidSetting(_) | ApiError::SettingsField { .. } => {
+                ErrorCode::InvalidSetting
+            }
             ApiError::UpstreamUnreachable => ErrorCode::UpstreamUnreachable,
             ApiError::UpstreamTimeout { .. } => ErrorCode::UpstreamTimeout,
             ApiError::UpstreamStatus { .. } => ErrorCode::UpstreamError,
@@ -312,6 +324,7 @@ impl ApiError {
                 Some("sources".to_owned())
             }
             ApiError::SourceFieldTooLarge { param, .. } => Some(param.clone()),
+            ApiError::SettingsField { param, .. } => Some((*param).to_owned()),
             ApiError::BookNotFound { param, .. } => param.map(str::to_owned),
             ApiError::CfiNotFound { .. } => Some("cfi".to_owned()),
             ApiError::EpubOverBudget { limit, .. } => Some((*limit).to_owned()),

@@ -31,6 +31,23 @@ pub(crate) fn take_citeflow<T: serde::de::DeserializeOwned + Default>(
     }
 }
 
+/// `citeflow.settings`: any rewriter setting by the core's names, read into the typed patch
+/// apart from the other options, so that a bad member is `invalid_setting` naming it.
+///
+/// # Errors
+/// A member that is not a setting, or whose value does not read as it.
+pub(crate) fn settings_patch(
+    v: Option<serde_json::Value>,
+) -> Result<Option<SettingsPatch>, ApiError> {
+    v.filter(|v| !v.is_null())
+        .map(serde_json::from_value)
+        .transpose()
+        .map_err(|e| ApiError::SettingsField {
+            message: format!("citeflow.settings: {e}"),
+            param: "citeflow.settings",
+        })
+}
+
 /// The `citeflow` fields that choose an answer's sources (both routes' options have them).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct SourceChoice<'a> {

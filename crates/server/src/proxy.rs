@@ -13,8 +13,8 @@ use crate::body::sources;
 use crate::books::last_user_text;
 use crate::error::ApiError;
 use crate::plan::{
-    gather_sources, prompt_marker, rewriter_settings, system_prompt, take_citeflow, wants_ai_sdk,
-    AnswerSources, SourceChoice,
+    gather_sources, prompt_marker, rewriter_settings, settings_patch, system_prompt, take_citeflow,
+    wants_ai_sdk, AnswerSources, SourceChoice,
 };
 use crate::state::AppState;
 use crate::tenancy::Owner;
@@ -31,7 +31,7 @@ struct Options {
     unknown: Option<String>,
     rank: Option<String>,
     /// Any other rewriter setting by the core's names (`citeflow_core::SettingsPatch`).
-    settings: Option<citeflow_core::SettingsPatch>,
+    settings: Option<Value>,
     inject_prompt: Option<bool>,
     max_chars_per_source: Option<usize>,
     /// `"ai-sdk"`: answer in the Vercel AI SDK UI message stream.
@@ -99,7 +99,7 @@ pub(crate) async fn plan_with(
     native: Vec<Source>,
 ) -> Result<Plan, ApiError> {
     let limits = &state.settings.limits;
-    let opts: Options = take_citeflow(&mut body)?;
+    let mut opts: Options = take_citeflow(&mut body)?;
     let mut given = sources(body.remove("sources"), limits)?;
     let native_ids: Vec<String> = native.iter().map(|s| s.id.clone()).collect();
     for s in native {
@@ -142,7 +142,7 @@ pub(crate) async fn plan_with(
         opts.style.as_deref(),
         opts.unknown.as_deref(),
         opts.rank.as_deref(),
-        opts.settings.as_ref(),
+        settings_patch(opts.settings.take())?.as_ref(),
     )?;
     // The sources the system text shows: all but those the model gets in its own form.
     let native_form = |s: &Source| {

@@ -40,15 +40,32 @@ async fn citeflow_settings_reach_the_rewriter_and_bad_ones_are_400() {
         text_of(&read_sse(r, usize::MAX).await),
         "A 【1】 and B 【2】."
     );
-    for (settings, param, says) in [
-        (json!({"styel": "x"}), "citeflow", "unknown field `styel`"),
-        (json!({"syntaxes": ["nope"]}), "", "nope"),
+    // A member that is no setting, or a name that is none of its setting's: invalid_setting,
+    // naming `citeflow.settings` and the member (issue 37: the names are serde's).
+    for (settings, says) in [
+        (json!({"styel": "x"}), "unknown field `styel`"),
         (
-            json!({"number_source": "local"}),
-            "citeflow.settings.number_source",
-            "the server's",
+            json!({"rank": "often"}),
+            "rank: unknown rank mode \"often\", expected one of off, renumber, keep",
         ),
+        (json!({"syntaxes": ["nope"]}), "nope"),
     ] {
+        let r = ask(settings.clone()).send().await.expect("send");
+        assert_eq!(r.status(), 400, "{settings}");
+        let body: Value = r.json().await.expect("json");
+        assert_eq!(
+            body["error"]["code"], "invalid_setting",
+            "{settings}: {body}"
+        );
+        assert_eq!(body["error"]["param"], "citeflow.settings", "{body}");
+        let message = body["error"]["message"].as_str().expect("message");
+        assert!(message.contains(says), "{settings}: {body}");
+    }
+    for (settings, param, says) in [(
+        json!({"number_source": "local"}),
+        "citeflow.settings.number_source",
+        "the server's",
+    )] {
         let r = ask(settings.clone()).send().await.expect("send");
         assert_eq!(r.status(), 400, "{settings}");
         let body: Value = r.json().await.expect("json");
