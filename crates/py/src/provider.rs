@@ -15,9 +15,8 @@ use serde_json::Value;
 use crate::convert::{py_to_value, Chunk};
 use crate::errors::{provider_err, raise, settings_err, RewriteError};
 use crate::events::event_to_py;
-use crate::rewriter::{sources_arg, sync_numbering, Rewriter, Session};
 use crate::settings::{Settings, SettingsArgs};
-use crate::types::{Numbering, Sources};
+use crate::types::{sources_arg, Numbering, Sources};
 
 /// The binding's lifecycle around the core stream.
 enum State {
@@ -28,14 +27,18 @@ enum State {
     Failed(String),
 }
 
-/// What a stream made by `Session.provider_stream` or `Rewriter.provider_stream` continues.
+/// Called with the numbering after every call (a session-scope answer copies it to its session).
+pub(crate) type SyncHook =
+    Box<dyn FnMut(Python<'_>, &core::Numbering) -> PyResult<()> + Send + Sync>;
+/// Called with the final state when the stream ends (the rewriter it continued takes it).
+pub(crate) type EndHook = Box<dyn FnMut(Python<'_>, &core::Rewriter) + Send + Sync>;
+
+/// What a stream made by `Session.provider_stream` or `Rewriter.provider_stream` continues; the
+/// hooks are made by the `rewriter` module, so this one knows neither sessions nor rewriters.
+#[derive(Default)]
 pub(crate) struct Link {
-    /// The session whose numbering this answer continues (session scope only).
-    pub(crate) session: Option<Py<Session>>,
-    /// The numbering length last copied to the session.
-    pub(crate) synced: usize,
-    /// The rewriter this stream continues: it takes the final state when the stream ends.
-    pub(crate) owner: Option<Py<Rewriter>>,
+    pub(crate) sync: Option<SyncHook>,
+    pub(crate) end: Option<EndHook>,
     /// Events the rewriter had released and not returned: returned first.
     pub(crate) kept: VecDeque<core::Event>,
 }
@@ -100,23 +103,18 @@ impl ProviderStream {
         })
     }
 
-    /// Copies a grown numbering to the linked session (session scope).
+    /// Runs the sync hook (session scope: the numbering copied to the session).
     fn sync(&mut self, py: Python<'_>) -> PyResult<()> {
-        match (&self.link.session, self.stream.rewriter()) {
-            (Some(session), Some(rw)) => {
-                sync_numbering(py, session, rw.numbering(), &mut self.link.synced)
-            }
+        match (self.link.sync.as_mut(), self.stream.rewriter()) {
+            (Some(sync), Some(rw)) => sync(py, rw.numbering()),
             _ => Ok(()),
         }
     }
 
-    /// Gives the rewriter this stream continued its final state (once the stream ended).
+    /// Runs the end hook (the rewriter this stream continued takes the final state).
     fn give_back(&mut self, py: Python<'_>) {
-        let (Some(owner), Some(rw)) = (&self.link.owner, self.stream.rewriter()) else {
-            return;
-        };
-        if let Ok(mut o) = owner.bind(py).try_borrow_mut() {
-            o.take_back(rw.clone(), self.link.synced);
+        if let (Some(end), Some(rw)) = (self.link.end.as_mut(), self.stream.rewriter()) {
+            end(py, rw);
         }
     }
 
@@ -274,12 +272,7 @@ impl ProviderStream {
             (settings, sources, numbering),
             dialect,
             framing,
-            Link {
-                session: None,
-                synced: 0,
-                owner: None,
-                kept: VecDeque::new(),
-            },
+            Link::default(),
         )
     }
 

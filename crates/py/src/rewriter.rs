@@ -12,28 +12,14 @@ use pyo3::types::{PyList, PyString};
 use crate::convert::Chunk;
 use crate::errors::{raise, restore_err, rewrite_err, source_err, NumberingError, RewriteError};
 use crate::events::{event_to_py, TextEvent};
-use crate::provider::{Link, ProviderStream};
+use crate::provider::{EndHook, Link, ProviderStream, SyncHook};
 use crate::settings::{Settings, SettingsArgs};
 use crate::types::{
     from_json, sources_from_iter, to_json, ListedSource, Numbering, Round, Sources,
 };
 
-/// A `Sources` object or an iterable of `Source`/dict (one round without a query).
-pub(crate) fn sources_arg(
-    py: Python<'_>,
-    obj: Option<&Bound<'_, PyAny>>,
-) -> PyResult<core::Sources> {
-    match obj {
-        None => Ok(core::Sources::new()),
-        Some(o) if o.is_none() => Ok(core::Sources::new()),
-        Some(o) => {
-            if let Ok(s) = o.cast::<Sources>() {
-                return Ok(s.borrow().inner.clone());
-            }
-            core::Sources::from_vec(sources_from_iter(o)?).map_err(|e| source_err(py, e))
-        }
-    }
-}
+/// Kept here too for the modules that import it from here.
+pub(crate) use crate::types::sources_arg;
 
 /// Moves the events released now to `out`, adjacent texts merged into one event (the text
 /// of the last ones stays in `buf`).
@@ -166,13 +152,14 @@ pub(crate) fn sync_numbering(
     Ok(())
 }
 
-/// An answer handed to a `ProviderStream`: a copy of the core rewriter, its session link and
-/// the events it released but did not return yet.
-pub(crate) struct Lent {
-    pub(crate) rw: core::Rewriter,
-    pub(crate) session: Option<Py<Session>>,
-    pub(crate) synced: usize,
-    pub(crate) kept: VecDeque<core::Event>,
+/// The hook that copies a `ProviderStream`'s numbering to `session` (session scope).
+fn session_sync(session: Option<Py<Session>>, mut synced: usize) -> Option<SyncHook> {
+    let session = session?;
+    Some(Box::new(
+        move |py: Python<'_>, numbering: &core::Numbering| {
+            sync_numbering(py, &session, numbering, &mut synced)
+        },
+    ))
 }
 
 /// Rewrites one streamed answer: citation markers become stable numbers.
@@ -293,23 +280,12 @@ impl Rewriter {
         sync_numbering(py, session, rw.numbering(), &mut self.synced)
     }
 
-    /// The core rewriter and what links it to its session, for a `ProviderStream` that
-    /// continues this answer (see `provider_stream`).
-    fn lend(&mut self, py: Python<'_>) -> PyResult<Lent> {
-        let rw = self.core(py)?.clone();
-        Ok(Lent {
-            rw,
-            session: self.session.as_ref().map(|s| s.clone_ref(py)),
-            synced: self.synced,
-            kept: std::mem::take(&mut self.kept),
-        })
-    }
-
     /// Takes back the state a `ProviderStream` continued this answer to (its events already
     /// returned by the stream).
-    pub(crate) fn take_back(&mut self, rw: core::Rewriter, synced: usize) {
+    fn take_back(&mut self, rw: core::Rewriter) {
+        // The stream copied every number to the session (session scope) as it went.
+        self.synced = rw.numbering().len();
         self.state = State::Ready(Box::new(rw));
-        self.synced = synced;
         self.kept.clear();
     }
 
@@ -691,14 +667,25 @@ impl Rewriter {
         framing: &str,
     ) -> PyResult<ProviderStream> {
         let py = slf.py();
-        let lent = slf.borrow_mut().lend(py)?;
+        let (rw, session, synced, kept) = {
+            let mut me = slf.borrow_mut();
+            let rw = me.core(py)?.clone();
+            let session = me.session.as_ref().map(|s| s.clone_ref(py));
+            (rw, session, me.synced, std::mem::take(&mut me.kept))
+        };
         // The getters read the stream's rewriter, which exists from the start here.
         let init = (
-            lent.rw.settings().clone(),
+            rw.settings().clone(),
             core::Sources::new(),
             core::Numbering::new(),
         );
-        let stream = core::provider::ProviderStream::from_rewriter(lent.rw);
+        let owner: Py<Rewriter> = slf.clone().unbind();
+        let end: EndHook = Box::new(move |py: Python<'_>, rw: &core::Rewriter| {
+            if let Ok(mut o) = owner.bind(py).try_borrow_mut() {
+                o.take_back(rw.clone());
+            }
+        });
+        let stream = core::provider::ProviderStream::from_rewriter(rw);
         ProviderStream::continuing(
             py,
             stream,
@@ -706,10 +693,9 @@ impl Rewriter {
             dialect,
             framing,
             Link {
-                session: lent.session,
-                synced: lent.synced,
-                owner: Some(slf.clone().unbind()),
-                kept: lent.kept,
+                sync: session_sync(session, synced),
+                end: Some(end),
+                kept,
             },
         )
     }
@@ -947,10 +933,8 @@ impl Session {
             dialect,
             framing,
             Link {
-                session,
-                synced,
-                owner: None,
-                kept: VecDeque::new(),
+                sync: session_sync(session, synced),
+                ..Link::default()
             },
         )
     }

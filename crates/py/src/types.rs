@@ -779,3 +779,20 @@ impl Report {
         )
     }
 }
+
+/// A `Sources` object or an iterable of `Source`/dict (one round without a query).
+pub(crate) fn sources_arg(
+    py: Python<'_>,
+    obj: Option<&Bound<'_, PyAny>>,
+) -> PyResult<core::Sources> {
+    match obj {
+        None => Ok(core::Sources::new()),
+        Some(o) if o.is_none() => Ok(core::Sources::new()),
+        Some(o) => {
+            if let Ok(s) = o.cast::<Sources>() {
+                return Ok(s.borrow().inner.clone());
+            }
+            core::Sources::from_vec(sources_from_iter(o)?).map_err(|e| source_err(py, e))
+        }
+    }
+}
