@@ -22,6 +22,12 @@
 #   BENCH_ROUNDS=R runs the pass-through proxy and citeflow R times in turn and gives the
 #   round with the median CPU ratio (and every round's). At the end, the CPU time of each of
 #   citeflow's threads over the whole run.
+#   BENCH_LITELLM=VENV adds a peer: the LiteLLM proxy of that virtualenv (scripts/bench-litellm.sh
+#   installs it) in front of the same upstream, one worker, `drop_params: true`, measured by the
+#   same load client after citeflow in each round: its row in the table and a `peer …` line (CPU
+#   per chunk of its processes, the share of the offered load it kept up with, memory per open
+#   stream, against citeflow and the pass-through proxy of the same round). If it does not start,
+#   a `skipped: …` line says so and the rest runs without it.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -41,6 +47,8 @@ cargo build --quiet --locked --release -p citeflow-store-sqlite --example append
 WORK="$(mktemp -d)"
 PIDS=()
 cleanup() {
+    # The LiteLLM proxy's workers, if it forked any, then every process this script started.
+    [ -n "${LITELLM_PID:-}" ] && pkill -P "$LITELLM_PID" 2>/dev/null || true
     for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
     for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
     rm -rf "$WORK"
@@ -89,6 +97,43 @@ CITEFLOW_PID=$!
 PIDS+=("$CITEFLOW_PID")
 CITEFLOW="$(first_line "$WORK/citeflow.out" | sed 's/^citeflow listening on //')/v1"
 
+# BENCH_LITELLM=VENV: the LiteLLM proxy pointed at the same upstream (every model name passed
+# through to it as an OpenAI-compatible model), one worker, drop_params. Without a master key it
+# refuses to start unless told that this is meant; its cost map is read from its own copy (it
+# would try the internet first). Ready when /health/liveliness answers.
+PEER=""
+if [ -n "${BENCH_LITELLM:-}" ]; then
+    LITELLM_PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+    printf '%s\n' 'model_list:' '  - model_name: "*"' '    litellm_params:' '      model: "openai/*"' \
+        "      api_base: \"$UPSTREAM\"" '      api_key: unused' 'litellm_settings:' '  drop_params: true' \
+        > "$WORK/litellm.yaml"
+    LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY=true LITELLM_LOCAL_MODEL_COST_MAP=True \
+        "${SERVER[@]}" "$BENCH_LITELLM/bin/litellm" --config "$WORK/litellm.yaml" --host 127.0.0.1 \
+        --port "$LITELLM_PORT" --num_workers 1 > "$WORK/litellm.log" 2>&1 &
+    LITELLM_PID=$!
+    PIDS+=("$LITELLM_PID")
+    LITELLM_VERSION="$("$BENCH_LITELLM/bin/python" -c 'import importlib.metadata as m; print(m.version("litellm"))')"
+    # Up to 300 s: its imports take a while (58 s at load average 12 on 2 cores).
+    if python3 -c '
+import os, sys, time, urllib.request
+for _ in range(3000):
+    try:
+        os.kill(int(sys.argv[2]), 0)
+    except OSError:
+        sys.exit(1)
+    try:
+        urllib.request.urlopen(sys.argv[1], timeout=2).read()
+        sys.exit(0)
+    except OSError:
+        time.sleep(0.1)
+sys.exit(1)' "http://127.0.0.1:$LITELLM_PORT/health/liveliness" "$LITELLM_PID"; then
+        PEER="litellm http://127.0.0.1:$LITELLM_PORT/v1 $LITELLM_PID"
+    else
+        echo "skipped: the LiteLLM proxy $LITELLM_VERSION ($BENCH_LITELLM) did not start; the end of its log:"
+        tail -n 5 "$WORK/litellm.log" | sed 's/^/    /'
+    fi
+fi
+
 # BENCH_SYSCALLS=DIR counts the system calls of the pass-through proxy and of citeflow over the
 # whole run (perf tracepoints: all of them, then the ones that matter here one by one) into
 # DIR/passthrough.txt and DIR/citeflow.txt.
@@ -106,7 +151,8 @@ if [ -n "${BENCH_SYSCALLS:-}" ]; then
 fi
 echo "machine: $(nproc) cores, $(uname -sr); $(rustc --version)"
 echo "model $MODEL, upstream pace ${PACE_MS} ms per chunk, citeflow store ${BENCH_STORE:-sqlite (WAL)}${BENCH_PIN:+; upstream and load generator pinned to CPU 0, the proxy under test to CPU 1}"
-"${LOAD[@]}" "$TARGET_DIR/release/examples/bench" "$UPSTREAM" "$UPSTREAM_PID" "$PASS" "$PASS_PID" \
+[ -z "$PEER" ] || echo "the peer: LiteLLM proxy $LITELLM_VERSION ($("$BENCH_LITELLM/bin/python" --version)), one worker, drop_params: true, in front of the same upstream"
+BENCH_PEER="$PEER" "${LOAD[@]}" "$TARGET_DIR/release/examples/bench" "$UPSTREAM" "$UPSTREAM_PID" "$PASS" "$PASS_PID" \
     "$CITEFLOW" "$CITEFLOW_PID" "$MODEL" "$STREAMS" "$PACE_MS" "${DURABLE[@]}" | tee "$WORK/bench.out"
 for pid in "${COUNTERS[@]}"; do kill -INT "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
 # Where citeflow's CPU went over the whole run, by thread name (seconds of user + system time).

@@ -37,6 +37,12 @@
 #   Redis   allocations/s and events/s, Redis beside SQLite (scripts/bench-redis.sh); the main
 #           table gets their ratios (batched against one script per allocation; Redis against
 #           SQLite at 1,000 streams).
+#   peer    the LiteLLM proxy (a pinned version in target/venv-litellm, one worker,
+#           drop_params) in front of the same replaying upstream, measured by the same load
+#           client in a run of its own beside the pass-through proxy and citeflow, 100 streams ×
+#           50 chunks/s (scripts/bench-litellm.sh): CPU per chunk, the share of the offered load
+#           kept up with, memory per open stream, as ratios to citeflow's of the same round. If
+#           LiteLLM cannot be installed, the row says skipped.
 # --quick skips the proxy and Redis benchmarks.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -238,6 +244,18 @@ PY
     while IFS='|' read -r measure figure; do
         [ -n "$measure" ] && row "$measure" "$figure" "bash scripts/bench-redis.sh"
     done <<< "$redis_rows"
+    # The LiteLLM proxy as a peer: a run of its own (upstream, pass-through proxy, citeflow,
+    # LiteLLM) at 100 streams × 50 chunks/s; a failed install prints `skipped: …` and exits 0.
+    bash scripts/bench-litellm.sh 100 20 > "$OUT/litellm.md" \
+        || echo "failed: scripts/bench-litellm.sh exited with $? (its output: below)" >> "$OUT/litellm.md"
+    litellm="$(sed -nE 's/^the peer: (LiteLLM proxy [^ ]+) .*/\1/p' "$OUT/litellm.md")"
+    while IFS= read -r line; do
+        line="${line#peer }"
+        row "peer: the ${litellm:-LiteLLM proxy} (one worker, drop_params) against citeflow, ${line%%:*}, 50 chunks/s each" \
+            "${line#*: }" "bash scripts/bench-litellm.sh 100 20"
+    done < <(grep '^peer ' "$OUT/litellm.md")
+    skipped="$(grep -m1 -E '^(skipped|failed): ' "$OUT/litellm.md" || true)"
+    [ -z "$skipped" ] || row "peer: the LiteLLM proxy" "$skipped" "bash scripts/bench-litellm.sh 100 20"
 fi
 
 echo "| measure | figure (ratio against the baseline of the same run) | command |"
@@ -258,4 +276,7 @@ if [ "$QUICK" = 0 ]; then
     echo
     echo "## Redis (scripts/bench-redis.sh)"
     cat "$OUT/redis.md"
+    echo
+    echo "## LiteLLM peer (scripts/bench-litellm.sh 100 20)"
+    cat "$OUT/litellm.md"
 fi

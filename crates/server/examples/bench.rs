@@ -21,8 +21,19 @@
 //! citeflow against it, from the round the ratio line shows (and every round's ratio): what
 //! citeflow costs above a proxy that keeps the same durable log.
 //!
+//! With `BENCH_PEER="NAME URL PID"` (another proxy in front of the same upstream: the LiteLLM
+//! proxy, started by `scripts/bench-server.sh` with `BENCH_LITELLM=VENV`), each round also runs
+//! that proxy after citeflow, with the same streams, and a `peer …` line after the ratio lines
+//! gives it against citeflow and the pass-through proxy of the same round. Its CPU and memory are
+//! those of PID and every process descended from it (workers). A peer that rebuilds each chunk
+//! may send a different number of events (and drops the upstream's send stamps, so its latency
+//! columns are empty): its chunks are counted as upstream chunks delivered (the direct run's
+//! chunks per stream for each stream that completed), for its CPU per chunk and its throughput.
+//! Its failed streams are reported on its line and do not stop the benchmark.
+//!
 //! `bench UPSTREAM_URL UPSTREAM_PID PASSTHROUGH_URL PASSTHROUGH_PID CITEFLOW_URL CITEFLOW_PID MODEL N[,N…] [SPREAD_MS [DURABLE_URL DURABLE_PID]]`
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -46,6 +57,54 @@ fn rss_kib(pid: &str) -> u64 {
                 .and_then(|v| v.parse().ok())
         })
         .unwrap_or(0)
+}
+
+/// `pid` and every process descended from it (Linux), from the parent ids in `/proc/*/stat`.
+fn process_tree(pid: &str) -> Vec<String> {
+    let mut children: HashMap<String, Vec<String>> = HashMap::new();
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        for e in entries.filter_map(Result::ok) {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !name.bytes().all(|b| b.is_ascii_digit()) {
+                continue;
+            }
+            let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+                continue;
+            };
+            // After the parenthesised command name: state, then the parent's id.
+            let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+            if let Some(ppid) = rest.split_whitespace().nth(1) {
+                children.entry(ppid.to_owned()).or_default().push(name);
+            }
+        }
+    }
+    let mut all = vec![pid.to_owned()];
+    let mut i = 0;
+    while i < all.len() {
+        if let Some(c) = children.get(&all[i]) {
+            all.extend(c.iter().cloned());
+        }
+        i += 1;
+    }
+    all
+}
+
+/// CPU time of `pid`, or of `pid` and its descendants when `tree` is set, in microseconds.
+fn group_cpu_us(pid: &str, tree: bool) -> u64 {
+    if tree {
+        process_tree(pid).iter().map(|p| cpu_us(p)).sum()
+    } else {
+        cpu_us(pid)
+    }
+}
+
+/// Resident memory of `pid`, or of `pid` and its descendants when `tree` is set, in KiB.
+fn group_rss_kib(pid: &str, tree: bool) -> u64 {
+    if tree {
+        process_tree(pid).iter().map(|p| rss_kib(p)).sum()
+    } else {
+        rss_kib(pid)
+    }
 }
 
 /// The name prefix of the SQLite store's threads.
@@ -140,12 +199,21 @@ async fn one(
 }
 
 /// `n` streams at once, the `i`-th starting `spread * i / n` after the first.
-async fn run(url: &str, model: &str, n: usize, pids: [Option<&str>; 2], spread: Duration) -> Run {
+///
+/// With `tree`, the proxy's CPU and memory are those of its process and every descendant.
+async fn run(
+    url: &str,
+    model: &str,
+    n: usize,
+    pids: [Option<&str>; 2],
+    spread: Duration,
+    tree: bool,
+) -> Run {
     let [upstream_pid, pid] = pids;
     let me = std::process::id().to_string();
     let cpu_before = [
         upstream_pid.map_or(0, cpu_us),
-        pid.map_or(0, cpu_us),
+        pid.map_or(0, |p| group_cpu_us(p, tree)),
         cpu_us(&me),
     ];
     let store_before = pid.map_or(0, |p| threads_cpu_us(p, STORE_THREADS));
@@ -176,7 +244,7 @@ async fn run(url: &str, model: &str, n: usize, pids: [Option<&str>; 2], spread: 
         tokio::spawn(async move {
             let mut peak = 0;
             loop {
-                peak = peak.max(rss_kib(&p));
+                peak = peak.max(group_rss_kib(&p, tree));
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 if peak == u64::MAX {
                     return peak;
@@ -210,7 +278,7 @@ async fn run(url: &str, model: &str, n: usize, pids: [Option<&str>; 2], spread: 
             }
         }
         if let Some(p) = pid {
-            peak_seen = peak_seen.max(rss_kib(p));
+            peak_seen = peak_seen.max(group_rss_kib(p, tree));
         }
     }
     r.seconds = start.elapsed().as_secs_f64();
@@ -220,7 +288,7 @@ async fn run(url: &str, model: &str, n: usize, pids: [Option<&str>; 2], spread: 
     r.peak_rss_kib = peak_seen;
     let cpu_after = [
         upstream_pid.map_or(0, cpu_us),
-        pid.map_or(0, cpu_us),
+        pid.map_or(0, |p| group_cpu_us(p, tree)),
         cpu_us(&me),
     ];
     for i in 0..3 {
@@ -280,6 +348,17 @@ async fn main() {
     let counts: Vec<usize> = a[7].split(',').filter_map(|s| s.parse().ok()).collect();
     let spread_ms: u64 = a.get(8).and_then(|s| s.parse().ok()).unwrap_or(20);
     let durable = a.get(9).zip(a.get(10).map(String::as_str));
+    // BENCH_PEER="NAME URL PID": another proxy in front of the same upstream, run after citeflow.
+    let peer_spec = std::env::var("BENCH_PEER").unwrap_or_default();
+    let peer: Option<(&str, &str, &str)> = match peer_spec.split_whitespace().collect::<Vec<_>>()[..]
+    {
+        [name, url, pid] => Some((name, url, pid)),
+        [] => None,
+        _ => {
+            eprintln!("BENCH_PEER must be \"NAME URL PID\", not {peer_spec:?}");
+            std::process::exit(2);
+        }
+    };
     let rounds: usize = std::env::var("BENCH_ROUNDS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -290,21 +369,31 @@ async fn main() {
     let mut memory = Vec::new();
     let mut ratios = Vec::new();
     let mut durables = Vec::new();
+    let mut peers = Vec::new();
     let mut failed = 0;
     for n in counts {
         // Warm every path (connections, caches).
-        for url in [upstream, pass, citeflow]
+        for url in [upstream.as_str(), pass.as_str(), citeflow.as_str()]
             .into_iter()
-            .chain(durable.map(|d| d.0))
+            .chain(durable.map(|d| d.0.as_str()))
+            .chain(peer.map(|p| p.1))
         {
-            run(url, model, n.min(50), [None, None], Duration::ZERO).await;
+            run(url, model, n.min(50), [None, None], Duration::ZERO, false).await;
         }
         let spread_label = format!("spread over {spread_ms} ms");
         for (starts, spread) in [
             ("together", Duration::ZERO),
             (spread_label.as_str(), Duration::from_millis(spread_ms)),
         ] {
-            let direct = run(upstream, model, n, [Some(upstream_pid), None], spread).await;
+            let direct = run(
+                upstream,
+                model,
+                n,
+                [Some(upstream_pid), None],
+                spread,
+                false,
+            )
+            .await;
             println!("{}", row(n, starts, "direct", &direct, &direct));
             failed += direct.failed;
             let mut pairs = Vec::new();
@@ -314,14 +403,22 @@ async fn main() {
                     _ => format!("{name}, round {}", round + 1),
                 };
                 let pids = [Some(upstream_pid), Some(pass_pid)];
-                let through = run(pass, model, n, pids, spread).await;
+                let through = run(pass, model, n, pids, spread, false).await;
                 println!(
                     "{}",
                     row(n, starts, &label("pass-through proxy"), &through, &direct)
                 );
                 let logged = match durable {
                     Some((url, dpid)) => {
-                        let d = run(url, model, n, [Some(upstream_pid), Some(dpid)], spread).await;
+                        let d = run(
+                            url,
+                            model,
+                            n,
+                            [Some(upstream_pid), Some(dpid)],
+                            spread,
+                            false,
+                        )
+                        .await;
                         println!(
                             "{}",
                             row(n, starts, &label("durable pass-through"), &d, &direct)
@@ -333,8 +430,42 @@ async fn main() {
                 };
                 tokio::time::sleep(Duration::from_millis(500)).await;
                 let idle = rss_kib(pid);
-                let cf = run(citeflow, model, n, [Some(upstream_pid), Some(pid)], spread).await;
+                let cf = run(
+                    citeflow,
+                    model,
+                    n,
+                    [Some(upstream_pid), Some(pid)],
+                    spread,
+                    false,
+                )
+                .await;
                 println!("{}", row(n, starts, &label("citeflow"), &cf, &direct));
+                let other = match peer {
+                    Some((name, url, ppid)) => {
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                        let peer_idle = group_rss_kib(ppid, true);
+                        let mut p = run(
+                            url,
+                            model,
+                            n,
+                            [Some(upstream_pid), Some(ppid)],
+                            spread,
+                            true,
+                        )
+                        .await;
+                        let events = p.chunks;
+                        as_upstream_chunks(&mut p, n, &direct);
+                        println!("{}", row(n, starts, &label(name), &p, &direct));
+                        Some(Peer {
+                            run: p,
+                            events,
+                            idle_kib: peer_idle,
+                            citeflow_idle_kib: idle,
+                            first: spread.is_zero() && round == 0,
+                        })
+                    }
+                    None => None,
+                };
                 failed += through.failed + cf.failed;
                 // Memory per open stream from the first run of each count only: the allocator
                 // keeps what a run freed, so the growth in a later run says little.
@@ -345,10 +476,13 @@ async fn main() {
                         cf.peak_rss_kib
                     ));
                 }
-                pairs.push((cpu_ratio(&cf, &through), cf, through, logged));
+                pairs.push((cpu_ratio(&cf, &through), cf, through, logged, other));
             }
             pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let (_, cf, through, logged) = &pairs[pairs.len() / 2];
+            let (_, cf, through, logged, other) = &pairs[pairs.len() / 2];
+            if let (Some((name, _, _)), Some(o)) = (peer, other) {
+                peers.push(peer_line(name, n, starts, o, cf, through, &direct));
+            }
             let mut line = ratio_line(n, starts, cf, through);
             if let Some(d) = logged {
                 let mut dl = durable_line(n, starts, cf, d);
@@ -382,7 +516,7 @@ async fn main() {
         eprintln!("{failed} streams failed: no ratio is printed");
         std::process::exit(1);
     }
-    for r in ratios.into_iter().chain(durables) {
+    for r in ratios.into_iter().chain(durables).chain(peers) {
         println!("{r}");
     }
 }
@@ -432,5 +566,82 @@ fn durable_line(n: usize, starts: &str, cf: &Run, durable: &Run) -> String {
         cf.store_cpu_per_chunk_us,
         durable.store_cpu_per_chunk_us,
         pct(&cf.latencies_us, 0.99) - pct(&durable.latencies_us, 0.99),
+    )
+}
+
+/// A peer proxy's run of one round, with what its line needs beside it.
+struct Peer {
+    /// Counted in upstream chunks delivered (`as_upstream_chunks`).
+    run: Run,
+    /// The events the client read from it.
+    events: u64,
+    /// Resident memory of its processes before the run, and of citeflow before citeflow's.
+    idle_kib: u64,
+    citeflow_idle_kib: u64,
+    /// The first run of this count (streams starting together, round 1): the only one whose
+    /// memory growth says something, as allocators keep what an earlier run freed.
+    first: bool,
+}
+
+/// Counts a run in upstream chunks delivered: the direct run's chunks per stream for each stream
+/// that completed (a proxy that rebuilds chunks may send more or fewer events than it received).
+/// Its CPU per chunk is divided again accordingly.
+fn as_upstream_chunks(r: &mut Run, n: usize, direct: &Run) {
+    let per_stream = direct.chunks as f64 / n.max(1) as f64;
+    let delivered = (per_stream * n.saturating_sub(r.failed) as f64).round() as u64;
+    let scale = r.chunks.max(1) as f64 / delivered.max(1) as f64;
+    for c in &mut r.cpu_per_chunk_us {
+        *c *= scale;
+    }
+    r.store_cpu_per_chunk_us *= scale;
+    r.chunks = delivered;
+}
+
+/// The peer against citeflow and the pass-through proxy of the same round: CPU per upstream
+/// chunk, the share of the offered load (the direct run's rate) each kept up with, and memory
+/// per open stream (peak RSS of the run over the RSS before it, per stream).
+fn peer_line(
+    name: &str,
+    n: usize,
+    starts: &str,
+    peer: &Peer,
+    cf: &Run,
+    pass: &Run,
+    direct: &Run,
+) -> String {
+    let p = &peer.run;
+    let offered = direct.chunks as f64 / direct.seconds;
+    // citeflow's extra source-list chunk per stream is not upstream work.
+    let cf_rate = cf.chunks.saturating_sub(n as u64) as f64 / cf.seconds;
+    let per_stream = |peak: u64, idle: u64| peak.saturating_sub(idle) as f64 / n.max(1) as f64;
+    let memory = if peer.first {
+        format!(
+            "memory per open stream {name} {:.0} KiB (RSS {} → {} KiB), citeflow {:.0} KiB (RSS {} → {} KiB)",
+            per_stream(p.peak_rss_kib, peer.idle_kib),
+            peer.idle_kib,
+            p.peak_rss_kib,
+            per_stream(cf.peak_rss_kib, peer.citeflow_idle_kib),
+            peer.citeflow_idle_kib,
+            cf.peak_rss_kib,
+        )
+    } else {
+        format!(
+            "RSS {name} {} KiB, citeflow {} KiB at the peak (memory per open stream: the first run of this count)",
+            p.peak_rss_kib, cf.peak_rss_kib
+        )
+    };
+    format!(
+        "peer {n} streams, {starts}: {name} / citeflow CPU per chunk {:.2}× ({:.1} / {:.1} µs), {name} / pass-through {:.2}× ({:.1} µs); throughput (of the offered load) {name} {:.1}%, citeflow {:.1}%, pass-through {:.1}%; {memory}; {name} sent {:.1} events per stream (the upstream {:.1}); {} of {n} {name} streams failed",
+        cpu_ratio(p, cf),
+        p.cpu_per_chunk_us[1],
+        cf.cpu_per_chunk_us[1],
+        cpu_ratio(p, pass),
+        pass.cpu_per_chunk_us[1],
+        100.0 * p.chunks as f64 / p.seconds / offered,
+        100.0 * cf_rate / offered,
+        100.0 * pass.chunks as f64 / pass.seconds / offered,
+        peer.events as f64 / n.saturating_sub(p.failed).max(1) as f64,
+        direct.chunks as f64 / n.max(1) as f64,
+        p.failed,
     )
 }
