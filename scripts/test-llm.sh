@@ -13,7 +13,9 @@
 # --features local-model`, reuses this one instead of compiling llama.cpp a second time (a
 # dev-profile build here compiled it once more, in debug). The feature set of llama-cpp-sys-2
 # and of its build-dependencies is the same under `-p citeflow-llm` and `-p citeflow-cli`
-# (checked with `cargo build -v`: no `Compiling llama-cpp-sys-2` the second time).
+# (checked: after this script and test-main.sh the target dir holds one llama-cpp-sys-2
+# build-script output, written by the clippy step, and `cargo build --release -v -p
+# citeflow-cli --features local-model` prints `Fresh llama-cpp-sys-2`).
 #
 # Idempotent: a second run finds the packages, the model and the build in place.
 set -euo pipefail
