@@ -241,7 +241,7 @@ fn args() -> Args {
                 a.grammar = Some(if v == "none" {
                     None
                 } else {
-                    Some(GrammarMode::from_name(&v).expect("--grammar MODE"))
+                    Some(v.parse::<GrammarMode>().expect("--grammar MODE"))
                 });
             }
             "--marker" => {
@@ -534,7 +534,7 @@ async fn main() {
     for (name, _, g) in &variants {
         header.push_str(&format!(
             " {name}, {} |",
-            g.map_or("no grammar", GrammarMode::name)
+            g.map_or_else(|| "no grammar".to_owned(), |g| g.to_string())
         ));
         rule.push_str("---|");
     }
@@ -562,7 +562,7 @@ async fn main() {
             let c = &table[mi][vi];
             println!(
                 "| {name} | {vname}, {} | {}/{} | {}/{} | {}/{} | {}/{} | {}/{} |",
-                g.map_or("no grammar", GrammarMode::name),
+                g.map_or_else(|| "no grammar".to_owned(), |g| g.to_string()),
                 c.citing,
                 c.answers,
                 c.cite_right,

@@ -221,7 +221,7 @@ async fn main() {
             "file": c.file, "exercises": c.exercises, "book": c.book, "question": c.question,
             "marker": c.marker.to_string(),
             "prompt": if c.few_shot { "few_shot" } else { "zero_shot" },
-            "grammar": c.grammar.map(GrammarMode::name),
+            "grammar": c.grammar.map(|g| g.to_string()),
             "model": {"file": model.file_name().and_then(|s| s.to_str()), "sha256": model_sha256},
             "sources": serde_json::to_value(&list).expect("json"),
             "citeflow": {"marker": c.marker.to_string()},
