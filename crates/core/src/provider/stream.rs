@@ -371,15 +371,7 @@ impl ProviderStream {
                     ..Part::default()
                 };
             }
-            ProviderEvent::Text { text } => {
-                self.text_seen = true;
-                self.part.text.push_str(&text);
-                if self.holds_links() || !self.part.anchors.is_empty() {
-                    self.advance(false)?;
-                } else {
-                    self.feed_all()?;
-                }
-            }
+            ProviderEvent::Text { text } => self.take_text(&text)?,
             ProviderEvent::BlockEnd => {
                 self.feed_all()?;
                 let block = std::mem::take(&mut self.block);
@@ -406,6 +398,17 @@ impl ProviderStream {
         }
         self.drain();
         Ok(())
+    }
+
+    /// Text of the part: held as the hold rule says, or given to the rewriter.
+    fn take_text(&mut self, text: &str) -> Result<(), ProviderError> {
+        self.text_seen = true;
+        self.part.text.push_str(text);
+        if self.holds_links() || !self.part.anchors.is_empty() {
+            self.advance(false)
+        } else {
+            self.feed_all()
+        }
     }
 
     fn holds_links(&self) -> bool {

@@ -101,9 +101,13 @@ impl ProviderStream {
     /// As [`ProviderStream::write`].
     pub fn write_text(&mut self, text: &str) -> Result<(), ProviderError> {
         self.check()?;
-        let r = self.apply(ProviderEvent::Text {
-            text: text.to_owned(),
-        });
+        if self.blocked() {
+            let text = text.to_owned();
+            let r = self.apply(ProviderEvent::Text { text });
+            return self.record(r);
+        }
+        // As `apply` does, without the event's copy of the text.
+        let r = self.take_text(text).map(|()| self.drain());
         self.record(r)
     }
 
