@@ -26,11 +26,9 @@ use crate::body::ApiJson;
 use crate::code::ErrorCode;
 use crate::engine::{Drained, Engine, Wire};
 use crate::error::{ApiError, StreamError};
-use crate::live::LiveTx;
 use crate::proxy::{self, answer_scope, upstream_key};
 use crate::relay::{
-    citeflow_of, collect, named_frame, named_response, open_stream, resume_named, spawn_stream,
-    stream_headers, Relayed,
+    citeflow_of, collect, named_stream, open_stream, resume_named, ui_stream, Relayed,
 };
 use crate::state::AppState;
 
@@ -495,30 +493,11 @@ pub(crate) async fn create(
         let (stream_id, engine) = open_stream(&state, &plan, Dialect::Anthropic).await?;
         if plan.ai_sdk {
             let wire = AiSdkWire::new(Some(stream_id.clone()), is_block_stop);
-            spawn_stream(
-                state.clone(),
-                stream_id.clone(),
-                engine,
-                wire,
-                resp,
-                slot,
-                LiveTx::none(),
-            );
-            return Ok(crate::ai_sdk::response(&state, &stream_id, 0));
+            return Ok(ui_stream(&state, stream_id, engine, wire, resp, slot));
         }
         let wire = MessagesWire::new(Some(stream_id.clone()));
-        let (live, feed) = crate::live::channel(&state, &stream_id, named_frame);
-        spawn_stream(
-            state.clone(),
-            stream_id.clone(),
-            engine,
-            wire,
-            resp,
-            slot,
-            live,
-        );
-        let mut r = named_response(&state, &stream_id, feed);
-        stream_headers(&mut r, plan.session_id.as_deref());
+        let session = plan.session_id.as_deref();
+        let r = named_stream(&state, stream_id, engine, wire, resp, slot, session);
         return Ok(r);
     }
     let engine = Engine::new(&state, &plan, answer_scope(&plan), Dialect::Anthropic).await?;

@@ -77,19 +77,47 @@ pub(crate) async fn collect<W: Wire>(
         .collect())
 }
 
-/// Runs a streamed provider-shaped answer in its own task ([`runner::spawn`]); `live` hands
-/// each logged event to the response (or `LiveTx::none()`).
-pub(crate) fn spawn_stream<W: Wire>(
-    state: AppState,
+/// The answer's stream, run in its own task ([`runner::spawn`]), as the AI SDK UI message
+/// stream read from its log.
+pub(crate) fn ui_stream<W: Wire>(
+    state: &AppState,
     stream_id: String,
     engine: Engine,
     wire: W,
     resp: reqwest::Response,
     slot: StreamSlot,
-    live: LiveTx,
-) {
+) -> Response {
     let answer = Relayed { engine, wire };
-    runner::spawn(state, stream_id, answer, resp, slot, live);
+    runner::spawn(
+        state.clone(),
+        stream_id.clone(),
+        answer,
+        resp,
+        slot,
+        LiveTx::none(),
+    );
+    crate::ai_sdk::response(state, &stream_id, 0)
+}
+
+/// The answer's stream, run in its own task ([`runner::spawn`]), with named events: each
+/// logged event handed live to this response, then the log after it.
+pub(crate) fn named_stream<W: Wire>(
+    state: &AppState,
+    stream_id: String,
+    engine: Engine,
+    wire: W,
+    resp: reqwest::Response,
+    slot: StreamSlot,
+    session_id: Option<&str>,
+) -> Response {
+    let (live, feed) = crate::live::channel(state, &stream_id, named_frame);
+    let answer = Relayed { engine, wire };
+    runner::spawn(state.clone(), stream_id.clone(), answer, resp, slot, live);
+    let mut r = named_response(state, &stream_id, feed);
+    if let Some(v) = session_id.and_then(|s| s.parse().ok()) {
+        r.headers_mut().insert("x-citeflow-session-id", v);
+    }
+    r
 }
 
 /// Starts a logged stream: the record, its numbering scope, the engine.
@@ -140,7 +168,7 @@ pub(crate) fn citeflow_of(events: &[Value], session_id: Option<&str>) -> Value {
 /// A logged event as its SSE frame, named by its payload's `type` (as the Responses and
 /// Messages APIs send them), its id kept for `Last-Event-ID`; a read error as an `error`
 /// event that says so.
-pub(crate) fn named_frame(e: Result<&StoredEvent, &StoreError>) -> Bytes {
+fn named_frame(e: Result<&StoredEvent, &StoreError>) -> Bytes {
     match e {
         Ok(e) => {
             let name = serde_json::from_str::<Typed<'_>>(&e.data).ok();
@@ -165,7 +193,7 @@ pub(crate) fn named_sse(state: &AppState, stream_id: &str, after: u64) -> Respon
 
 /// The SSE response of a provider-shaped stream's `feed` of frames: cut by a shutdown, and
 /// ended by the error event of a failure the store did not take.
-pub(crate) fn named_response<S>(state: &AppState, stream_id: &str, feed: S) -> Response
+fn named_response<S>(state: &AppState, stream_id: &str, feed: S) -> Response
 where
     S: futures_util::Stream<Item = Bytes> + Send + 'static,
 {
@@ -231,11 +259,4 @@ pub(crate) async fn resume_named(
         resp.headers_mut().insert("x-citeflow-stream-status", v);
     }
     Ok(resp)
-}
-
-/// Adds the stream and session ids to a streaming response's headers.
-pub(crate) fn stream_headers(resp: &mut Response, session_id: Option<&str>) {
-    if let Some(v) = session_id.and_then(|s| s.parse().ok()) {
-        resp.headers_mut().insert("x-citeflow-session-id", v);
-    }
 }

@@ -20,11 +20,9 @@ use crate::body::ApiJson;
 use crate::code::ErrorCode;
 use crate::engine::{Cite, Drained, Engine, Wire};
 use crate::error::{ApiError, StreamError};
-use crate::live::LiveTx;
 use crate::proxy::{self, answer_scope, upstream_key};
 use crate::relay::{
-    citeflow_of, collect, named_frame, named_response, open_stream, resume_named, spawn_stream,
-    stream_headers, Relayed,
+    citeflow_of, collect, named_stream, open_stream, resume_named, ui_stream, Relayed,
 };
 use crate::state::AppState;
 use crate::tenancy::Owner;
@@ -405,30 +403,11 @@ pub(crate) async fn create(
             let wire = AiSdkWire::new(Some(stream_id.clone()), |v: &Value| {
                 v.get("type").and_then(Value::as_str) == Some("response.output_text.done")
             });
-            spawn_stream(
-                state.clone(),
-                stream_id.clone(),
-                engine,
-                wire,
-                resp,
-                slot,
-                LiveTx::none(),
-            );
-            return Ok(crate::ai_sdk::response(&state, &stream_id, 0));
+            return Ok(ui_stream(&state, stream_id, engine, wire, resp, slot));
         }
         let wire = ResponsesWire::new(Some(stream_id.clone()));
-        let (live, feed) = crate::live::channel(&state, &stream_id, named_frame);
-        spawn_stream(
-            state.clone(),
-            stream_id.clone(),
-            engine,
-            wire,
-            resp,
-            slot,
-            live,
-        );
-        let mut r = named_response(&state, &stream_id, feed);
-        stream_headers(&mut r, plan.session_id.as_deref());
+        let session = plan.session_id.as_deref();
+        let r = named_stream(&state, stream_id, engine, wire, resp, slot, session);
         return Ok(r);
     }
     let engine = Engine::new(&state, &plan, answer_scope(&plan), Dialect::OpenaiResponses).await?;
