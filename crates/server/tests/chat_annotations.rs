@@ -44,6 +44,27 @@ fn chars(s: &str, a: &Value) -> String {
     s.chars().skip(start).take(end - start).collect()
 }
 
+/// What each `url_citation` annotation slices of `text`, with its url.
+fn sliced(text: &str, annotations: &[Value]) -> Vec<(String, String)> {
+    annotations
+        .iter()
+        .map(|a| {
+            let u = &a["url_citation"];
+            (chars(text, u), u["url"].as_str().expect("url").to_owned())
+        })
+        .collect()
+}
+
+/// The first `done` event among the citeflow payloads.
+fn done_of(citeflow: &[Value]) -> Value {
+    citeflow
+        .iter()
+        .flat_map(|c| c["events"].as_array().into_iter().flatten())
+        .find(|e| e["type"] == "done")
+        .expect("done")
+        .clone()
+}
+
 /// Per choice index: (text, annotations); and the citeflow payloads in order.
 fn collect(events: &[crate::support::Received]) -> (Vec<(String, Vec<Value>)>, Vec<Value>) {
     let mut choices: Vec<(String, Vec<Value>)> = Vec::new();
@@ -459,13 +480,7 @@ async fn upstream_annotations_are_numbered_and_mapped_into_the_rewritten_text() 
     // Shown text never changes for a citation bound after its text: the number is placed in
     // done.text, and the annotation spans the cited text of the rewritten content.
     assert_eq!(text, "草枕 Paris [1] is on the Seine. It rains.");
-    let spans: Vec<(String, String)> = annotations
-        .iter()
-        .map(|a| {
-            let u = &a["url_citation"];
-            (chars(text, u), u["url"].as_str().expect("url").to_owned())
-        })
-        .collect();
+    let spans = sliced(text, annotations);
     assert_eq!(
         spans,
         vec![
@@ -475,12 +490,7 @@ async fn upstream_annotations_are_numbered_and_mapped_into_the_rewritten_text() 
         "{annotations:?}"
     );
     assert_eq!(annotations[1]["url_citation"]["title"], "Seine");
-    let done = citeflow
-        .iter()
-        .flat_map(|c| c["events"].as_array().into_iter().flatten())
-        .find(|e| e["type"] == "done")
-        .expect("done")
-        .clone();
+    let done = done_of(&citeflow);
     let listed: Vec<(u64, String)> = done["sources"]
         .as_array()
         .expect("sources")
@@ -616,26 +626,15 @@ async fn regression_39_chat_links_are_numbered_under_any_cutting_and_timing() {
             let (text, annotations) = &choices[0];
             let case = format!("cut {cut}, lag {lag:?}");
             assert_eq!(text, want, "{case}");
-            let sliced: Vec<(String, String)> = annotations
-                .iter()
-                .map(|a| {
-                    let u = &a["url_citation"];
-                    (chars(text, u), u["url"].as_str().expect("url").to_owned())
-                })
-                .collect();
             assert_eq!(
-                sliced,
+                sliced(text, annotations),
                 vec![
                     ("[1]".to_owned(), urls[0].to_owned()),
                     ("[2]".to_owned(), urls[1].to_owned())
                 ],
                 "{case}"
             );
-            let done = citeflow
-                .iter()
-                .flat_map(|c| c["events"].as_array().into_iter().flatten())
-                .find(|e| e["type"] == "done")
-                .expect("done");
+            let done = done_of(&citeflow);
             let listed: Vec<&str> = done["sources"]
                 .as_array()
                 .expect("sources")
