@@ -34,6 +34,16 @@ pub enum SettingsError {
         /// The minimum.
         min: usize,
     },
+    /// An anchor indexing cap outside the accepted range.
+    #[error("max_anchor_source_bytes {bytes} is outside {min}..={max}")]
+    AnchorSourceCap {
+        /// The cap given.
+        bytes: usize,
+        /// The smallest accepted.
+        min: usize,
+        /// The largest accepted.
+        max: usize,
+    },
     /// A style template longer than [`MAX_TEMPLATE_BYTES`](crate::MAX_TEMPLATE_BYTES).
     #[error("template of {bytes} bytes is longer than the limit of {max} bytes")]
     TemplateTooLong {

@@ -1,5 +1,6 @@
 //! What a [`Rewriter`](crate::Rewriter) emits.
 
+use crate::anchor::Anchor;
 use crate::source::Source;
 
 /// Why a marker did not resolve to a source.
@@ -37,6 +38,13 @@ pub struct ListedSource {
     pub round: Option<u32>,
     /// How often the body cites it (0 for sources listed with "all").
     pub citations: u32,
+    /// Its citations' anchors, in the order they were emitted (with
+    /// [`Settings::with_anchors`](crate::Settings::with_anchors)).
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Vec::is_empty")
+    )]
+    pub anchors: Vec<Anchor>,
 }
 
 /// Counts and checks made when the stream ends.
@@ -130,6 +138,10 @@ pub enum Event {
         /// Where the marker started in the decoded input.
         input_byte_offset: u64,
     },
+    /// With [`Settings::with_anchors`](crate::Settings::with_anchors): a citation's anchor,
+    /// emitted after the citation's events as soon as the sentence it ends is complete in
+    /// the output (see [`anchor`](crate::anchor)).
+    Anchor(Box<Anchor>),
     /// [`NumberSource::External`](crate::NumberSource::External) only: allocate a number for
     /// this key in the shared store and answer with
     /// [`Rewriter::provide_number`](crate::Rewriter::provide_number). Nothing more is emitted
@@ -222,6 +234,7 @@ impl Event {
             Event::Text { .. } => "text",
             Event::Citation { .. } => "citation",
             Event::Unresolved { .. } => "unresolved",
+            Event::Anchor(_) => "anchor",
             Event::NumberNeeded { .. } => "number_needed",
             Event::Done { .. } => "done",
         }

@@ -60,6 +60,7 @@
 //! [`SMALL_MODEL_MARKER`] and [`SMALL_MODEL_GRAMMAR`] are the measured choice for small local
 //! models. The crate does no I/O, reads no clock and keeps no global state.
 
+pub mod anchor;
 mod error;
 mod event;
 mod grammar;

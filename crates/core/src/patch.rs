@@ -69,6 +69,10 @@ pub struct SettingsPatch {
     pub dedupe: Option<bool>,
     /// Leave markers in code spans and fences alone.
     pub skip_code: Option<bool>,
+    /// Anchor each citation to the sentence of its source that supports it.
+    pub anchors: Option<bool>,
+    /// How much of a source's text anchoring indexes, in UTF-8 bytes.
+    pub max_anchor_source_bytes: Option<usize>,
 }
 
 impl SettingsPatch {
@@ -112,6 +116,12 @@ impl SettingsPatch {
         }
         if let Some(k) = self.skip_code {
             s = s.with_skip_code(k);
+        }
+        if let Some(a) = self.anchors {
+            s = s.with_anchors(a);
+        }
+        if let Some(b) = self.max_anchor_source_bytes {
+            s = s.with_max_anchor_source_bytes(b)?;
         }
         Ok(s)
     }

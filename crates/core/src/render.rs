@@ -186,6 +186,7 @@ mod tests {
 
     fn listed(n: u32, round: u32) -> ListedSource {
         ListedSource {
+            anchors: Vec::new(),
             number: n,
             source: Source::new(format!("s{n}"))
                 .with_title(format!("T<{n}>"))

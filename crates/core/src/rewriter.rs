@@ -2,6 +2,7 @@
 
 use std::collections::VecDeque;
 
+use crate::anchor::{Anchor, Claims, Indexes};
 #[cfg(feature = "serde")]
 use crate::error::RewriteError;
 use crate::event::{CitationDetail, Event, UnresolvedReason};
@@ -12,6 +13,7 @@ use crate::settings::Settings;
 use crate::source::Sources;
 use crate::utf8::Utf8Decoder;
 
+mod anchoring;
 mod input;
 mod outside;
 mod resolve;
@@ -45,6 +47,8 @@ pub struct Rewriter {
     cfg: ScanConfig,
     /// Canonical key of each source, by registration index.
     keys: Vec<String>,
+    /// Sources indexed for anchors (rebuilt on demand after a restore).
+    indexes: Indexes,
 }
 
 /// The whole serialisable state.
@@ -81,6 +85,18 @@ struct State {
     /// Whitespace repair of [`Style::Remove`].
     #[cfg_attr(feature = "serde", serde(default))]
     repair: Repair,
+    /// The claims followed for anchors (with [`Settings::with_anchors`]).
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    claims: Option<Box<Claims>>,
+    /// The anchors emitted, for the final list.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Vec::is_empty")
+    )]
+    anchored: Vec<Anchor>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,10 +164,14 @@ impl Rewriter {
         sources.reindex();
         let cfg = ScanConfig::for_sources(&settings, &sources);
         let keys = keys_of(&sources, &settings);
+        let claims = settings.has_anchors().then(Box::default);
         Rewriter {
             cfg,
             keys,
+            indexes: Indexes::default(),
             st: State {
+                claims,
+                anchored: Vec::new(),
                 initial_numbers: numbering.len(),
                 settings,
                 sources,

@@ -322,6 +322,41 @@ pub struct Settings {
     number_source: NumberSource,
     dedupe: bool,
     skip_code: bool,
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "std::ops::Not::not"))]
+    anchors: bool,
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            skip_serializing_if = "is_default_anchor_cap",
+            deserialize_with = "anchor_cap"
+        )
+    )]
+    max_anchor_source_bytes: usize,
+}
+
+/// Snapshots leave the anchor cap out at its default.
+#[cfg(feature = "serde")]
+fn is_default_anchor_cap(bytes: &usize) -> bool {
+    *bytes == crate::anchor::DEFAULT_MAX_SOURCE_BYTES
+}
+
+#[cfg(feature = "serde")]
+fn anchor_cap<'de, D: serde::Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+    let bytes = <usize as serde::Deserialize>::deserialize(d)?;
+    check_anchor_cap(bytes).map_err(serde::de::Error::custom)
+}
+
+fn check_anchor_cap(bytes: usize) -> Result<usize, SettingsError> {
+    use crate::anchor::{MAX_SOURCE_BYTES_LIMIT, MIN_SOURCE_BYTES};
+    if (MIN_SOURCE_BYTES..=MAX_SOURCE_BYTES_LIMIT).contains(&bytes) {
+        Ok(bytes)
+    } else {
+        Err(SettingsError::AnchorSourceCap {
+            bytes,
+            min: MIN_SOURCE_BYTES,
+            max: MAX_SOURCE_BYTES_LIMIT,
+        })
+    }
 }
 
 /// Snapshots leave the link hold out at its default (they stay as small as before).
@@ -344,6 +379,8 @@ impl Default for Settings {
             number_source: NumberSource::Local,
             dedupe: true,
             skip_code: true,
+            anchors: false,
+            max_anchor_source_bytes: crate::anchor::DEFAULT_MAX_SOURCE_BYTES,
         }
     }
 }
@@ -462,6 +499,41 @@ impl Settings {
     pub fn with_skip_code(mut self, skip: bool) -> Self {
         self.skip_code = skip;
         self
+    }
+
+    /// Whether each citation gets an [`Event::Anchor`](crate::Event::Anchor): the sentence of
+    /// its source that supports the sentence of the answer it ends, with a support score (see
+    /// [`anchor`](crate::anchor)).
+    ///
+    /// ### Default
+    /// `false`.
+    pub fn with_anchors(mut self, anchors: bool) -> Self {
+        self.anchors = anchors;
+        self
+    }
+
+    /// How much of a source's text anchoring indexes: a longer text is anchored over its first
+    /// part, and its quotes say so ([`Quote::truncated`](crate::anchor::Quote::truncated)).
+    ///
+    /// ### Default
+    /// [`DEFAULT_MAX_SOURCE_BYTES`](crate::anchor::DEFAULT_MAX_SOURCE_BYTES) (1 MiB).
+    ///
+    /// # Errors
+    /// [`SettingsError::AnchorSourceCap`] outside
+    /// [`MIN_SOURCE_BYTES`](crate::anchor::MIN_SOURCE_BYTES)..=[`MAX_SOURCE_BYTES_LIMIT`](crate::anchor::MAX_SOURCE_BYTES_LIMIT).
+    pub fn with_max_anchor_source_bytes(mut self, bytes: usize) -> Result<Self, SettingsError> {
+        self.max_anchor_source_bytes = check_anchor_cap(bytes)?;
+        Ok(self)
+    }
+
+    /// Whether citations are anchored.
+    pub fn has_anchors(&self) -> bool {
+        self.anchors
+    }
+
+    /// The anchor indexing cap in bytes.
+    pub fn max_anchor_source_bytes(&self) -> usize {
+        self.max_anchor_source_bytes
     }
 
     /// Whether `syntax` is recognised.

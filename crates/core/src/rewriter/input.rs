@@ -88,6 +88,7 @@ impl Rewriter {
             && st.awaiting.is_none()
             && st.decoder.held_bytes() == 0
             && !matches!(st.settings.style(), Style::Remove)
+            && st.claims.is_none()
             && st.scanner.skip_plain(text, &self.cfg)
         {
             // What `write` and `poll_event_into` together count for this text.
@@ -235,6 +236,7 @@ impl Rewriter {
         if text.is_empty() {
             return None;
         }
+        self.note_output(&text);
         Some(Event::Text { text })
     }
 
@@ -268,9 +270,11 @@ impl Rewriter {
             }
         }
         if !self.st.text.is_empty() {
-            if self.is_remove() {
+            if self.is_remove() || self.st.claims.is_some() {
                 let t = self.take_text();
                 text.push_str(&t);
+                self.note_output(&t);
+                return self.st.events.pop_front();
             } else {
                 let t = &self.st.text;
                 self.st.flushed_bytes += t.len() as u64;
@@ -294,7 +298,10 @@ impl Rewriter {
         if !self.st.text.is_empty() {
             let text = self.take_text();
             if !text.is_empty() {
-                self.st.events.push_back(Event::Text { text });
+                // Anchors of the sentences this text closes come after it.
+                let at = self.st.events.len();
+                self.note_output(&text);
+                self.st.events.insert(at, Event::Text { text });
             }
         }
     }

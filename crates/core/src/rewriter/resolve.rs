@@ -1,7 +1,9 @@
 //! Markers found by the scanner resolved to numbers, and rendered: lookup by id, rank or label,
 //! numbers handed out or awaited, the first showing of a number, the rendered group.
 
+use super::anchoring::Rendered;
 use super::{count_units, Group, Piece, Rewriter, Shown};
+use crate::anchor::PendingCite;
 use crate::event::{CitationDetail, Event, UnresolvedReason};
 use crate::scan::Item;
 use crate::settings::{NumberSource, RankMode, UnknownPolicy};
@@ -203,6 +205,8 @@ impl Rewriter {
             .iter()
             .all(|p| matches!(p, Piece::Unresolved { .. }));
         let remove = matches!(st.settings.style(), Style::Remove);
+        let anchoring = st.claims.is_some();
+        let mut rendered: Vec<Rendered> = Vec::new();
         // As written: a marker with a resolved citation is shown as the model wrote it, once.
         let as_written = matches!(st.settings.style(), Style::AsWritten)
             && !all_unresolved
@@ -244,6 +248,18 @@ impl Rewriter {
                             at
                         }
                     };
+                    if anchoring {
+                        let late = group.detail.as_deref().filter(|d| d.late);
+                        let cite = PendingCite {
+                            number,
+                            index,
+                            source_id: source.id.clone(),
+                            at: byte_offset,
+                            quote: group.detail.as_deref().and_then(|d| d.quote.clone()),
+                        };
+                        let end = late.is_none().then(|| base + st.text.len() as u64);
+                        rendered.push((cite, end));
+                    }
                     st.events.push_back(Event::Citation {
                         number,
                         source_id: source.id.clone(),
@@ -296,6 +312,9 @@ impl Rewriter {
             if st.anchors.last() != Some(&(input_end, output_end)) {
                 st.anchors.push((input_end, output_end));
             }
+        }
+        if !rendered.is_empty() {
+            self.note_citations(rendered);
         }
     }
 }

@@ -78,6 +78,12 @@ impl Rewriter {
                     .unwrap_or_else(|| Source::new(s.source_id.as_str())),
                 round: st.sources.round_of(&s.source_id),
                 citations: s.citations,
+                anchors: st
+                    .anchored
+                    .iter()
+                    .filter(|a| a.number == s.number)
+                    .cloned()
+                    .collect(),
             })
             .collect();
         if all {
@@ -91,6 +97,7 @@ impl Rewriter {
                         source: source.clone(),
                         round: st.sources.round_of(&e.source_id),
                         citations: 0,
+                        anchors: Vec::new(),
                     });
                 }
             }
@@ -104,6 +111,7 @@ impl Rewriter {
             self.st.repair.finish(&mut self.st.text);
         }
         self.flush_text();
+        self.finish_claims();
         let sources = self.listed_sources(false);
         let st = &self.st;
         let numbers_in_body: Vec<u32> = st.shown.iter().map(|s| s.number).collect();
@@ -219,6 +227,11 @@ impl Rewriter {
         st.sources.reindex();
         let cfg = ScanConfig::for_sources(&st.settings, &st.sources);
         let keys = keys_of(&st.sources, &st.settings);
-        Ok(Rewriter { st, cfg, keys })
+        Ok(Rewriter {
+            st,
+            cfg,
+            keys,
+            indexes: Default::default(),
+        })
     }
 }

@@ -1,0 +1,102 @@
+//! The support score: how much of the claim the quote (and the best sentences beside it) say,
+//! as a calibrated probability, and the verdict its thresholds give.
+
+use super::window::Window;
+
+/// A support score in [0, 1], kept in thousandths (so events compare exactly); JSON writes
+/// it as a number with three decimals.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Support(u16);
+
+impl Support {
+    /// The score of `value`, clamped to [0, 1].
+    pub fn new(value: f32) -> Self {
+        let v = if value.is_nan() {
+            0.0
+        } else {
+            value.clamp(0.0, 1.0)
+        };
+        Support((v * 1000.0).round() as u16)
+    }
+
+    /// The score as a number in [0, 1].
+    pub fn value(self) -> f32 {
+        f32::from(self.0) / 1000.0
+    }
+
+    /// The score in thousandths (0 to 1000).
+    pub fn thousandths(self) -> u16 {
+        self.0
+    }
+
+    /// The verdict the documented thresholds give this score.
+    pub fn verdict(self) -> Verdict {
+        if self.0 >= SUPPORTED_FROM {
+            Verdict::Supported
+        } else if self.0 >= WEAK_FROM {
+            Verdict::Weak
+        } else {
+            Verdict::Unsupported
+        }
+    }
+}
+
+#[cfg(feature = "serde")]
+impl serde::Serialize for Support {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(f64::from(self.0) / 1000.0)
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for Support {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = <f64 as serde::Deserialize>::deserialize(d)?;
+        if !(0.0..=1.0).contains(&v) {
+            return Err(serde::de::Error::custom(format_args!(
+                "support {v} is outside [0, 1]"
+            )));
+        }
+        Ok(Support::new(v as f32))
+    }
+}
+
+/// What the support score says of a citation. The words say what is known: `unsupported`
+/// means that nothing found in the cited source says the claim, not that the claim is false.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
+pub enum Verdict {
+    /// The quote says what the claim says (support ≥ 0.5).
+    Supported,
+    /// The quote says part of it (support from 0.25 up to 0.5).
+    Weak,
+    /// Nothing found in the source says it (support below 0.25).
+    Unsupported,
+}
+
+impl Verdict {
+    /// The stable snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Supported => "supported",
+            Verdict::Weak => "weak",
+            Verdict::Unsupported => "unsupported",
+        }
+    }
+}
+
+/// Support at or above this (thousandths) is [`Verdict::Supported`].
+pub(crate) const SUPPORTED_FROM: u16 = 500;
+/// Support at or above this and below [`SUPPORTED_FROM`] is [`Verdict::Weak`].
+pub(crate) const WEAK_FROM: u16 = 250;
+
+/// The calibrated support of a window, with `negation_differs` when exactly one of the claim
+/// and the quote negates.
+pub(crate) fn support_of(w: &Window, negation_differs: bool) -> Support {
+    let z = -4.6 + 3.0 * w.cov_quote + 3.2 * w.cov_top + 1.6 * w.cov_source
+        - 1.4 * w.numbers_missing
+        - if negation_differs { 0.8 } else { 0.0 };
+    Support::new(1.0 / (1.0 + (-z).exp()))
+}
