@@ -112,6 +112,15 @@ pub(crate) struct RenderArgs {
     /// Do not merge sources with the same url into one number.
     #[arg(long)]
     no_dedupe: bool,
+    /// Anchor each citation: the sentence of its source that supports the sentence it ends,
+    /// with a support score and verdict (jsonl: `anchor` events; text: the quote under each
+    /// list line, weak and unsupported citations marked).
+    #[arg(long)]
+    anchors: bool,
+    /// How much of a source's text anchoring indexes, in bytes (1024 to 67108864); a longer
+    /// text is anchored over its first part.
+    #[arg(long, default_value_t = citeflow_core::anchor::DEFAULT_MAX_SOURCE_BYTES)]
+    max_anchor_source_bytes: usize,
     /// Which sources the final list shows.
     #[arg(long, value_enum, default_value = "cited")]
     list: ListWhich,
@@ -140,6 +149,8 @@ impl RenderArgs {
         patch.dedupe = Some(!self.no_dedupe);
         patch.invalid_utf8 = Some(self.invalid_utf8);
         patch.rank = self.rank;
+        patch.anchors = Some(self.anchors);
+        patch.max_anchor_source_bytes = Some(self.max_anchor_source_bytes);
         if !self.syntax.is_empty() {
             patch.syntaxes = Some(self.syntax.clone());
         }

@@ -121,7 +121,58 @@ fn locator_text(s: &Source) -> String {
     }
 }
 
+/// The longest quote a list shows, in characters (the anchor event has it whole).
+const LIST_QUOTE_CHARS: usize = 300;
+
+/// Each distinct quote of the item's anchors under its line, with the verdict and score:
+/// weak and unsupported citations are marked so a reader sees them.
+fn render_anchors(l: &ListedSource, format: ListFormat, out: &mut String) {
+    let mut seen: Vec<(Option<&str>, crate::anchor::Verdict)> = Vec::new();
+    for a in &l.anchors {
+        let quote = a.quote.as_ref().map(|q| q.text.as_str());
+        if seen.contains(&(quote, a.verdict)) {
+            continue;
+        }
+        seen.push((quote, a.verdict));
+        let mark = format!("{} {:.2}", a.verdict.as_str(), a.support.value());
+        let shown = quote.map(|q| {
+            let flat: String = q.split_whitespace().collect::<Vec<_>>().join(" ");
+            match flat.char_indices().nth(LIST_QUOTE_CHARS) {
+                Some((i, _)) => format!("{}…", &flat[..i]),
+                None => flat,
+            }
+        });
+        match (format, shown) {
+            (ListFormat::Text, Some(q)) => out.push_str(&format!("    \"{q}\" ({mark})\n")),
+            (ListFormat::Text, None) => {
+                out.push_str(&format!("    (no sentence of this source matches the claim: {mark})\n"))
+            }
+            (ListFormat::Markdown | ListFormat::Footnotes, Some(q)) => {
+                out.push_str(&format!("    > {q} *({mark})*\n"))
+            }
+            (ListFormat::Markdown | ListFormat::Footnotes, None) => {
+                out.push_str(&format!("    > *(no sentence of this source matches the claim: {mark})*\n"))
+            }
+            (ListFormat::Html, q) => out.push_str(&format!(
+                "<blockquote class=\"citeflow-quote\" data-cite=\"{}\" data-verdict=\"{}\">{}</blockquote>\n",
+                l.number,
+                a.verdict.as_str(),
+                escape_html(&q.unwrap_or_else(|| format!("({mark})")))
+            )),
+            #[cfg(feature = "serde")]
+            (ListFormat::Json, _) => {}
+        }
+    }
+}
+
 fn render_item(l: &ListedSource, format: ListFormat, out: &mut String) {
+    render_item_line(l, format, out);
+    if !l.anchors.is_empty() {
+        render_anchors(l, format, out);
+    }
+}
+
+fn render_item_line(l: &ListedSource, format: ListFormat, out: &mut String) {
     let s = &l.source;
     let loc = locator_text(s);
     let n = l.number;
