@@ -6,7 +6,9 @@
 //! `start`, then for each batch of rewritten text: one `source-url` (or `source-document` for
 //! a source without a url) per number shown for the first time, before the text that shows
 //! it; `text-start`/`text-delta`/`text-end` of one text part; citeflow's events as
-//! `data-citeflow` parts; `finish` and `[DONE]`.
+//! `data-citeflow` parts, but each claim anchor (`citeflow.settings.anchors`) as a
+//! `data-citeflow-anchor` part of its own, as soon as its sentence closes; `finish` and
+//! `[DONE]`.
 
 use axum::response::Response;
 use bytes::Bytes;
@@ -59,6 +61,33 @@ fn source_part(number: u64, s: &Value) -> Value {
     part
 }
 
+/// Citeflow's events as UI message parts, in their order: each anchor a
+/// `data-citeflow-anchor` part of its own (the anchor event is its `data`; its `id` names the
+/// citation and claim, so a client keeps one part per anchor), the events between them
+/// together in a `data-citeflow` part.
+fn event_parts(events: impl Iterator<Item = Value>, out: &mut Vec<Value>) {
+    let mut run: Vec<Value> = Vec::new();
+    for e in events {
+        if e["type"] != "anchor" {
+            run.push(e);
+            continue;
+        }
+        if !run.is_empty() {
+            let events = std::mem::take(&mut run);
+            out.push(json!({"type": "data-citeflow", "data": {"events": events}}));
+        }
+        let id = format!(
+            "anchor-{}-{}",
+            e["number"],
+            e.pointer("/claim/char_start").unwrap_or(&Value::Null)
+        );
+        out.push(json!({"type": "data-citeflow-anchor", "id": id, "data": e}));
+    }
+    if !run.is_empty() {
+        out.push(json!({"type": "data-citeflow", "data": {"events": run}}));
+    }
+}
+
 /// The UI message parts of one logged event of a chat completions stream (its first choice):
 /// `first` for the stream's first event (`start`, `text-start` go before it). Each source
 /// event becomes its part before the text of the chunk; the other citeflow events go in a
@@ -106,10 +135,8 @@ fn chat_parts(data: &str, stream_id: &str, first: bool) -> Vec<String> {
     if !text.is_empty() {
         out.push(json!({"type": "text-delta", "id": TEXT_ID, "delta": text}));
     }
-    let rest: Vec<&Value> = events.iter().filter(|e| e["type"] != "source").collect();
-    if !rest.is_empty() {
-        out.push(json!({"type": "data-citeflow", "data": {"events": rest}}));
-    }
+    let rest = events.iter().filter(|e| e["type"] != "source").cloned();
+    event_parts(rest, &mut out);
     out.iter().map(Value::to_string).collect()
 }
 
@@ -149,11 +176,7 @@ impl AiSdkWire {
             }
             out.push(json!({"type": "text-delta", "id": TEXT_ID, "delta": d.text}));
         }
-        let mut events = d.events;
-        events.extend(d.done);
-        if !events.is_empty() {
-            out.push(json!({"type": "data-citeflow", "data": {"events": events}}));
-        }
+        event_parts(d.events.into_iter().chain(d.done), &mut out);
         out
     }
 }

@@ -39,13 +39,32 @@ pub(crate) fn take_citeflow<T: serde::de::DeserializeOwned + Default>(
 pub(crate) fn settings_patch(
     v: Option<serde_json::Value>,
 ) -> Result<Option<SettingsPatch>, ApiError> {
-    v.filter(|v| !v.is_null())
-        .map(serde_json::from_value)
-        .transpose()
-        .map_err(|e| ApiError::SettingsField {
+    let Some(v) = v.filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    serde_json::from_value(v.clone()).map(Some).map_err(|e| {
+        let e = match member_error(&v) {
+            Some((name, e)) if !e.starts_with(name.as_str()) => format!("{name}: {e}"),
+            Some((_, e)) => e,
+            None => e.to_string(),
+        };
+        ApiError::SettingsField {
             message: format!("citeflow.settings: {e}"),
             param: "citeflow.settings",
-        })
+        }
+    })
+}
+
+/// The first member of a `citeflow.settings` object that does not read as a setting on its
+/// own, and serde's message for it: serde names no field in a type error (`invalid type:
+/// string "yes", expected a boolean`), so the message would not say which member it was.
+fn member_error(v: &serde_json::Value) -> Option<(String, String)> {
+    v.as_object()?.iter().find_map(|(name, value)| {
+        let one = serde_json::Value::Object([(name.clone(), value.clone())].into_iter().collect());
+        serde_json::from_value::<SettingsPatch>(one)
+            .err()
+            .map(|e| (name.clone(), e.to_string()))
+    })
 }
 
 /// The `citeflow` fields that choose an answer's sources (both routes' options have them).
@@ -249,7 +268,8 @@ pub(crate) fn system_prompt(sources: &Sources, marker: PromptMarker, max_chars: 
 /// from the store.
 ///
 /// # Errors
-/// A name that is not a style, unknown policy or rank mode, an invalid setting, or
+/// A name that is not a style, unknown policy or rank mode, an invalid setting (a
+/// `citeflow.settings` value out of range is `invalid_setting` naming `citeflow.settings`), or
 /// `settings.number_source` (the server decides where numbers come from).
 pub(crate) fn rewriter_settings(
     marker: PromptMarker,
@@ -276,7 +296,10 @@ pub(crate) fn rewriter_settings(
                 Some("citeflow.settings.number_source"),
             ));
         }
-        settings = patch.apply(settings)?;
+        settings = patch.apply(settings).map_err(|e| ApiError::SettingsField {
+            message: format!("citeflow.settings: {e}"),
+            param: "citeflow.settings",
+        })?;
     }
     Ok(settings.with_number_source(NumberSource::External))
 }

@@ -1,6 +1,7 @@
 //! Integration tests of citeflow-server: the real router on a loopback port against a real
 //! replaying upstream on another.
 
+mod anchors;
 mod api;
 mod books;
 mod chat_annotations;
