@@ -250,3 +250,18 @@ impl Indexes {
             .or_insert_with(|| SentenceIndex::build(text, max_bytes, MAX_SENTENCE_BYTES))
     }
 }
+
+/// A tuning knob: `CITEFLOW_TUNE_<NAME>` under the test-only `_tune` feature, else `default`.
+#[cfg(feature = "_tune")]
+pub(crate) fn knob(name: &str, default: f32) -> f32 {
+    std::env::var(format!("CITEFLOW_TUNE_{name}"))
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+#[cfg(not(feature = "_tune"))]
+#[inline(always)]
+pub(crate) fn knob(_name: &str, default: f32) -> f32 {
+    default
+}

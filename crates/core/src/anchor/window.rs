@@ -8,8 +8,10 @@ use super::terms::{Kind, Term};
 pub(crate) const MAX_WINDOW: usize = 3;
 /// How many of the best sentences the support score reads.
 const TOP: usize = 3;
-/// A neighbour joins the quote when it adds at least this share of the claim's weight.
-const MIN_GAIN: f32 = 0.12;
+/// A neighbour joins the quote when it adds at least this share of the claim's weight…
+const MIN_GAIN: f32 = 0.2;
+/// …and the quote so far covers less than this share.
+const FULL_ENOUGH: f32 = 0.7;
 
 /// The claim's content terms with their weights (distinct, phrases left out).
 #[derive(Debug, Default)]
@@ -92,7 +94,8 @@ pub(crate) fn best(index: &SentenceIndex, claim: &Claim) -> Option<Window> {
             (Some(b), None) => (b, true),
             (None, None) => break,
         };
-        if gain - cov < MIN_GAIN {
+        if gain - cov < super::knob("GAIN", MIN_GAIN) || cov >= super::knob("COVSTOP", FULL_ENOUGH)
+        {
             break;
         }
         cov = gain;
