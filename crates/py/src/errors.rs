@@ -76,6 +76,7 @@ pub(crate) fn settings_err(py: Python<'_>, e: core::SettingsError) -> PyErr {
         core::SettingsError::InvalidIdPrefix { .. } => "invalid_id_prefix",
         core::SettingsError::InvalidIdPattern { .. } => "invalid_id_pattern",
         core::SettingsError::PendingCapTooSmall { .. } => "pending_cap_too_small",
+        core::SettingsError::AnchorSourceCap { .. } => "anchor_source_cap",
         _ => "settings",
     };
     raise::<SettingsError>(py, code, e.to_string())

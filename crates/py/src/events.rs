@@ -8,6 +8,7 @@ use citeflow_core as core;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyList, PyString};
 
+use crate::anchor::AnchorEvent;
 use crate::convert::{repr_opt, repr_str, serde_name};
 use crate::detail::CitationDetail;
 use crate::errors::{raise, CiteflowError};
@@ -315,6 +316,7 @@ macro_rules! event_classes {
                 core::Event::Text { text } => {
                     TextEvent::from_py(PyString::new(py, &text))?.into_any()
                 }
+                core::Event::Anchor(anchor) => Bound::new(py, AnchorEvent::from(*anchor))?.into_any(),
                 $(
                     core::Event::$variant { $($field,)+ } => {
                         Bound::new(py, $class { $($field,)+ })?.into_any()

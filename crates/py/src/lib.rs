@@ -18,6 +18,7 @@
 //! citations also carry code-point (`char_offset`) and UTF-16 (`utf16_offset`) offsets.
 //! The Python package lives in `python/citeflow/` with the `.pyi` stub and `py.typed`.
 
+mod anchor;
 mod convert;
 mod detail;
 mod epub;
@@ -51,6 +52,9 @@ fn _citeflow(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<events::UnresolvedEvent>()?;
     m.add_class::<events::NumberNeededEvent>()?;
     m.add_class::<events::DoneEvent>()?;
+    m.add_class::<anchor::AnchorEvent>()?;
+    m.add_class::<anchor::Quote>()?;
+    m.add_class::<anchor::TextRange>()?;
     m.add_class::<detail::Position>()?;
     m.add_class::<detail::Span>()?;
     m.add_class::<detail::CitationDetail>()?;

@@ -225,7 +225,7 @@ impl ProviderStream {
     ///
     /// Raises `SettingsError` for an unknown dialect or framing, `SourceError` for bad sources.
     #[new]
-    #[pyo3(signature = (sources=None, *, dialect="auto", framing="auto", settings=None, numbering=None, syntaxes=None, id_pattern=None, rank=None, unknown=None, style=None, max_pending_bytes=None, invalid_utf8=None, number_source=None, dedupe=None, skip_code=None))]
+    #[pyo3(signature = (sources=None, *, dialect="auto", framing="auto", settings=None, numbering=None, syntaxes=None, id_pattern=None, rank=None, unknown=None, style=None, max_pending_bytes=None, invalid_utf8=None, number_source=None, dedupe=None, skip_code=None, anchors=None, max_anchor_source_bytes=None))]
     #[expect(clippy::too_many_arguments, reason = "one keyword per setting")]
     fn new(
         py: Python<'_>,
@@ -244,6 +244,8 @@ impl ProviderStream {
         number_source: Option<String>,
         dedupe: Option<bool>,
         skip_code: Option<bool>,
+        anchors: Option<bool>,
+        max_anchor_source_bytes: Option<usize>,
     ) -> PyResult<Self> {
         let args = SettingsArgs {
             syntaxes,
@@ -256,6 +258,8 @@ impl ProviderStream {
             number_source,
             dedupe,
             skip_code,
+            anchors,
+            max_anchor_source_bytes,
         };
         let base = settings.map(|s| s.inner.clone()).unwrap_or_default();
         let settings = args.apply(py, base)?;

@@ -822,7 +822,7 @@ pub(crate) struct Session {
 #[pymethods]
 impl Session {
     #[new]
-    #[pyo3(signature = (*, scope="answer", settings=None, numbering=None, syntaxes=None, id_pattern=None, rank=None, unknown=None, style=None, max_pending_bytes=None, invalid_utf8=None, number_source=None, dedupe=None, skip_code=None))]
+    #[pyo3(signature = (*, scope="answer", settings=None, numbering=None, syntaxes=None, id_pattern=None, rank=None, unknown=None, style=None, max_pending_bytes=None, invalid_utf8=None, number_source=None, dedupe=None, skip_code=None, anchors=None, max_anchor_source_bytes=None))]
     #[expect(clippy::too_many_arguments, reason = "one keyword per setting")]
     fn new(
         py: Python<'_>,
@@ -839,6 +839,8 @@ impl Session {
         number_source: Option<String>,
         dedupe: Option<bool>,
         skip_code: Option<bool>,
+        anchors: Option<bool>,
+        max_anchor_source_bytes: Option<usize>,
     ) -> PyResult<Self> {
         let scope = match scope {
             "answer" => Scope::Answer,
@@ -865,6 +867,8 @@ impl Session {
             number_source,
             dedupe,
             skip_code,
+            anchors,
+            max_anchor_source_bytes,
         };
         let base = settings.map(|s| s.inner.clone()).unwrap_or_default();
         Ok(Session {

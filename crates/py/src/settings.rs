@@ -22,6 +22,8 @@ pub(crate) struct SettingsArgs {
     pub(crate) number_source: Option<String>,
     pub(crate) dedupe: Option<bool>,
     pub(crate) skip_code: Option<bool>,
+    pub(crate) anchors: Option<bool>,
+    pub(crate) max_anchor_source_bytes: Option<usize>,
 }
 
 impl SettingsArgs {
@@ -49,6 +51,8 @@ impl SettingsArgs {
         patch.number_source = parse(self.number_source)?;
         patch.dedupe = self.dedupe;
         patch.skip_code = self.skip_code;
+        patch.anchors = self.anchors;
+        patch.max_anchor_source_bytes = self.max_anchor_source_bytes;
         Ok(patch)
     }
 
@@ -81,6 +85,12 @@ impl SettingsArgs {
 ///   Default: `local`.
 /// - `dedupe`: sources with the same canonical key share one number. Default: `True`.
 /// - `skip_code`: leave markers in code spans and fences alone. Default: `True`.
+/// - `anchors`: after each citation, once the answer's sentence that holds it is complete, an
+///   `AnchorEvent`: the sentence of the cited source's text that supports it, with a support
+///   score and verdict. Default: `False`.
+/// - `max_anchor_source_bytes`: how much of a source's text (UTF-8 bytes) anchoring searches;
+///   a longer text is anchored over its first part and its quotes say `truncated`. From 1024
+///   to 64 MiB. Default: 1048576 (1 MiB).
 ///
 /// Raises `SettingsError` with the core's message for an unknown name or a bad value.
 #[pyclass(frozen, eq, module = "citeflow._citeflow")]
@@ -92,7 +102,7 @@ pub(crate) struct Settings {
 #[pymethods]
 impl Settings {
     #[new]
-    #[pyo3(signature = (*, syntaxes=None, id_pattern=None, rank=None, unknown=None, style=None, max_pending_bytes=None, invalid_utf8=None, number_source=None, dedupe=None, skip_code=None))]
+    #[pyo3(signature = (*, syntaxes=None, id_pattern=None, rank=None, unknown=None, style=None, max_pending_bytes=None, invalid_utf8=None, number_source=None, dedupe=None, skip_code=None, anchors=None, max_anchor_source_bytes=None))]
     #[expect(clippy::too_many_arguments, reason = "one keyword per setting")]
     fn new(
         py: Python<'_>,
@@ -106,6 +116,8 @@ impl Settings {
         number_source: Option<String>,
         dedupe: Option<bool>,
         skip_code: Option<bool>,
+        anchors: Option<bool>,
+        max_anchor_source_bytes: Option<usize>,
     ) -> PyResult<Self> {
         let args = SettingsArgs {
             syntaxes,
@@ -118,6 +130,8 @@ impl Settings {
             number_source,
             dedupe,
             skip_code,
+            anchors,
+            max_anchor_source_bytes,
         };
         Ok(Settings {
             inner: args.apply(py, core::Settings::default())?,
@@ -125,7 +139,7 @@ impl Settings {
     }
 
     /// A copy with the given settings changed.
-    #[pyo3(signature = (*, syntaxes=None, id_pattern=None, rank=None, unknown=None, style=None, max_pending_bytes=None, invalid_utf8=None, number_source=None, dedupe=None, skip_code=None))]
+    #[pyo3(signature = (*, syntaxes=None, id_pattern=None, rank=None, unknown=None, style=None, max_pending_bytes=None, invalid_utf8=None, number_source=None, dedupe=None, skip_code=None, anchors=None, max_anchor_source_bytes=None))]
     #[expect(clippy::too_many_arguments, reason = "one keyword per setting")]
     fn replace(
         &self,
@@ -140,6 +154,8 @@ impl Settings {
         number_source: Option<String>,
         dedupe: Option<bool>,
         skip_code: Option<bool>,
+        anchors: Option<bool>,
+        max_anchor_source_bytes: Option<usize>,
     ) -> PyResult<Self> {
         let args = SettingsArgs {
             syntaxes,
@@ -152,6 +168,8 @@ impl Settings {
             number_source,
             dedupe,
             skip_code,
+            anchors,
+            max_anchor_source_bytes,
         };
         Ok(Settings {
             inner: args.apply(py, self.inner.clone())?,
@@ -237,9 +255,21 @@ impl Settings {
         self.inner.is_skip_code()
     }
 
+    /// Whether citations are anchored (`AnchorEvent`).
+    #[getter]
+    fn anchors(&self) -> bool {
+        self.inner.has_anchors()
+    }
+
+    /// How much of a source's text anchoring searches, in UTF-8 bytes.
+    #[getter]
+    fn max_anchor_source_bytes(&self) -> usize {
+        self.inner.max_anchor_source_bytes()
+    }
+
     fn __repr__(&self) -> String {
         format!(
-            "Settings(syntaxes=[{}], id_pattern={}, rank={}, unknown={}, style={}, max_pending_bytes={}, invalid_utf8={}, number_source={}, dedupe={}, skip_code={})",
+            "Settings(syntaxes=[{}], id_pattern={}, rank={}, unknown={}, style={}, max_pending_bytes={}, invalid_utf8={}, number_source={}, dedupe={}, skip_code={}, anchors={}, max_anchor_source_bytes={})",
             self.syntaxes()
                 .iter()
                 .map(|s| repr_str(s))
@@ -254,6 +284,8 @@ impl Settings {
             repr_str(&self.number_source()),
             if self.dedupe() { "True" } else { "False" },
             if self.skip_code() { "True" } else { "False" },
+            if self.anchors() { "True" } else { "False" },
+            self.max_anchor_source_bytes(),
         )
     }
 }

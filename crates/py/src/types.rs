@@ -674,6 +674,13 @@ impl ListedSource {
         self.inner.citations
     }
 
+    /// Its citations' anchors in the order they were emitted (`Settings(anchors=True)`; empty
+    /// otherwise): the same `AnchorEvent`s the stream gave.
+    #[getter]
+    fn anchors(&self) -> Vec<crate::anchor::AnchorEvent> {
+        self.inner.anchors.iter().cloned().map(Into::into).collect()
+    }
+
     /// The JSON form as a dict.
     fn to_dict(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         to_py(py, &self.inner)

@@ -21,7 +21,9 @@ Quick start::
     done = rw.finish()[-1]
 
 Events are ``TextEvent``, ``SourceEvent``, ``CitationEvent``, ``UnresolvedEvent``,
-``NumberNeededEvent`` and ``DoneEvent``; each has ``.type``, ``to_dict()`` (the core's JSON
+``NumberNeededEvent``, ``AnchorEvent`` (with ``Settings(anchors=True)``: the sentence of the
+cited source that supports a citation's sentence, its ``quote``, ``support`` and ``verdict``)
+and ``DoneEvent``; each has ``.type``, ``to_dict()`` (the core's JSON
 form), equality and a ``repr``. ``byte_offset`` and ``input_byte_offset`` are UTF-8 byte
 offsets, as in the core; a citation's ``char_offset`` is its output position as a ``str``
 index and ``utf16_offset`` in UTF-16 code units.
@@ -47,6 +49,7 @@ from typing import Union
 
 from ._citeflow import (
     MIN_PENDING_BYTES,
+    AnchorEvent,
     CfiError,
     CitationDetail,
     CitationEvent,
@@ -62,6 +65,7 @@ from ._citeflow import (
     Position,
     ProviderError,
     ProviderStream,
+    Quote,
     Report,
     RestoreError,
     Rewriter,
@@ -80,6 +84,7 @@ from ._citeflow import (
     SseError,
     SseEvent,
     TextEvent,
+    TextRange,
     UnresolvedEvent,
     __version__,
     chunk_text,
@@ -97,11 +102,13 @@ Event = Union[
     CitationEvent,
     UnresolvedEvent,
     NumberNeededEvent,
+    AnchorEvent,
     DoneEvent,
 ]
 
 __all__ = [
     "MIN_PENDING_BYTES",
+    "AnchorEvent",
     "CfiError",
     "CitationDetail",
     "CitationEvent",
@@ -118,6 +125,7 @@ __all__ = [
     "Position",
     "ProviderError",
     "ProviderStream",
+    "Quote",
     "Report",
     "RestoreError",
     "RewriteError",
@@ -136,6 +144,7 @@ __all__ = [
     "SseError",
     "SseEvent",
     "TextEvent",
+    "TextRange",
     "UnresolvedEvent",
     "__version__",
     "chunk_text",

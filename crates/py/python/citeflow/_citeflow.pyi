@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Final, Literal, Optional, Union, final
 
 __all__ = [
+    "AnchorEvent",
     "Book",
     "Cfi",
     "CfiError",
@@ -32,6 +33,7 @@ __all__ = [
     "Position",
     "ProviderError",
     "ProviderStream",
+    "Quote",
     "Report",
     "RestoreError",
     "RewriteError",
@@ -50,6 +52,7 @@ __all__ = [
     "SseError",
     "SseEvent",
     "TextEvent",
+    "TextRange",
     "UnresolvedEvent",
     "__version__",
     "chunk_text",
@@ -239,6 +242,9 @@ class ListedSource:
     def round(self) -> Optional[int]: ...
     @property
     def citations(self) -> int: ...
+    @property
+    def anchors(self) -> list[AnchorEvent]:
+        """Its citations' anchors in the order they were emitted (``Settings(anchors=True)``)."""
     def to_dict(self) -> dict[str, Any]: ...
 
 @final
@@ -280,6 +286,8 @@ class Settings:
         number_source: Optional[_NumberSourceName] = None,
         dedupe: Optional[bool] = None,
         skip_code: Optional[bool] = None,
+        anchors: Optional[bool] = None,
+        max_anchor_source_bytes: Optional[int] = None,
     ) -> Settings: ...
     def replace(
         self,
@@ -294,6 +302,8 @@ class Settings:
         number_source: Optional[_NumberSourceName] = None,
         dedupe: Optional[bool] = None,
         skip_code: Optional[bool] = None,
+        anchors: Optional[bool] = None,
+        max_anchor_source_bytes: Optional[int] = None,
     ) -> Settings: ...
     @staticmethod
     def from_json(json: str) -> Settings: ...
@@ -318,6 +328,10 @@ class Settings:
     def dedupe(self) -> bool: ...
     @property
     def skip_code(self) -> bool: ...
+    @property
+    def anchors(self) -> bool: ...
+    @property
+    def max_anchor_source_bytes(self) -> int: ...
 
 @final
 class TextEvent:
@@ -420,6 +434,89 @@ class DoneEvent:
     @property
     def uncited(self) -> list[Source]:
         """The sources shown to the model that the answer did not cite, in registration order."""
+    def to_dict(self) -> dict[str, Any]: ...
+
+_VerdictName = Literal["supported", "weak", "unsupported"]
+_QuoteOriginName = Literal["source", "provider"]
+
+@final
+class TextRange:
+    """A range of a text: ``char_*`` (code points, a ``str`` slice), ``byte_*`` (UTF-8) and
+    ``utf16_*`` (UTF-16 code units)."""
+
+    __match_args__: ClassVar[tuple[str, str]]
+    @property
+    def char_start(self) -> int: ...
+    @property
+    def char_end(self) -> int: ...
+    @property
+    def byte_start(self) -> int: ...
+    @property
+    def byte_end(self) -> int: ...
+    @property
+    def utf16_start(self) -> int: ...
+    @property
+    def utf16_end(self) -> int: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+@final
+class Quote:
+    """The part of the cited source a claim stands on: ``source.text[q.char_start:q.char_end] ==
+    q.text`` when the offsets are known (None for a provider's quote the text does not hold)."""
+
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    __match_args__: ClassVar[tuple[str, str, str]]
+    @property
+    def text(self) -> str: ...
+    @property
+    def range(self) -> Optional[TextRange]: ...
+    @property
+    def char_start(self) -> Optional[int]: ...
+    @property
+    def char_end(self) -> Optional[int]: ...
+    @property
+    def byte_start(self) -> Optional[int]: ...
+    @property
+    def byte_end(self) -> Optional[int]: ...
+    @property
+    def utf16_start(self) -> Optional[int]: ...
+    @property
+    def utf16_end(self) -> Optional[int]: ...
+    @property
+    def origin(self) -> _QuoteOriginName: ...
+    @property
+    def cfi(self) -> Optional[str]:
+        """The EPUB CFI range of the quote, when the source is a book passage."""
+    @property
+    def truncated(self) -> bool:
+        """The source's text was longer than ``max_anchor_source_bytes``; only its first part was searched."""
+    def to_dict(self) -> dict[str, Any]: ...
+
+@final
+class AnchorEvent:
+    """A citation's anchor (``Settings(anchors=True)``), emitted as soon as the answer's sentence
+    that holds the citation is complete."""
+
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    __match_args__: ClassVar[tuple[str, str, str, str, str, str]]
+    @property
+    def type(self) -> Literal["anchor"]: ...
+    @property
+    def number(self) -> int: ...
+    @property
+    def source_id(self) -> str: ...
+    @property
+    def claim(self) -> TextRange:
+        """The range of the rendered answer that the citation supports."""
+    @property
+    def quote(self) -> Optional[Quote]:
+        """The supporting part of the source; None when nothing in it shares a word with the claim."""
+    @property
+    def support(self) -> float:
+        """Calibrated support in [0, 1]."""
+    @property
+    def verdict(self) -> _VerdictName:
+        """``supported`` (>= 0.5), ``weak`` (>= 0.25) or ``unsupported``."""
     def to_dict(self) -> dict[str, Any]: ...
 
 @final
@@ -532,6 +629,8 @@ class ProviderStream:
         number_source: Optional[_NumberSourceName] = None,
         dedupe: Optional[bool] = None,
         skip_code: Optional[bool] = None,
+        anchors: Optional[bool] = None,
+        max_anchor_source_bytes: Optional[int] = None,
     ) -> ProviderStream: ...
     def feed_bytes(self, data: _Chunk) -> list[_Event]: ...
     def feed_event(self, event: Union[Mapping[str, Any], str, bytes, Any]) -> list[_Event]: ...
@@ -569,6 +668,8 @@ class Session:
         number_source: Optional[_NumberSourceName] = None,
         dedupe: Optional[bool] = None,
         skip_code: Optional[bool] = None,
+        anchors: Optional[bool] = None,
+        max_anchor_source_bytes: Optional[int] = None,
     ) -> Session: ...
     def append_round(self, sources: Iterable[_SourceLike], query: Optional[str] = None) -> int: ...
     def rewriter(self) -> Rewriter: ...
