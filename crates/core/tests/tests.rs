@@ -3,6 +3,7 @@
 
 mod support;
 
+mod anchors;
 mod external;
 mod props;
 mod provider;

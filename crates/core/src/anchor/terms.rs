@@ -26,7 +26,7 @@ impl Kind {
     pub(crate) fn weight(self) -> f32 {
         match self {
             Kind::Word | Kind::Number | Kind::CjkPair => 1.0,
-            Kind::Han => 0.35,
+            Kind::Han => 0.5,
             Kind::Phrase => 0.5,
         }
     }
@@ -135,27 +135,47 @@ fn flush_cjk(run: &mut Vec<char>, out: &mut Vec<Term>, traits: &mut Traits) {
                 kind: Kind::Han,
             });
         }
-        if let Some(&next) = run.get(i + 1) {
-            // Two kana that are both hiragana are mostly grammar (particles, endings).
-            if is_hiragana(c) && is_hiragana(next) {
-                continue;
+        // Pairs within one script: Han with Han (Chinese words, Japanese compounds), katakana
+        // with katakana (loan words), Hangul with Hangul. A pair across scripts (猫に, 前が)
+        // mostly straddles a word and its particle, and two hiragana are mostly grammar.
+        let next = run.get(i + 1).copied();
+        match next {
+            Some(n) if script(c) == script(n) && script(c) != Script::Hiragana => {
+                out.push(Term {
+                    hash: hash_chars(&[c, n]),
+                    kind: Kind::CjkPair,
+                });
             }
-            out.push(Term {
-                hash: hash_chars(&[c, next]),
-                kind: Kind::CjkPair,
-            });
-        } else if run.len() == 1 && !is_han(c) && !is_hiragana(c) {
-            out.push(Term {
-                hash: hash_chars(&[c]),
-                kind: Kind::CjkPair,
-            });
+            _ => {
+                let prev = i.checked_sub(1).map(|p| run[p]);
+                let alone = prev.is_none_or(|p| script(p) != script(c));
+                if alone && matches!(script(c), Script::Katakana | Script::Hangul) {
+                    out.push(Term {
+                        hash: hash_chars(&[c]),
+                        kind: Kind::CjkPair,
+                    });
+                }
+            }
         }
     }
     run.clear();
 }
 
-fn is_hiragana(c: char) -> bool {
-    ('\u{3041}'..='\u{309F}').contains(&c)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Script {
+    Han,
+    Hiragana,
+    Katakana,
+    Hangul,
+}
+
+fn script(c: char) -> Script {
+    match c as u32 {
+        0x3041..=0x309F => Script::Hiragana,
+        0x30A0..=0x30FF | 0x31F0..=0x31FF | 0xFF66..=0xFF9F => Script::Katakana,
+        0xAC00..=0xD7AF => Script::Hangul,
+        _ => Script::Han,
+    }
 }
 
 fn contains_seq(run: &[char], seq: &[char]) -> bool {
