@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import citeflow
+from citeflow import adapters
 from conftest import streams_dir, text_of
 
 EIFFEL = citeflow.Source(
@@ -264,3 +265,16 @@ def test_provider_quotes_are_kept_and_match_the_cli() -> None:
         assert a.quote is not None and a.quote.origin == "provider"
         assert a.quote.text in quotes
         assert 0.0 <= a.support <= 1.0
+
+    # The SDK adapter with a provider stream that anchors gives the same events.
+    payloads = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    through = list(adapters.anthropic_stream(payloads, citeflow.ProviderStream(dialect="anthropic", anchors=True)))
+    assert [e.to_dict() for e in through] == want
+
+
+def test_rewrite_stream_adapter_passes_anchors_through() -> None:
+    rw = citeflow.Rewriter([EIFFEL], settings=ANCHORS)
+    events = list(adapters.rewrite_stream(["In 1889 the Eiffel ", "Tower was completed [[source_1]]", "."], rw))
+    (a,) = anchors_of(events)
+    assert a.quote is not None and a.quote.text == "The Eiffel Tower was completed in 1889."
+    assert isinstance(events[-1], citeflow.DoneEvent) and events[-1].sources[0].anchors == [a]

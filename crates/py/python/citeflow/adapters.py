@@ -45,6 +45,11 @@ are imported for type checkers only).
 
 Offsets in the events are UTF-8 byte offsets of the rewritten text, as everywhere in citeflow;
 citations also carry ``char_offset`` (a ``str`` index) and ``utf16_offset``.
+
+Claim anchors: give a rewriter or provider stream with anchors on (``Rewriter(sources,
+settings=Settings(anchors=True))``, ``ProviderStream(dialect="anthropic", anchors=True)``) and
+the adapter yields its ``AnchorEvent``s too, one per citation as soon as its sentence closes; a
+provider's own quote (Anthropic ``cited_text``) is kept as the quote and scored.
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Ma
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from ._citeflow import (
+    AnchorEvent,
     CitationEvent,
     DoneEvent,
     NumberNeededEvent,
@@ -78,6 +84,7 @@ Event = Union[
     CitationEvent,
     UnresolvedEvent,
     NumberNeededEvent,
+    AnchorEvent,
     DoneEvent,
 ]
 
