@@ -194,20 +194,26 @@ fn flush_word(word: &mut String, out: &mut Vec<Term>, prev: &mut Option<u64>, tr
     let w = w.strip_suffix("n't").unwrap_or(w);
     let cleaned: String = w.chars().filter(|&c| c != '\'').collect();
     word.clear();
-    let digits = cleaned.bytes().filter(u8::is_ascii_digit).count();
-    if digits > 0 {
-        // 1990s, 5th, 20km: the number, and the word when it has letters.
+    if cleaned.starts_with(|c: char| c.is_ascii_digit()) {
+        // 1990, 3.5, 1990s, 5th, 20km: the number.
         let number: String = cleaned
             .chars()
             .take_while(|c| c.is_ascii_digit() || *c == '.')
             .collect();
         let number = number.trim_end_matches('.');
-        if !number.is_empty() {
-            out.push(Term {
-                hash: hash_str(number.trim_start_matches('0').max("0")),
-                kind: Kind::Number,
-            });
-        }
+        out.push(Term {
+            hash: hash_str(number.trim_start_matches('0').max("0")),
+            kind: Kind::Number,
+        });
+        *prev = None;
+        return;
+    }
+    if cleaned.bytes().any(|b| b.is_ascii_digit()) {
+        // A code or name with digits (A320, word49999): one term as it is.
+        out.push(Term {
+            hash: hash_str(&cleaned),
+            kind: Kind::Word,
+        });
         *prev = None;
         return;
     }
