@@ -58,6 +58,7 @@ impl From<SettingsError> for BindingError {
             SettingsError::InvalidIdPrefix { .. } => "invalid_id_prefix",
             SettingsError::InvalidIdPattern { .. } => "invalid_id_pattern",
             SettingsError::PendingCapTooSmall { .. } => "pending_cap_too_small",
+            SettingsError::AnchorSourceCap { .. } => "anchor_source_cap",
             _ => "invalid_settings",
         };
         BindingError::new("SettingsError", code, e.to_string())

@@ -32,6 +32,8 @@ pub(crate) struct SettingsIn {
     number_source: Option<NumberSource>,
     dedupe: Option<bool>,
     skip_code: Option<bool>,
+    anchors: Option<bool>,
+    max_anchor_source_bytes: Option<usize>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -77,6 +79,8 @@ impl SettingsIn {
         patch.number_source = self.number_source;
         patch.dedupe = self.dedupe;
         patch.skip_code = self.skip_code;
+        patch.anchors = self.anchors;
+        patch.max_anchor_source_bytes = self.max_anchor_source_bytes;
         Ok(patch)
     }
 
@@ -111,6 +115,8 @@ pub(crate) struct SettingsOut<'a> {
     number_source: NumberSource,
     dedupe: bool,
     skip_code: bool,
+    anchors: bool,
+    max_anchor_source_bytes: usize,
 }
 
 impl<'a> From<&'a Settings> for SettingsOut<'a> {
@@ -126,6 +132,8 @@ impl<'a> From<&'a Settings> for SettingsOut<'a> {
             number_source: s.number_source(),
             dedupe: s.is_dedupe(),
             skip_code: s.is_skip_code(),
+            anchors: s.has_anchors(),
+            max_anchor_source_bytes: s.max_anchor_source_bytes(),
         }
     }
 }
@@ -167,7 +175,7 @@ mod tests {
             r#"{"style":"full_width","rank":"renumber","maxPendingBytes":32,
                 "idShape":"doc-<word>","syntaxes":["double_bracket","bare_id"],
                 "skipCode":false,"numberSource":"external","invalidUtf8":"error","dedupe":false,
-                "unknown":"keep"}"#,
+                "unknown":"keep","anchors":true,"maxAnchorSourceBytes":4096}"#,
         ))
         .unwrap();
         let want = Settings::default()
@@ -181,7 +189,10 @@ mod tests {
             .with_number_source(NumberSource::External)
             .with_invalid_utf8(InvalidUtf8::Error)
             .with_dedupe(false)
-            .with_unknown(UnknownPolicy::Keep);
+            .with_unknown(UnknownPolicy::Keep)
+            .with_anchors(true)
+            .with_max_anchor_source_bytes(4096)
+            .unwrap();
         assert_eq!(s, want);
     }
 
@@ -192,6 +203,10 @@ mod tests {
             .with_id_shape(IdShape::new("ref", IdBody::Word).unwrap());
         let json = serde_json::to_string(&SettingsOut::from(&s)).unwrap();
         assert!(json.contains("\"maxPendingBytes\":64"), "{json}");
+        assert!(
+            json.contains("\"anchors\":false,\"maxAnchorSourceBytes\":1048576"),
+            "{json}"
+        );
         assert_eq!(settings_from_json(Some(&json)).unwrap(), s);
     }
 
@@ -208,6 +223,9 @@ mod tests {
         let e =
             settings_from_json(Some(r#"{"idShape":{"prefix":"a b","body":"word"}}"#)).unwrap_err();
         assert_eq!(e.code, "invalid_id_prefix");
+        let e = settings_from_json(Some(r#"{"maxAnchorSourceBytes":10}"#)).unwrap_err();
+        assert_eq!((e.name, e.code), ("SettingsError", "anchor_source_cap"));
+        assert!(e.message.contains("10"), "{}", e.message);
     }
 
     #[test]

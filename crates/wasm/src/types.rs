@@ -44,6 +44,14 @@ export interface Settings {
   dedupe?: boolean;
   /** Whether markers in code spans and fences are left alone. Default: true. */
   skipCode?: boolean;
+  /**
+   * Claim anchors: an `anchor` event per citation once the answer sentence that holds it is
+   * complete (the quote of the source that supports it, a support score and a verdict), and
+   * `anchors` in the done event's list. Default: false.
+   */
+  anchors?: boolean;
+  /** How much of a source's `text` anchoring indexes, in UTF-8 bytes (1024 to 64 MiB); a longer text is anchored over its first part (`quote.truncated`). Default: 1048576 (1 MiB). */
+  maxAnchorSourceBytes?: number;
 }
 
 /** Settings as read back from a rewriter: every key present, `idShape` as its parts. */
@@ -98,6 +106,8 @@ export interface ListedSource {
   source: Source;
   round?: number;
   citations: number;
+  /** With `anchors` on: the anchor of each of its citations, in order. */
+  anchors?: Anchor[];
 }
 
 /** Counts and checks made when the stream ends. Offsets and sizes are UTF-8 bytes. */
@@ -154,6 +164,49 @@ export interface CitationEvent {
   /** Absent for a marker the model wrote. */
   provider?: CitationDetail;
 }
+/**
+ * A range of a text in the three units strings are indexed with: `utf16_start`/`utf16_end` are
+ * JavaScript string indexes (`text.slice(r.utf16_start, r.utf16_end)`), `char_` code points,
+ * `byte_` UTF-8 bytes.
+ */
+export interface TextRange {
+  byte_start: number;
+  byte_end: number;
+  char_start: number;
+  char_end: number;
+  utf16_start: number;
+  utf16_end: number;
+}
+/**
+ * The part of the cited source a claim stands on. With its range (`byte_start` … `utf16_end`):
+ * where it is in the source's `text` (`source.text.slice(q.utf16_start, q.utf16_end) === q.text`);
+ * without: a provider's quote the source's text does not hold.
+ */
+export interface Quote extends Partial<TextRange> {
+  text: string;
+  /** `"source"`: chosen by citeflow from the source's text; `"provider"`: the provider's own cited text. */
+  origin: "source" | "provider";
+  /** An EPUB CFI range of the quote in its book (book passages, when the front-end knows the book). */
+  cfi?: string;
+  /** Present (true) when the source's text was longer than `maxAnchorSourceBytes` and only its first part was searched. */
+  truncated?: boolean;
+}
+/** What the support score says: `unsupported` means nothing found in the source says the claim, not that it is false. */
+export type Verdict = "supported" | "weak" | "unsupported";
+/** One citation's anchor: the claim it ends, the quote of its source, and how well the quote supports the claim. */
+export interface Anchor {
+  number: number;
+  source_id: string;
+  /** The sentence of the rendered answer that the citation supports. */
+  claim: TextRange;
+  /** `null` when no sentence of the source shares a term with the claim. */
+  quote: Quote | null;
+  /** In [0, 1], three decimals: `supported` from 0.5, `weak` from 0.25. */
+  support: number;
+  verdict: Verdict;
+}
+/** `anchors: true` only: a citation's anchor, as soon as the answer sentence that holds it is complete (after that citation's events). */
+export interface AnchorEvent extends Anchor { type: "anchor" }
 /** A marker, or one id in it, that did not resolve. */
 export interface UnresolvedEvent { type: "unresolved"; raw: string; reference: string; reason: "unknown_id" | "rank_out_of_range"; byte_offset: number; input_byte_offset: number }
 /** `numberSource: "external"` only: answer with `provideNumber(key, n)`. */
@@ -161,7 +214,7 @@ export interface NumberNeededEvent { type: "number_needed"; key: string; source_
 /** The end: the final source list and the report; `text` is the final answer when provider citations were bound after their text was shown. */
 export interface DoneEvent { type: "done"; sources: ListedSource[]; report: Report; text?: string; uncited?: Source[] }
 /** One output of the rewriter, exactly the core's serde JSON of `Event`. */
-export type Event = SourceEvent | TextEvent | CitationEvent | UnresolvedEvent | NumberNeededEvent | DoneEvent;
+export type Event = SourceEvent | TextEvent | CitationEvent | AnchorEvent | UnresolvedEvent | NumberNeededEvent | DoneEvent;
 
 /** A provider API's stream format; `"auto"` detects it from the first payload. */
 export type Dialect =

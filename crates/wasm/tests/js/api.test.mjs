@@ -189,6 +189,8 @@ test("settings_are_camel_case_and_read_back", () => {
     numberSource: "local",
     dedupe: true,
     skipCode: true,
+    anchors: false,
+    maxAnchorSourceBytes: 1048576,
   });
   const rw = new Rewriter(new Sources(), { settings: { ...d, style: { template: "<{n}>" }, rank: "keep" } });
   assert.deepStrictEqual(rw.settings(), { ...d, style: { template: "<{n}>" }, rank: "keep" });
@@ -236,4 +238,46 @@ test("rewrite_returns_text_events_and_numbering", () => {
     byte_offset: 6,
     input_byte_offset: 15,
   });
+});
+
+// Claim anchors (issue 43): an `anchor` event per citation as soon as its sentence closes, with
+// the source's supporting sentence, its offsets as JS string indexes, a score and a verdict.
+test("anchors_quote_the_supporting_sentence_when_the_sentence_closes", () => {
+  const seine = {
+    id: "source_1",
+    title: "Seine",
+    // Non-ASCII before the quote: UTF-16 indexes differ from UTF-8 bytes and code points.
+    text: "The Seine 🌊 is a river in Île-de-France. The Seine flows through Paris and into the English Channel. Its length is 777 km.",
+  };
+  const moon = { id: "source_2", title: "Moon", text: "The Moon orbits the Earth. It has no atmosphere to speak of." };
+  const rw = new Rewriter(Sources.fromArray([seine, moon]), { settings: { anchors: true } });
+  // The first sentence is not closed yet: no anchor.
+  let events = rw.feed("The Seine flows through Paris [[source_1]]");
+  assert.equal(events.filter((e) => e.type === "anchor").length, 0);
+  // Its end: the anchor comes now, not at the answer's end.
+  events = rw.feed(". The Seine is 777 km long [[source_1]]. Bananas are blue [[source_2]]");
+  const [a1, more] = events.filter((e) => e.type === "anchor");
+  assert.ok(a1 && more, JSON.stringify(events));
+  assert.deepStrictEqual([a1.number, a1.source_id, a1.verdict], [1, "source_1", "supported"]);
+  assert.equal(a1.quote.text, "The Seine flows through Paris and into the English Channel.");
+  assert.equal(seine.text.slice(a1.quote.utf16_start, a1.quote.utf16_end), a1.quote.text);
+  assert.ok(a1.quote.utf16_start < a1.quote.byte_start, "UTF-16 offsets, not bytes");
+  assert.equal(a1.quote.origin, "source");
+  assert.ok(a1.support >= 0.5 && a1.support <= 1, String(a1.support));
+  // The same number's second citation: a quote of its own (its score is the core's to tune).
+  assert.deepStrictEqual([more.number, more.quote.text], [1, "Its length is 777 km."]);
+  assert.ok(["supported", "weak", "unsupported"].includes(more.verdict));
+  events = [...events, ...rw.finish()];
+  const a2 = events.find((e) => e.type === "anchor" && e.number === 2);
+  assert.ok(a2, "the last sentence closes at the end");
+  assert.deepStrictEqual([a2.quote, a2.verdict], [null, "unsupported"]);
+  // The claim is the answer's sentence, by JS string index.
+  const whole = "The Seine flows through Paris [1]. The Seine is 777 km long [1]. Bananas are blue [2].";
+  assert.equal(whole.slice(a1.claim.utf16_start, a1.claim.utf16_end), "The Seine flows through Paris [1].");
+  const done = events.at(-1);
+  const { type: _t, ...record } = a1;
+  assert.deepStrictEqual(done.sources.find((l) => l.number === 1).anchors[0], record);
+  // Off by default; a bad cap is a SettingsError.
+  assert.equal(rewrite("Paris [[source_1]].", Sources.fromArray([seine])).events.filter((e) => e.type === "anchor").length, 0);
+  throwsCode(() => new Rewriter(new Sources(), { settings: { maxAnchorSourceBytes: 10 } }), "SettingsError", "anchor_source_cap");
 });

@@ -43,10 +43,17 @@ function describe(e: Event): string {
       return `${e.raw} ${e.reference} ${e.reason}`;
     case "number_needed":
       return `${e.key} ${e.source_id}`;
+    case "anchor":
+      return `${e.number} ${e.source_id} ${e.claim.utf16_start} ${e.quote?.text ?? ""} ${e.quote?.utf16_start ?? ""} ${
+        e.quote?.cfi ?? ""
+      } ${e.quote?.origin ?? ""} ${e.support.toFixed(3)} ${e.verdict satisfies "supported" | "weak" | "unsupported"}`;
     case "done":
-      return `${e.report.verified} ${e.sources.map((s) => s.number).join(",")} ${e.text ?? ""}`;
+      return `${e.report.verified} ${e.sources.map((s) => `${s.number} ${s.anchors?.[0]?.verdict ?? ""}`).join(",")} ${e.text ?? ""}`;
   }
 }
+const anchored: Settings = { anchors: true, maxAnchorSourceBytes: 4096 };
+// @ts-expect-error the anchor cap is a number of bytes
+const badCap: Settings = { maxAnchorSourceBytes: "1 MiB" };
 
 for (let e = rw.pollEvent(); e !== undefined; e = rw.pollEvent()) describe(e);
 const events: Event[] = [...rw.feed("ce_3]]"), ...rw.finish()];
@@ -70,7 +77,7 @@ async function web(): Promise<void> {
   new WebRewriter(Sources.fromArray([]));
 }
 
-void [round, snake, badStyle, prefix, kept, text, web];
+void [round, snake, badStyle, prefix, kept, text, web, anchored, badCap];
 
 const ps = new ProviderStream(new Sources(), { dialect: "anthropic", framing: "sse", settings: { style: "brackets" } });
 const fromBytes: Event[] = ps.feedBytes(new Uint8Array([0x64]));
