@@ -113,10 +113,7 @@ impl Claims {
     }
 
     fn scan(&mut self, eof: bool, out: &mut Vec<(ClosedClaim, Vec<PendingCite>)>) {
-        loop {
-            let Some((claim_end, cut)) = self.next_end(eof) else {
-                break;
-            };
+        while let Some((claim_end, cut)) = self.next_end(eof) {
             self.close(claim_end, cut, out);
         }
         if self.buf.len() > MAX_CLAIM_BYTES && self.scanned >= MAX_CLAIM_BYTES / 2 {

@@ -5,7 +5,7 @@
 //! use citeflow_core::anchor::{find_quote, Verdict, DEFAULT_MAX_SOURCE_BYTES};
 //!
 //! let source = "Paris is in France. The Seine flows through Paris. It is 777 km long.";
-//! let (quote, support) = find_quote("The Seine runs through Paris.", source, DEFAULT_MAX_SOURCE_BYTES).unwrap();
+//! let (quote, support) = find_quote("The Seine flows through Paris", source, DEFAULT_MAX_SOURCE_BYTES).unwrap();
 //! assert_eq!(quote.text, "The Seine flows through Paris.");
 //! assert_eq!(support.verdict(), Verdict::Supported);
 //! ```

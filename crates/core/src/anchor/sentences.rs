@@ -73,8 +73,9 @@ pub(crate) fn split(text: &str, max_bytes: usize) -> Vec<(usize, usize)> {
                 }
             }
             Some(e)
-        } else if end - start >= max_bytes {
-            Some(cut_point(text, start, end))
+        } else if end - start > max_bytes && i > start {
+            // This character would pass the cap: cut before it (at a space if there is one).
+            Some(cut_point(text, start, i))
         } else {
             None
         };
