@@ -4,7 +4,9 @@
 # headless Chromium (Debian's chromium driven by playwright-core) resolves citeflow's
 # epub.js-flavoured CFI of every non-whitespace text node of the seven fixture books (18,765)
 # to that node (crates/epub/tests/epubjs/epubjs.test.mjs), and opens every passage's
-# epub.js-flavoured range CFI (996 passages) at exactly the passage's text. The CFIs come from
+# epub.js-flavoured range CFI (996 passages) at exactly the passage's text, and every sentence of
+# the Japanese book's passages at exactly the sentence from its quote CFI (issue 43,
+# Book::passage_range_cfi). The CFIs come from
 # `cargo run -p citeflow-epub --example epubjs_cfis`. The Rust side (our epub.js-flavoured CFIs
 # equal the oracle's column) is `cargo test -p citeflow-epub` (tests/cfi_flavor.rs).
 #
@@ -40,11 +42,15 @@ cargo run --locked --quiet -p citeflow-epub --example epubjs_cfis -- \
   "$CITEFLOW_SHARED_DIR"/fixtures/epub/*.epub >"$work/nodes.jsonl"
 cargo run --locked --quiet -p citeflow-epub --example epubjs_cfis -- --passages \
   "$CITEFLOW_SHARED_DIR"/fixtures/epub/*.epub >"$work/passages.jsonl"
+cargo run --locked --quiet -p citeflow-epub --example epubjs_cfis -- --sentences \
+  "$CITEFLOW_SHARED_DIR"/fixtures/epub/kusamakura-japanese-vertical-writing.epub >"$work/sentences.jsonl"
 wc -l <"$work/nodes.jsonl" | sed 's/^/text nodes: /'
 wc -l <"$work/passages.jsonl" | sed 's/^/passages: /'
+wc -l <"$work/sentences.jsonl" | sed 's/^/quoted sentences (kusamakura): /'
 
 step "epub.js 0.3.93 in headless Chromium resolves them"
 (cd "$harness" && CITEFLOW_EPUBJS_INPUT="$work/nodes.jsonl" CITEFLOW_EPUBJS_PASSAGES="$work/passages.jsonl" \
+  CITEFLOW_EPUBJS_SENTENCES="$work/sentences.jsonl" \
   node --test --test-concurrency=1 --test-reporter=spec epubjs.test.mjs)
 
 step_done

@@ -12,7 +12,9 @@
 //! paragraph-aware [`Passage`]s, each with a range CFI; and
 //! [`Book::resolve`] maps a CFI back to a [`Location`] and its text;
 //! [`Book::reading`] gives the chapter around a CFI as paragraphs with the
-//! cited place marked, for a reader that opens the book there.
+//! cited place marked, for a reader that opens the book there;
+//! [`Book::passage_range_cfi`] names a part of a passage (the sentence a
+//! citation quotes) as a range CFI of its own.
 //! [`CfiFlavor`] picks how CFIs are written: the specification's, or as
 //! epub.js 0.3.93 writes them ([`cfi::epubjs`]: [`Book::text_nodes_as`],
 //! [`Book::resolve_as`], [`Book::resolve_any`],
@@ -71,6 +73,7 @@ mod limits;
 mod package;
 mod passage;
 mod progress;
+mod quote;
 mod reading;
 mod record;
 mod text;
@@ -85,6 +88,7 @@ pub use limits::Limits;
 pub use package::{ManifestItem, Metadata, PageProgression, SpineItem};
 pub use passage::{ChunkSettings, Passage};
 pub use progress::{Check, ControlFlow, Progress, Stage};
+pub use quote::PassageRangeError;
 pub use reading::{Reading, ReadingParagraph, Ruby, Span, TextPosition};
 pub use record::book_key;
 #[cfg(feature = "source")]

@@ -346,7 +346,7 @@ fn collapse(text: &str) -> String {
 /// Document order of a location: `(node index, UTF-16 offset)`. Character data inside an
 /// element comes after the element's own key, so an element's key is the place just before
 /// its content.
-fn order_key(doc: &Document, loc: Location) -> (u32, u32) {
+pub(crate) fn order_key(doc: &Document, loc: Location) -> (u32, u32) {
     match loc {
         Location::Text { node, utf16_offset } => (node.0, utf16_offset),
         Location::Element(node) => (node.0, 0),
@@ -360,7 +360,7 @@ fn order_key(doc: &Document, loc: Location) -> (u32, u32) {
 }
 
 /// The first character of the section at or after document position `key` (`None`: none is).
-fn first_at_or_after(sec: &Section, key: (u32, u32)) -> Option<usize> {
+pub(crate) fn first_at_or_after(sec: &Section, key: (u32, u32)) -> Option<usize> {
     // Runs of mapped characters are in document order; characters between runs (a soft
     // break, a paragraph break) belong to no node.
     let after = sec.map.partition_point(|&(_, node, u)| (node.0, u) <= key);

@@ -9,5 +9,6 @@ mod hostile;
 mod oracle;
 mod passages;
 mod progress;
+mod quote;
 mod reading;
 mod vectors;

@@ -244,3 +244,40 @@ test("epubjs_0_3_93_opens_each_passage_range_cfi_at_exactly_its_text", async () 
   assert.equal(differing, 79, "passages whose spec and epub.js CFIs differ");
   assert.equal(specSame, 0, "spec CFIs that epub.js opens at the passage's text");
 });
+
+test("epubjs_0_3_93_opens_each_quoted_sentence_range_cfi_at_exactly_its_sentence", async () => {
+  // Issue 43: a citation's quote in a book passage carries the range CFI of its sentence
+  // (Book::passage_range_cfi, epub.js flavour, ruby readings in the text).
+  const started = Date.now();
+  const file = process.env.CITEFLOW_EPUBJS_SENTENCES;
+  assert.ok(file && existsSync(file), `no sentences at ${file} (set CITEFLOW_EPUBJS_SENTENCES)`);
+  const sentences = (await readFile(file, "utf8"))
+    .split("\n")
+    .filter((l) => l.trim() !== "")
+    .map((l) => JSON.parse(l));
+  const byBook = new Map();
+  for (const s of sentences) {
+    if (!byBook.has(s.book)) byBook.set(s.book, []);
+    byBook.get(s.book).push(s);
+  }
+  const squash = (t) => (t === null ? null : t.replace(/\s+/g, ""));
+  let exact = 0;
+  const failures = [];
+  for (const [name, list] of byBook) {
+    const base64 = (await readFile(join(shared, "fixtures", "epub", name))).toString("base64");
+    const results = await page.evaluate(rangesInPage, { base64, passages: list });
+    list.forEach((s, i) => {
+      const r = results[i];
+      if (r.section === s.spine_index && squash(r.text) === squash(s.text)) exact += 1;
+      else if (failures.length < 10) failures.push({ name, cfi: s.cfi, want: s.text, got: r.text });
+    });
+  }
+  const secs = ((Date.now() - started) / 1000).toFixed(1);
+  console.log(
+    `epub.js 0.3.93 in Chromium: ${exact} of ${sentences.length} quoted sentences opened at exactly their ` +
+      `text from their epub.js-flavoured range CFI; ${secs} s`,
+  );
+  assert.deepEqual(failures, []);
+  assert.ok(sentences.length > 1000, `only ${sentences.length} sentences`);
+  assert.equal(exact, sentences.length);
+});
