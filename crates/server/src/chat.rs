@@ -1,5 +1,6 @@
 //! `POST /v1/chat/completions`: the request, the prompt, the upstream call.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::extract::State;
@@ -23,6 +24,7 @@ use crate::plan::{
     gather_sources, prompt_marker, rewriter_settings, settings_patch, system_prompt, take_citeflow,
     wants_ai_sdk, AnswerSources, SourceChoice,
 };
+use crate::quotes::BookQuotes;
 use crate::runner;
 use crate::settings::PromptDefaults;
 use crate::state::{now_ms, random_id, AppState};
@@ -73,6 +75,8 @@ pub(crate) struct Plan {
     pub(crate) stream: bool,
     /// The answer goes out as the AI SDK UI message stream (always streamed).
     pub(crate) ai_sdk: bool,
+    /// The book passages among the sources, for the CFIs of anchors' quotes.
+    pub(crate) quotes: Option<Arc<BookQuotes>>,
 }
 
 /// Parses a chat completions request in four steps: the options (the `citeflow` field, the
@@ -151,7 +155,9 @@ async fn plan(
         body.insert("stream".to_owned(), Value::Bool(true));
     }
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let quotes = BookQuotes::open(state, &owner, &settings, &sources).await;
     Ok(Plan {
+        quotes,
         owner,
         body,
         settings,
@@ -300,7 +306,8 @@ pub(crate) async fn completions(
         let (tx, feed) = crate::live::channel(&state, &stream_id, chat_frame);
         (tx, Some(feed))
     };
-    let generation = Generation::new(state.clone(), stream_id.clone(), scope, rewriter, requested);
+    let generation = Generation::new(state.clone(), stream_id.clone(), scope, rewriter, requested)
+        .with_quotes(plan.quotes.clone());
     runner::spawn(
         state.clone(),
         stream_id.clone(),
@@ -349,6 +356,7 @@ async fn complete(state: AppState, plan: Plan, key: Option<&str>) -> Result<Resp
         rewriter,
         Instant::now(),
     )
+    .with_quotes(plan.quotes.clone())
     .whole();
     let out = runner::collect_whole(&state, OPENAI, &mut answer, &body)
         .await

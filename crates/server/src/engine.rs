@@ -3,11 +3,14 @@
 
 use citeflow_core::provider::{Dialect, ProviderStream};
 use citeflow_core::{Event, NumberSource, Numbering, Settings};
+use std::sync::Arc;
+
 use citeflow_store::NumberScope;
 use serde_json::Value;
 
 use crate::error::{ApiError, StreamError};
 use crate::proxy::Plan;
+use crate::quotes::BookQuotes;
 use crate::state::AppState;
 
 /// A citation of the answer, in characters of the whole rewritten text.
@@ -67,6 +70,8 @@ pub(crate) struct Engine {
     pub(crate) ps: ProviderStream,
     /// Characters of rewritten text so far.
     pub(crate) chars: u64,
+    /// The book passages among the sources: their anchors' quotes get a CFI.
+    quotes: Option<Arc<BookQuotes>>,
 }
 
 impl Engine {
@@ -86,13 +91,17 @@ impl Engine {
             scope,
             ps,
             chars: 0,
+            quotes: plan.quotes.clone(),
         })
     }
 
     /// Moves the events out, answering number requests from the store.
     pub(crate) async fn drain(&mut self) -> Result<Drained, StreamError> {
         let mut d = Drained::default();
-        while let Some(ev) = self.ps.poll_event() {
+        while let Some(mut ev) = self.ps.poll_event() {
+            if let Some(q) = &self.quotes {
+                q.fill(&mut ev);
+            }
             match ev {
                 Event::NumberNeeded { key, source_id } => {
                     let scope = self.scope.as_ref().ok_or_else(|| {

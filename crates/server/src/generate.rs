@@ -2,6 +2,7 @@
 //! in, rewritten chunks out, each choice through its own rewriter, its citations as standard
 //! `annotations`; a non-streamed completion is the same answer come whole.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use citeflow_core::provider::{Dialect, ProviderStream};
@@ -13,6 +14,7 @@ use crate::code::ErrorCode;
 use crate::error::StreamError;
 use crate::metrics::OPENAI;
 use crate::plain_chunk::{self, Plain, META_KEYS};
+use crate::quotes::BookQuotes;
 use crate::runner::{parse_object, Answer};
 use crate::state::AppState;
 
@@ -60,6 +62,8 @@ pub(crate) struct Generation {
     /// The `citeflow` member of a chunk without events, as JSON text: most chunks carry it
     /// as it is.
     citeflow_empty: String,
+    /// The book passages among the sources: their anchors' quotes get a CFI.
+    quotes: Option<Arc<BookQuotes>>,
 }
 
 /// What draining one choice's rewriter gave.
@@ -194,6 +198,7 @@ impl Generation {
             saw_finish: false,
             whole: false,
             meta: json!({"object": "chat.completion.chunk"}),
+            quotes: None,
             meta_text: Default::default(),
             speed: Speed {
                 requested,
@@ -203,6 +208,12 @@ impl Generation {
                 usage_tokens: None,
             },
         }
+    }
+
+    /// With the book passages among the sources, whose anchors' quotes get a CFI.
+    pub(crate) fn with_quotes(mut self, quotes: Option<Arc<BookQuotes>>) -> Self {
+        self.quotes = quotes;
+        self
     }
 
     /// For an upstream answer that came whole (`choices[].message`, not streamed).
@@ -285,7 +296,10 @@ impl Generation {
     /// text when a number was bound late) apart.
     async fn drain(&mut self, at: usize) -> Result<Drained, StreamError> {
         let mut d = Drained::default();
-        while let Some(ev) = self.choices[at].ps.poll_event() {
+        while let Some(mut ev) = self.choices[at].ps.poll_event() {
+            if let Some(q) = &self.quotes {
+                q.fill(&mut ev);
+            }
             match ev {
                 Event::NumberNeeded { key, source_id } => {
                     let a = self

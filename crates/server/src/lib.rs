@@ -45,6 +45,7 @@ mod plain_chunk;
 mod plan;
 mod proxy;
 mod quota;
+mod quotes;
 mod relay;
 mod request_id;
 mod responses;

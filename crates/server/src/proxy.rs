@@ -2,6 +2,7 @@
 //! `sources`/`citeflow` request extensions ([`plan`]), the upstream call and the key sent with
 //! it. The engine is in `engine.rs`, the relay of its events in `relay.rs`.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::http::HeaderMap;
@@ -16,6 +17,7 @@ use crate::plan::{
     gather_sources, prompt_marker, rewriter_settings, settings_patch, system_prompt, take_citeflow,
     wants_ai_sdk, AnswerSources, SourceChoice,
 };
+use crate::quotes::BookQuotes;
 use crate::state::AppState;
 use crate::tenancy::Owner;
 
@@ -60,6 +62,8 @@ pub(crate) struct Plan {
     /// `native_passages` they are not in `system`: the route gives them to the model in its
     /// own way (Anthropic `search_result` blocks).
     pub(crate) passages: Vec<Source>,
+    /// The book passages among the sources, for the CFIs of anchors' quotes.
+    pub(crate) quotes: Option<Arc<BookQuotes>>,
 }
 
 /// The last user message's text of a messages (`messages`) or responses (`input`) body.
@@ -168,7 +172,9 @@ pub(crate) async fn plan_with(
     });
     let ai_sdk = wants_ai_sdk(opts.protocol.as_deref(), headers)?;
     let stream = ai_sdk || body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let quotes = BookQuotes::open(state, &owner, &settings, &sources).await;
     Ok(Plan {
+        quotes,
         owner,
         body,
         settings,

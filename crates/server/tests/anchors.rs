@@ -412,3 +412,130 @@ async fn bad_anchor_settings_are_400_invalid_setting_naming_the_field() {
         }
     }
 }
+
+/// A book passage's anchor carries the CFI range of its quote, which the book's reading route
+/// opens with exactly the quoted sentence marked: on the chat route with the passages given
+/// as sources (from the search route), and with `citeflow.book` on the Responses route.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_book_passages_anchor_carries_the_cfi_of_its_quoted_sentence() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let h = Harness::with(|s| s.with_index(dir.path()), Arc::new(MemoryStore::new())).await;
+    let bytes = std::fs::read(
+        crate::support::shared_dir()
+            .join("fixtures/epub/kusamakura-japanese-vertical-writing.epub"),
+    )
+    .expect("kusamakura");
+    let r = h
+        .post("/v1/books")
+        .header("content-type", "application/epub+zip")
+        .body(bytes)
+        .send()
+        .await
+        .expect("upload");
+    assert_eq!(r.status(), 201);
+    let key = r.json::<Value>().await.expect("json")["key"]
+        .as_str()
+        .expect("key")
+        .to_owned();
+    let found: Value = h
+        .post(&format!("/v1/books/{key}/search"))
+        .json(&json!({"query": "智に働けば角が立つ", "top_k": 3}))
+        .send()
+        .await
+        .expect("search")
+        .json()
+        .await
+        .expect("json");
+    let passage = found["data"]
+        .as_array()
+        .expect("data")
+        .iter()
+        .find(|p| {
+            p["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("智に働けば角が立つ。"))
+        })
+        .unwrap_or_else(|| panic!("no passage with the sentence: {found}"))
+        .clone();
+    let id = passage["id"].as_str().expect("id").to_owned();
+    let text = passage["text"].as_str().expect("text").to_owned();
+    let claim = format!("語り手は、智に働けば角が立つと考えた [[{id}]]。");
+    h.replay.insert(
+        "book-anchor",
+        Script::chat(&[&claim[..12], &claim[12..], "それから山を下りた。"]),
+    );
+    let r = h
+        .post("/v1/chat/completions")
+        .json(
+            &json!({"model": "book-anchor", "stream": true, "sources": [passage],
+            "messages": [{"role": "user", "content": "草枕の冒頭は?"}],
+            "citeflow": {"settings": {"anchors": true}, "inject_prompt": false}}),
+        )
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 200);
+    let received = read_sse(r, usize::MAX).await;
+    let events = events_at(&received, "/citeflow/events");
+    let anchor = &events
+        .iter()
+        .find(|(_, e)| e["type"] == "anchor")
+        .unwrap_or_else(|| panic!("no anchor: {events:?}"))
+        .1;
+    let quote = &anchor["quote"];
+    let quoted = quote["text"].as_str().expect("quote text");
+    assert!(quoted.contains("智に働けば角が立つ。"), "{anchor}");
+    assert_eq!(
+        chars(&text, &quote["char_start"], &quote["char_end"]),
+        quoted
+    );
+    let cfi = quote["cfi"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no quote cfi: {anchor}"));
+    assert_ne!(
+        cfi,
+        passage["locator"]["cfi"].as_str().expect("passage cfi")
+    );
+    let r = h
+        .get(&format!("/v1/books/{key}/read"))
+        .query(&[("cfi", cfi)])
+        .send()
+        .await
+        .expect("read");
+    assert_eq!(r.status(), 200);
+    let reading: Value = r.json().await.expect("json");
+    assert_eq!(reading["marked_text"], quoted, "{cfi}");
+    // The done event's list carries the same CFI.
+    let done = &events
+        .iter()
+        .find(|(_, e)| e["type"] == "done")
+        .expect("done")
+        .1;
+    assert_eq!(
+        done["sources"][0]["anchors"][0]["quote"]["cfi"], cfi,
+        "{done}"
+    );
+
+    // citeflow.book on the Responses route: the retrieved passage's anchor has its CFI too.
+    h.replay.insert(
+        "book-anchor-responses",
+        responses_script(&[&claim[..12], &claim[12..], "それから山を下りた。"]),
+    );
+    let r = h
+        .post("/v1/responses")
+        .json(&json!({"model": "book-anchor-responses", "stream": true,
+            "input": "智に働けば角が立つ",
+            "citeflow": {"book": key, "top_k": 3, "settings": {"anchors": true}}}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 200);
+    let received = read_sse(r, usize::MAX).await;
+    let events = events_at(&received, "/citeflow/events");
+    let anchor = &events
+        .iter()
+        .find(|(_, e)| e["type"] == "anchor")
+        .unwrap_or_else(|| panic!("no anchor: {events:?}"))
+        .1;
+    assert_eq!(anchor["quote"]["cfi"], cfi, "{anchor}");
+}
