@@ -1,7 +1,9 @@
 // Types of citeflow/ai-sdk. Structural, with no import of `ai` or `@ai-sdk/provider`: the
 // middleware is accepted by `wrapLanguageModel` of AI SDK 6 (LanguageModelV3Middleware) and
 // AI SDK 7 (LanguageModelV4Middleware), the transform by `streamText`'s `experimental_transform`.
-import type { ListedSource, NumberEntry, PromptMarker, Report, Round, Settings, Source, Sources } from "citeflow";
+import type { Anchor, ListedSource, NumberEntry, PromptMarker, Report, Round, Settings, Source, Sources } from "citeflow";
+
+export type { Anchor, Quote, Verdict } from "citeflow";
 
 /** What the prompt gets when `instruct` is on: the citation instruction and the context block. */
 export interface InstructOptions {
@@ -23,6 +25,20 @@ export interface CiteflowFinishMetadata {
   text?: string;
   /** The search rounds (the agent transform). */
   rounds?: Round[];
+  /**
+   * With `anchors: true`: every citation's anchor, in the order they came (the core's `Anchor`:
+   * `number`, `source_id`, `claim`, `quote` `{ text, origin, cfi?, offsets into the source's text }`,
+   * `support`, `verdict`). Each entry of `sources` carries its own as `anchors` too.
+   */
+  anchors?: Anchor[];
+}
+
+/**
+ * `providerMetadata.citeflow` of the empty `text-delta` part that carries an anchor (`anchors:
+ * true`), sent as soon as the answer sentence that holds the citation is complete.
+ */
+export interface CiteflowAnchorMetadata {
+  anchor: Anchor;
 }
 
 /** `providerMetadata.citeflow` of each numbered `source` part. */
@@ -55,6 +71,13 @@ export interface CiteflowOptions {
    * `false` when the model only writes markers: the text-deltas alone are rewritten (cheaper).
    */
   providerCitations?: boolean;
+  /**
+   * Claim anchors (the `anchors` setting): each citation's supporting quote of its source, a
+   * support score and a verdict, sent as an empty `text-delta` with
+   * `providerMetadata.citeflow.anchor` as soon as its sentence is complete, and listed at
+   * `finish` (`anchors`, and `anchors` of each source). Default: false.
+   */
+  anchors?: boolean;
   /** Called with the final list and report when an answer ends. */
   onFinish?: (result: CiteflowFinishMetadata) => void;
 }
@@ -87,6 +110,8 @@ export interface CiteflowTransformOptions {
   settings?: Settings;
   /** The numbering to continue (numbers per session). */
   numbering?: NumberEntry[];
+  /** Claim anchors, as the middleware's option. Default: false. */
+  anchors?: boolean;
   /** Called with the final list, rounds and report at the end of the call. */
   onFinish?: (result: CiteflowFinishMetadata) => void;
 }
@@ -99,3 +124,17 @@ export interface CiteflowTransformOptions {
 export declare function citeflowTransform(
   options?: CiteflowTransformOptions,
 ): (options: { tools: any; stopStream: () => void }) => TransformStream<any, any>;
+
+/** The UI message stream part `citeflowDataParts()` makes of each anchor. */
+export interface CiteflowAnchorDataPart {
+  type: "data-citeflow-anchor";
+  id: string;
+  data: Anchor;
+}
+
+/**
+ * A transform for `result.toUIMessageStream()`: each anchor (an empty `text-delta` carrying
+ * `providerMetadata.citeflow.anchor`) becomes a `data-citeflow-anchor` part, which `useChat`
+ * keeps in the message (`citeflow/react`'s `anchorOf(n)` reads it); every other chunk passes.
+ */
+export declare function citeflowDataParts<T extends { type: string } = any>(): TransformStream<T, T | CiteflowAnchorDataPart>;

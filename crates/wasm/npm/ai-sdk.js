@@ -3,6 +3,14 @@
 // back; every marker, number and list comes from the core (the package's Rewriter and
 // ProviderStream). No runtime import of `ai`: the objects returned are plain values that
 // AI SDK 6 (LanguageModelV3) and AI SDK 7 (LanguageModelV4) take as they are.
+//
+// Claim anchors (`anchors: true`): a language model's stream has no data parts (streamText
+// throws on a part type it does not know; `raw` parts reach neither fullStream without
+// includeRawChunks nor the UI stream), so each anchor travels as an empty `text-delta` whose
+// `providerMetadata.citeflow.anchor` holds it: streamText keeps empty deltas that carry
+// metadata (and repeats a text part's last metadata on its later deltas: only an empty delta
+// is a carrier), and toUIMessageStream forwards the metadata. `citeflowDataParts()` turns the
+// carriers into `data-citeflow-anchor` parts of the UI message stream.
 import {
   ProviderStream,
   Rewriter,
@@ -15,6 +23,22 @@ import {
 function toSources(s) {
   if (s instanceof Sources) return s;
   return Sources.fromArray(Array.isArray(s) ? s.map(asSource) : []);
+}
+
+/** The settings with `anchors` on when the option asks for them. */
+function withAnchors(settings, anchors) {
+  return anchors ? { ...(settings ?? {}), anchors: true } : settings;
+}
+
+/** The core's `anchor` event as the record the parts carry (the core's Anchor JSON). */
+function anchorOf(ev) {
+  const { type: _t, ...anchor } = ev;
+  return anchor;
+}
+
+/** The empty text-delta that carries an anchor (`text` for AI SDK 6+ stream parts, `delta` for model parts). */
+function anchorPart(id, anchor, key) {
+  return { type: "text-delta", id, [key]: "", providerMetadata: { citeflow: { anchor } } };
 }
 
 function instructOptions(instruct, hasSources) {
@@ -69,8 +93,10 @@ function mergeDone(dones) {
   for (const d of dones) {
     for (const l of d.sources) {
       const had = byNumber.get(l.number);
-      if (had) had.citations += l.citations;
-      else byNumber.set(l.number, { ...l });
+      if (had) {
+        had.citations += l.citations;
+        if (l.anchors?.length) had.anchors = [...(had.anchors ?? []), ...l.anchors];
+      } else byNumber.set(l.number, { ...l });
     }
     report.citations += d.report.citations;
     report.unresolved += d.report.unresolved;
@@ -107,6 +133,8 @@ class CallState {
     this.shown = new Set();
     this.held = [];
     this.failed = null;
+    /** Every anchor of the answer, in the order they came. */
+    this.anchors = [];
   }
 
   providerStream() {
@@ -135,6 +163,13 @@ class CallState {
         this.releaseSources(out, events, i);
         this.pending.push(ev.text);
         if (target != null) this.flushPending(target, out);
+      } else if (ev.type === "anchor") {
+        // After the text of its sentence: onto the same text part, in order.
+        const anchor = anchorOf(ev);
+        this.anchors.push(anchor);
+        this.pending.push({ anchor });
+        const target = id ?? this.openText;
+        if (target != null) this.flushPending(target, out);
       } else if (ev.type === "done") {
         this.dones.push(ev);
         if (ev.text != null) this.finalText = ev.text;
@@ -142,9 +177,18 @@ class CallState {
     }
   }
 
-  /** The text released while no text part was open, onto `id`. */
+  /** The text (and anchors) released while no text part was open, onto `id`. */
   flushPending(id, out) {
-    const text = this.pending.join("");
+    let text = "";
+    for (const p of this.pending) {
+      if (typeof p === "string") {
+        text += p;
+        continue;
+      }
+      if (text) out.push({ type: "text-delta", id, delta: text });
+      text = "";
+      out.push(anchorPart(id, p.anchor, "delta"));
+    }
     this.pending = [];
     if (text) out.push({ type: "text-delta", id, delta: text });
   }
@@ -260,12 +304,12 @@ class CallState {
       this.ps = null;
     }
     this.releaseSources(out);
-    const tail = this.pending.join("");
-    this.pending = [];
-    if (tail) {
-      // Text the core released after the provider's last text part ended.
+    if (this.pending.length) {
+      // Text (and anchors) the core released after the provider's last text part ended.
       const id = `${this.lastText ?? "citeflow"}-tail`;
-      out.push({ type: "text-start", id }, { type: "text-delta", id, delta: tail }, { type: "text-end", id });
+      out.push({ type: "text-start", id });
+      this.flushPending(id, out);
+      out.push({ type: "text-end", id });
     }
   }
 
@@ -277,6 +321,7 @@ class CallState {
       numbering: jsonSafe(this.numbering),
     };
     if (this.finalText != null) meta.text = this.finalText;
+    if (this.anchors.length) meta.anchors = jsonSafe(this.anchors);
     return meta;
   }
 
@@ -294,7 +339,7 @@ export function citeflow(options = {}) {
   const sources = toSources(options.sources);
   const hasSources = sources.length > 0;
   const instruct = instructOptions(options.instruct, hasSources);
-  const opts = { sources, settings: options.settings, numbering: options.numbering };
+  const opts = { sources, settings: withAnchors(options.settings, options.anchors), numbering: options.numbering };
   const providerCitations = options.providerCitations !== false;
   const onFinish = options.onFinish;
 
@@ -434,7 +479,9 @@ function asSource(d) {
 export function citeflowTransform(options = {}) {
   return () => {
     const sources = options.sources ? toSources(options.sources) : new Sources();
+    const settings = withAnchors(options.settings, options.anchors);
     let numbering = options.numbering ?? [];
+    const anchors = [];
     const rewriters = new Map();
     const dones = [];
     let keys = new Map();
@@ -453,6 +500,10 @@ export function citeflowTransform(options = {}) {
           out.push(sourcePart(ev, keys.get(ev.number), quoteOf(events, i, ev.number) ?? ev.source.snippet));
         } else if (ev.type === "text" && ev.text) {
           out.push({ type: "text-delta", id, text: ev.text });
+        } else if (ev.type === "anchor") {
+          const anchor = anchorOf(ev);
+          anchors.push(anchor);
+          out.push(anchorPart(id, anchor, "text"));
         } else if (ev.type === "done") {
           dones.push(ev);
         }
@@ -468,12 +519,14 @@ export function citeflowTransform(options = {}) {
     };
     const meta = () => {
       const merged = mergeDone(dones);
-      return {
+      const m = {
         sources: jsonSafe(merged.sources),
         report: jsonSafe(merged.report),
         rounds: jsonSafe(sources.rounds()),
         numbering: jsonSafe(numbering),
       };
+      if (anchors.length) m.anchors = jsonSafe(anchors);
+      return m;
     };
 
     return new TransformStream({
@@ -481,12 +534,12 @@ export function citeflowTransform(options = {}) {
         const out = [];
         switch (part.type) {
           case "text-start":
-            rewriters.set(part.id, new Rewriter(sources, { settings: options.settings, numbering }));
+            rewriters.set(part.id, new Rewriter(sources, { settings, numbering }));
             out.push(part);
             break;
           case "text-delta": {
             if (!rewriters.has(part.id)) {
-              rewriters.set(part.id, new Rewriter(sources, { settings: options.settings, numbering }));
+              rewriters.set(part.id, new Rewriter(sources, { settings, numbering }));
             }
             emit(rewriters.get(part.id).feed(part.text), part.id, out);
             break;
@@ -520,4 +573,40 @@ export function citeflowTransform(options = {}) {
       },
     });
   };
+}
+
+/**
+ * For the UI message stream (`result.toUIMessageStream()`): each anchor the middleware or the
+ * transform sent (an empty `text-delta` carrying `providerMetadata.citeflow.anchor`) becomes a
+ * `data-citeflow-anchor` part, `{ type, id: "citeflow-anchor-<k>", data: anchor }`, which
+ * `useChat` keeps in the message's parts (`citeflow/react` reads them).
+ *
+ * ```ts
+ * return createUIMessageStreamResponse({
+ *   stream: result.toUIMessageStream({ sendSources: true }).pipeThrough(citeflowDataParts()),
+ * });
+ * ```
+ */
+export function citeflowDataParts() {
+  let k = 0;
+  return new TransformStream({
+    transform(chunk, controller) {
+      const anchor = chunk?.type === "text-delta" ? chunk.providerMetadata?.citeflow?.anchor : undefined;
+      if (!anchor) {
+        controller.enqueue(chunk);
+        return;
+      }
+      if (!chunk.delta) {
+        controller.enqueue({ type: "data-citeflow-anchor", id: `citeflow-anchor-${++k}`, data: anchor });
+        return;
+      }
+      // streamText repeats a text part's last metadata on its later deltas: a copy, dropped.
+      const { anchor: _a, ...citeflow } = chunk.providerMetadata.citeflow;
+      const providerMetadata = { ...chunk.providerMetadata, citeflow };
+      if (Object.keys(citeflow).length === 0) delete providerMetadata.citeflow;
+      const rest = { ...chunk, providerMetadata };
+      if (Object.keys(providerMetadata).length === 0) delete rest.providerMetadata;
+      controller.enqueue(rest);
+    },
+  });
 }

@@ -2,6 +2,8 @@
 // (citeflow/ai-sdk's, or the proxy's AI SDK stream: `providerMetadata.citeflow.number`, else
 // the n-th source part is [n]) and cuts the text into plain runs and `[n]` citations linked to
 // their source. Pure: no React import (nothing to memoise that costs more than the cut).
+// Claim anchors come from `data-citeflow-anchor` parts (citeflow/ai-sdk's citeflowDataParts),
+// else from the anchor a text part's providerMetadata carries (the last one only survives there).
 
 const CITE = /\[(\d+)\]|【(\d+)】|\[\^(\d+)\]/g;
 
@@ -27,8 +29,24 @@ function sourcesOf(parts) {
   return list.sort((a, b) => a.number - b.number);
 }
 
+/** The anchors of a message's parts, in the order they came, each once. */
+function anchorsOf(parts) {
+  const list = [];
+  const seen = new Set();
+  const add = (a) => {
+    if (!a || typeof a.number !== "number") return;
+    const key = `${a.number}:${a.claim?.byte_start}:${a.source_id}`;
+    if (seen.has(key)) return;
+    seen.add(key);
+    list.push(a);
+  };
+  for (const p of parts) if (p.type === "data-citeflow-anchor") add(p.data);
+  for (const p of parts) if (p.type === "text") add(p.providerMetadata?.citeflow?.anchor);
+  return list;
+}
+
 /**
- * `{ segments, sources, byNumber }` of a UIMessage (or of its `parts`): `segments` are
+ * `{ segments, sources, byNumber, anchors, anchorOf }` of a UIMessage (or of its `parts`): `segments` are
  * `{ type: "text", text }` and `{ type: "citation", number, source, text }` in order, a
  * citation only for a number that has a source part.
  */
@@ -37,6 +55,13 @@ export function citeflowMessage(message) {
   const sources = sourcesOf(parts);
   const byNumber = {};
   for (const s of sources) byNumber[s.number] ??= s;
+  const anchors = anchorsOf(parts);
+  const ofNumber = {};
+  for (const a of anchors) (ofNumber[a.number] ??= []).push(a);
+  for (const s of sources) if (ofNumber[s.number]) s.anchors = ofNumber[s.number];
+  /** The anchor of the `occurrence`-th citation of `[n]` (0: the first), or undefined. */
+  const anchorOf = (n, occurrence = 0) => ofNumber[n]?.[occurrence];
+  const seenOf = {};
   const text = parts
     .filter((p) => p.type === "text")
     .map((p) => p.text)
@@ -48,14 +73,18 @@ export function citeflowMessage(message) {
     const source = byNumber[number];
     if (!source) continue;
     if (m.index > at) segments.push({ type: "text", text: text.slice(at, m.index) });
-    segments.push({ type: "citation", number, source, text: m[0] });
+    const seg = { type: "citation", number, source, text: m[0] };
+    // The k-th [n] of the text is the k-th citation of n: its anchor is the k-th of n.
+    const anchor = anchorOf(number, (seenOf[number] = (seenOf[number] ?? -1) + 1));
+    if (anchor) seg.anchor = anchor;
+    segments.push(seg);
     at = m.index + m[0].length;
   }
   if (at < text.length) segments.push({ type: "text", text: text.slice(at) });
-  return { segments, sources, byNumber };
+  return { segments, sources, byNumber, anchors, anchorOf };
 }
 
-/** The hook: `const { segments, sources, byNumber } = useCiteflow(message)`. */
+/** The hook: `const { segments, sources, byNumber, anchorOf } = useCiteflow(message)`. */
 export function useCiteflow(message) {
   return citeflowMessage(message);
 }

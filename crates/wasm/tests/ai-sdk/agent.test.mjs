@@ -111,3 +111,31 @@ test("agent_transform_with_the_agent_class: ToolLoopAgent", { skip: !ai.ToolLoop
   assert.match(text, /\[1\].*\[2\].*\[3\].*\[2\]/s, text);
   assert.deepEqual(sources.map((s) => s.providerMetadata.citeflow.sourceId), ["seine", "paris", "louvre"]);
 });
+
+test("agent_transform_anchors_quote_the_tool_results: agent-search", async () => {
+  let finished;
+  const openai = createOpenAI({ baseURL: replayUrl, apiKey: "test" });
+  const result = streamText({
+    model: openai.chat("agent-search"),
+    prompt: "What is there to see in Paris?",
+    tools: { search },
+    stopWhen: stepCountIs(5),
+    experimental_transform: citeflowTransform({ anchors: true, onFinish: (m) => (finished = m) }),
+  });
+  const parts = await collect(result.fullStream);
+  assert.equal(parts.filter((p) => p.type === "error").length, 0, String(parts.find((p) => p.type === "error")?.error));
+  // The carriers: empty text-deltas (streamText copies a part's last metadata onto later deltas).
+  const carried = parts.filter((p) => p.type === "text-delta" && p.text === "" && p.providerMetadata?.citeflow?.anchor).map((p) => p.providerMetadata.citeflow.anchor);
+  assert.ok(carried.length >= 3, JSON.stringify(carried));
+  assert.deepEqual(finished.anchors, carried);
+  // Each document is one sentence: a citation's quote, when a sentence of it shares a term with
+  // the claim, is its source's text, found in the tool result's document.
+  for (const a of carried) {
+    if (a.quote) assert.equal(a.quote.text, docs[a.source_id].text, JSON.stringify(a));
+    else assert.equal(a.verdict, "unsupported", JSON.stringify(a));
+    assert.ok(["supported", "weak", "unsupported"].includes(a.verdict));
+  }
+  assert.ok(carried.filter((a) => a.quote).length >= 2, JSON.stringify(carried));
+  assert.deepEqual(new Set(carried.map((a) => a.source_id)), new Set(["seine", "paris", "louvre"]));
+  console.log(`agent anchors: ${carried.map((a) => `${a.source_id} ${a.verdict} ${a.support}`).join(", ")}`);
+});

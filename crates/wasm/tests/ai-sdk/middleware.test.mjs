@@ -6,9 +6,10 @@ import assert from "node:assert/strict";
 
 import { createAnthropic } from "@ai-sdk/anthropic";
 import { createOpenAI } from "@ai-sdk/openai";
-import { generateText, streamText, wrapLanguageModel } from "ai";
+import { generateText, readUIMessageStream, streamText, wrapLanguageModel } from "ai";
 import fc from "fast-check";
-import { citeflow } from "citeflow/ai-sdk";
+import { citeflow, citeflowDataParts } from "citeflow/ai-sdk";
+import { citeflowMessage } from "citeflow/react";
 
 import {
   checkNumbered,
@@ -259,4 +260,105 @@ test("middleware_finish_carries_the_late_bound_text: azure-web-search-preview-to
   assert.match(sources[0].url, /straitstimes/);
   if (meta.text !== undefined) assert.match(meta.text, /\[1\]/);
   else assert.match(textOf(parts), /\[1\]/);
+});
+
+// Claim anchors (issue 43): the sources have text; each citation's supporting sentence, score
+// and verdict arrive as an empty text-delta as soon as its sentence closes, and at finish.
+const ANCHORED = [
+  {
+    id: "source_3",
+    title: "The Seine",
+    url: "https://en.wikipedia.org/wiki/Seine",
+    text: "The Seine is a 777 km long river in northern France. The Seine flows through the heart of Paris. Its drainage basin covers most of northern France.",
+  },
+  {
+    id: "source_7",
+    title: "Paris",
+    url: "https://en.wikipedia.org/wiki/Paris",
+    text: "Paris is the capital and largest city of France. The city has a population of about two million. Its museums, such as the Louvre, draw millions of visitors each year.",
+  },
+];
+const CHAT_DEMO_TEXT = "Paris is the capital of France [1]. The Seine flows through it [2] and its museums draw millions [1].";
+
+/** What a test checks of an anchor: number, source, quote, verdict. */
+const brief = (a) => [a.number, a.source_id, a.quote?.text ?? null, a.verdict];
+
+test("middleware_anchors_quote_each_citation: chat-demo", async () => {
+  const openai = createOpenAI({ baseURL: replayUrl, apiKey: "test" });
+  const result = streamText({
+    model: wrapLanguageModel({ model: openai.chat("chat-demo"), middleware: citeflow({ sources: ANCHORED, anchors: true }) }),
+    prompt: "Tell me about Paris.",
+  });
+  const parts = await collect(result.fullStream);
+  assert.equal(parts.filter((p) => p.type === "error").length, 0, JSON.stringify(parts.find((p) => p.type === "error")));
+  const { text } = checkNumbered(parts, "chat-demo, anchors");
+  assert.equal(text, CHAT_DEMO_TEXT, "anchors add no text");
+
+  // As each anchor arrives: an empty text-delta carrying it, after the text of its sentence
+  // (streamText repeats a text part's last metadata on its later deltas: those are copies).
+  const carriers = parts.map((p, i) => [p, i]).filter(([p]) => p.type === "text-delta" && p.text === "" && p.providerMetadata?.citeflow?.anchor);
+  assert.equal(carriers.length, 3);
+  const [first, firstAt] = carriers[0];
+  assert.deepEqual(brief(first.providerMetadata.citeflow.anchor), [1, "source_7", "Paris is the capital and largest city of France.", "supported"]);
+  const before = textOf(parts.slice(0, firstAt));
+  assert.ok(before.startsWith("Paris is the capital of France [1]."), before);
+  assert.ok(!before.includes("millions"), `the first anchor waits for its sentence only, not the answer: ${JSON.stringify(before)}`);
+  const a = first.providerMetadata.citeflow.anchor;
+  assert.equal(text.slice(a.claim.utf16_start, a.claim.utf16_end), "Paris is the capital of France [1].");
+  assert.equal(ANCHORED[1].text.slice(a.quote.utf16_start, a.quote.utf16_end), a.quote.text);
+  assert.ok(a.support >= 0.5, String(a.support));
+
+  // At finish (streamText: the finish-step part): every anchor, and each source's own.
+  const meta = parts.find((p) => p.type === "finish-step").providerMetadata.citeflow;
+  assert.deepEqual(meta.anchors.map(brief), [
+    [1, "source_7", "Paris is the capital and largest city of France.", "supported"],
+    [2, "source_3", "The Seine flows through the heart of Paris.", meta.anchors[1].verdict],
+    [1, "source_7", "Its museums, such as the Louvre, draw millions of visitors each year.", meta.anchors[2].verdict],
+  ]);
+  assert.deepEqual(meta.anchors, carriers.map(([p]) => p.providerMetadata.citeflow.anchor));
+  const paris = meta.sources.find((l) => l.source.id === "source_7");
+  assert.deepEqual(paris.anchors.map(brief), [meta.anchors[0], meta.anchors[2]].map(brief));
+  assert.equal((await result.providerMetadata).citeflow.anchors[0].quote.text, "Paris is the capital and largest city of France.");
+
+  // The UI message stream: one data-citeflow-anchor part per anchor (citeflowDataParts), which
+  // the message keeps, and useCiteflow's anchorOf(n).
+  const ui = await collect(result.toUIMessageStream({ sendSources: true }).pipeThrough(citeflowDataParts()));
+  const dataParts = ui.filter((c) => c.type === "data-citeflow-anchor");
+  assert.deepEqual(dataParts.map((c) => brief(c.data)), meta.anchors.map(brief));
+  assert.equal(ui.filter((c) => c.type === "text-delta" && c.delta === "").length, 0, "the carriers are replaced");
+  assert.equal(ui.filter((c) => c.providerMetadata?.citeflow?.anchor).length, 0, "no copies left on later deltas");
+  let message;
+  for await (message of readUIMessageStream({ stream: result.toUIMessageStream({ sendSources: true }).pipeThrough(citeflowDataParts()) }));
+  const cm = citeflowMessage(message);
+  assert.equal(cm.anchorOf(1).quote.text, "Paris is the capital and largest city of France.");
+  assert.equal(cm.anchorOf(1).verdict, "supported");
+  assert.equal(cm.anchorOf(1, 1).quote.text, "Its museums, such as the Louvre, draw millions of visitors each year.");
+  assert.equal(cm.anchorOf(2).quote.text, "The Seine flows through the heart of Paris.");
+  const cites = cm.segments.filter((s) => s.type === "citation");
+  assert.deepEqual(cites.map((s) => s.anchor?.quote?.text), [
+    "Paris is the capital and largest city of France.",
+    "The Seine flows through the heart of Paris.",
+    "Its museums, such as the Louvre, draw millions of visitors each year.",
+  ]);
+  console.log(`anchors: ${meta.anchors.map((x) => `[${x.number}] ${x.verdict} ${x.support}`).join(", ")}`);
+});
+
+test("middleware_anchors_through_generate_text_and_text_deltas_only", async () => {
+  const openai = createOpenAI({ baseURL: replayUrl, apiKey: "test" });
+  for (const providerCitations of [true, false]) {
+    const r = await generateText({
+      model: wrapLanguageModel({ model: openai.chat("chat-demo"), middleware: citeflow({ sources: ANCHORED, anchors: true, providerCitations }) }),
+      prompt: "Tell me about Paris.",
+    });
+    assert.equal(r.text, CHAT_DEMO_TEXT);
+    assert.deepEqual(r.providerMetadata.citeflow.anchors.map((x) => [x.number, x.quote?.text]), [
+      [1, "Paris is the capital and largest city of France."],
+      [2, "The Seine flows through the heart of Paris."],
+      [1, "Its museums, such as the Louvre, draw millions of visitors each year."],
+    ]);
+  }
+  // Off by default: no carrier parts, no anchors at finish.
+  const plain = await collect((await wrapLanguageModel({ model: openai.chat("chat-demo"), middleware: citeflow({ sources: ANCHORED }) }).doStream({ prompt })).stream);
+  assert.equal(plain.filter((p) => p.type === "text-delta" && p.delta === "").length, 0);
+  assert.equal(plain.find((p) => p.type === "finish").providerMetadata.citeflow.anchors, undefined);
 });
