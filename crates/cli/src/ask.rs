@@ -1,6 +1,9 @@
 //! `citeflow ask`: retrieve passages of a book, ask an OpenAI-compatible model, print the
-//! streamed answer with stable numbers and the cited chapters and CFIs.
+//! streamed answer with stable numbers and the cited chapters and CFIs; with `--anchors`, each
+//! citation's quote (the sentence of its passage that supports it) under its list line, with
+//! its range CFI in the book in the JSON list.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -11,8 +14,9 @@ use citeflow_core::provider::{Dialect, ProviderError, ProviderStream};
 use citeflow_core::sse::SseDecoder;
 use citeflow_core::{
     citation_grammar, few_shot_messages, render_list, zero_shot_messages, Event, ListFormat,
-    Numbering, PromptMarker, Settings, Source, Sources, Style,
+    ListedSource, Numbering, PromptMarker, Settings, Source, Sources, Style,
 };
+use citeflow_epub::{Book, Cfi, ChunkSettings};
 use citeflow_index::Index;
 use clap::Args;
 use serde_json::{json, Value};
@@ -61,6 +65,11 @@ pub(crate) struct AskArgs {
     /// Source list format: text, markdown, footnotes, html, json.
     #[arg(long, default_value = "text")]
     list_format: ListFormat,
+    /// Anchor each citation to the sentence of its passage that supports it: the list shows
+    /// each quote with its verdict and score under the passage's line (with `--list-format
+    /// json`, each quote's `cfi`: its range CFI in the book).
+    #[arg(long)]
+    anchors: bool,
     /// Upstream connect and response time-out in ms.
     #[arg(long, default_value_t = 120_000)]
     timeout_ms: u64,
@@ -100,7 +109,8 @@ pub(crate) fn run(args: AskArgs) -> Result<ExitCode> {
     let settings = marker
         .settings(Settings::default())
         .with_style(args.style.clone())
-        .with_max_pending_bytes(256)?;
+        .with_max_pending_bytes(256)?
+        .with_anchors(args.anchors);
     let list_format = args.list_format;
 
     let progress = Progress::new();
@@ -120,6 +130,10 @@ pub(crate) fn run(args: AskArgs) -> Result<ExitCode> {
         );
     }
     let sources: Vec<Source> = hits.iter().map(|h| h.passage.to_source()).collect();
+    let chunk_settings = args.chunking.settings();
+    let quotes = args
+        .anchors
+        .then(|| Quotes::new(&opened.book, &chunk_settings, &sources));
     let sources = Sources::from_vec(sources)?;
     let messages = if local_model && local.few_shot {
         few_shot_messages(&sources, marker, &args.question, args.max_chars_per_source)
@@ -170,16 +184,71 @@ pub(crate) fn run(args: AskArgs) -> Result<ExitCode> {
         &body,
         stream,
         list_format,
+        quotes.as_ref(),
     ))?;
     Ok(ExitCode::SUCCESS)
 }
 
+/// The passages an answer may cite, to give each anchor's quote its range CFI in the book.
+struct Quotes<'a> {
+    book: &'a Book,
+    settings: &'a ChunkSettings,
+    /// Range CFI and text, by source id.
+    passages: HashMap<String, (Cfi, String)>,
+}
+
+impl<'a> Quotes<'a> {
+    fn new(book: &'a Book, settings: &'a ChunkSettings, sources: &[Source]) -> Self {
+        let passages = sources
+            .iter()
+            .filter_map(|s| {
+                let cfi = Cfi::parse(s.locator.as_ref()?.cfi.as_deref()?).ok()?;
+                Some((s.id.clone(), (cfi, s.text.clone()?)))
+            })
+            .collect();
+        Quotes {
+            book,
+            settings,
+            passages,
+        }
+    }
+
+    /// Sets `quote.cfi` of the listed sources' anchors: the range CFI of the quoted
+    /// sentence (`Book::passage_range_cfi`).
+    fn fill(&self, listed: &mut [ListedSource]) {
+        for a in listed.iter_mut().flat_map(|l| l.anchors.iter_mut()) {
+            let Some((cfi, text)) = self.passages.get(&a.source_id) else {
+                continue;
+            };
+            let Some(quote) = a.quote.as_mut() else {
+                continue;
+            };
+            if let Some(r) = quote.range {
+                let chars = r.char_start as usize..r.char_end as usize;
+                quote.cfi = self
+                    .book
+                    .passage_range_cfi(cfi, text, chars, self.settings)
+                    .ok()
+                    .map(|c| c.to_string());
+            }
+        }
+    }
+}
+
 /// Prints the stream's events: text at once, the source list at the end.
-fn drain(ps: &mut ProviderStream, list_format: ListFormat, out: &mut impl Write) -> Result<()> {
+fn drain(
+    ps: &mut ProviderStream,
+    list_format: ListFormat,
+    quotes: Option<&Quotes<'_>>,
+    out: &mut impl Write,
+) -> Result<()> {
     while let Some(event) = ps.poll_event() {
         match event {
             Event::Text { text } => out.write_all(text.as_bytes())?,
-            Event::Done { sources, .. } => {
+            Event::Done { mut sources, .. } => {
+                if let Some(q) = quotes {
+                    q.fill(&mut sources);
+                }
                 if sources.is_empty() {
                     writeln!(out)?;
                 } else {
@@ -200,6 +269,7 @@ async fn stream_answer(
     body: &Value,
     mut ps: ProviderStream,
     list_format: ListFormat,
+    quotes: Option<&Quotes<'_>>,
 ) -> Result<()> {
     let client = reqwest::Client::builder()
         .connect_timeout(timeout)
@@ -261,7 +331,7 @@ async fn stream_answer(
                 }
                 Err(e) => return Err(e).context("cannot read the upstream stream"),
             }
-            drain(&mut ps, list_format, &mut out)?;
+            drain(&mut ps, list_format, quotes, &mut out)?;
         }
         if chunk.is_none() || done {
             break;
@@ -271,13 +341,62 @@ async fn stream_answer(
         eprintln!("citeflow: warning: the upstream stream ended without data: [DONE]");
     }
     ps.end().context("cannot read the upstream stream")?;
-    drain(&mut ps, list_format, &mut out)?;
+    drain(&mut ps, list_format, quotes, &mut out)?;
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::completions_url;
+    use citeflow_core::provider::{Dialect, ProviderStream};
+    use citeflow_core::{ListFormat, Numbering, Settings, Sources};
+    use citeflow_epub::{Book, Cfi, ChunkSettings, Limits};
+    use citeflow_index::BookPassage;
+    use serde_json::Value;
+
+    use super::{completions_url, drain, Quotes};
+
+    /// `citeflow ask --anchors`: the quote of a book passage's anchor carries the range CFI
+    /// of the quoted sentence, which the book reads back as exactly that sentence.
+    #[test]
+    fn anchors_of_book_passages_get_the_cfi_of_their_quote() {
+        let shared = std::env::var_os("CITEFLOW_SHARED_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| {
+                std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
+            });
+        let path = shared.join("fixtures/epub/kusamakura-japanese-vertical-writing.epub");
+        let bytes = std::fs::read(&path)
+            .unwrap_or_else(|e| panic!("{} (set CITEFLOW_SHARED_DIR): {e}", path.display()));
+        let book = Book::open(&bytes, &Limits::default()).expect("opens");
+        let settings = ChunkSettings::default();
+        let passage = BookPassage::from_book(&book, &settings)
+            .into_iter()
+            .find(|p| p.text.contains("智に働けば角が立つ。"))
+            .expect("the opening passage");
+        let sources = vec![passage.to_source()];
+        let quotes = Quotes::new(&book, &settings, &sources);
+        let mut ps = ProviderStream::new(
+            Settings::default().with_anchors(true),
+            Sources::from_vec(sources).expect("sources"),
+            Numbering::new(),
+        )
+        .with_dialect(Dialect::OpenaiChat);
+        let answer = format!("語り手は、智に働けば角が立つと考えた [[{}]]。", passage.id);
+        ps.write_text(&answer).expect("write");
+        ps.end().expect("end");
+        let mut out = Vec::new();
+        drain(&mut ps, ListFormat::Json, Some(&quotes), &mut out).expect("drain");
+        let out = String::from_utf8(out).expect("utf-8");
+        let (text, list) = out.split_once("\n\n").expect("a list after the answer");
+        assert_eq!(text, "語り手は、智に働けば角が立つと考えた [1]。");
+        let list: Value = serde_json::from_str(list).expect("a json list");
+        let quote = &list[0]["anchors"][0]["quote"];
+        let quoted = quote["text"].as_str().expect("quote");
+        assert!(quoted.contains("智に働けば角が立つ。"), "{list}");
+        let cfi = Cfi::parse(quote["cfi"].as_str().expect("cfi")).expect("parses");
+        let marked = book.reading(&cfi, false).expect("reads").marked_text();
+        assert_eq!(marked, quoted);
+    }
 
     #[test]
     fn upstream_urls_get_the_chat_completions_path() {
