@@ -9,6 +9,8 @@ use super::terms::{terms_of, Kind, Term};
 // Tuned on WiCE dev (`examples/wice.rs` with the `_tune` feature): hit@1 0.80 with
 // Lucene's k1 1.2, b 0.75; 0.87 here. Sentences differ less in length than documents, and a
 // long sentence that says the claim should not lose to a heading that names it.
+/// See [`SentenceIndex::coverage_idf`].
+const MIN_COVERAGE_SENTENCES: f32 = 100.0;
 /// BM25's term-frequency saturation.
 const K1: f32 = 1.0;
 /// BM25's length normalisation (weak: see above).
@@ -87,6 +89,15 @@ impl SentenceIndex {
     /// small floor so that a term in every sentence still counts a little).
     pub(crate) fn idf(&self, hash: u64) -> f32 {
         let n = self.sentences.len() as f32;
+        let df = self.df(hash) as f32;
+        (1.0 + (n - df + 0.5) / (df + 0.5)).ln().max(0.05)
+    }
+
+    /// The weight of a claim term in coverage: the IDF as if the source had at least
+    /// [`MIN_COVERAGE_SENTENCES`] sentences, so that in a short source a paraphrased word
+    /// the source lacks does not outweigh the words it has.
+    pub(crate) fn coverage_idf(&self, hash: u64) -> f32 {
+        let n = (self.sentences.len() as f32).max(super::knob("NMIN", MIN_COVERAGE_SENTENCES));
         let df = self.df(hash) as f32;
         (1.0 + (n - df + 0.5) / (df + 0.5)).ln().max(0.05)
     }

@@ -29,7 +29,7 @@ impl Claim {
             if t.kind == Kind::Phrase || terms.iter().any(|(u, _)| u.hash == t.hash) {
                 continue;
             }
-            terms.push((*t, t.kind.weight() * index.idf(t.hash)));
+            terms.push((*t, t.kind.weight() * index.coverage_idf(t.hash)));
         }
         let total = terms.iter().map(|(_, w)| w).sum();
         Claim {
