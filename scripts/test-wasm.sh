@@ -8,9 +8,10 @@
 #   2. wasm-bindgen-test under Node (plus the crate's host unit tests),
 #   3. one test in headless Chromium loading the web build from a local static server,
 #   and type-checks a TypeScript file against the package's .d.ts files.
-# Then prints the .wasm sizes (raw and gzip) and fails above the gzip budgets (200 KB for the
-# rewriter alone, built without the `epub` feature; 340 KB for the npm package's .wasm, which has
-# books too: `--features epub`, Book/parseCfi/compareCfi with the zip inflater and XML parser),
+# Then prints the .wasm sizes (raw and gzip) and fails above the gzip budgets (250 KiB for the
+# rewriter alone, built without the `epub` feature; 400 KiB for the npm package's .wasm, which has
+# books too: `--features epub`, Book/parseCfi/compareCfi with the zip inflater and XML parser;
+# both raised from 200 and 340 KiB by claim anchors, issue 43: crates/wasm/README.md#size),
 # and packs the npm package (npm pack), installs the tarball into an empty directory and imports it under Node.
 #
 # Installs what is missing: Debian's chromium (apt-get), wasm-bindgen-cli of the same version as
@@ -24,8 +25,9 @@ cd "$root"
 crate="crates/wasm"
 pkg="$crate/pkg"
 harness="$crate/tests/js"
-budget_gzip_bytes=$((200 * 1024))
-budget_book_gzip_bytes=$((340 * 1024))
+# Claim anchors (issue 43) cost 38.0 KiB gzip alone, 33.0 KiB beside books (crates/wasm/README.md#size).
+budget_gzip_bytes=$((250 * 1024))
+budget_book_gzip_bytes=$((400 * 1024))
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
 # shellcheck source=step.sh
