@@ -379,3 +379,85 @@ proptest! {
         prop_assert_eq!(anchors(&whole.events).len(), 6);
     }
 }
+
+/// The events of a provider stream with anchors off, and with them on less the anchors (and
+/// the done list's anchors): turning anchors on changes nothing else.
+fn without_anchors(events: Vec<serde_json::Value>) -> Vec<serde_json::Value> {
+    let mut out: Vec<serde_json::Value> = Vec::new();
+    for mut v in events {
+        if v["type"] == "anchor" {
+            continue;
+        }
+        if let Some(list) = v.get_mut("sources").and_then(|s| s.as_array_mut()) {
+            for s in list {
+                if let Some(o) = s.as_object_mut() {
+                    o.remove("anchors");
+                }
+            }
+        }
+        // Texts split by an anchor join again.
+        if v["type"] == "text" {
+            if let Some(last) = out.last_mut().filter(|l| l["type"] == "text") {
+                let joined = format!(
+                    "{}{}",
+                    last["text"].as_str().unwrap(),
+                    v["text"].as_str().unwrap()
+                );
+                last["text"] = serde_json::Value::String(joined);
+                continue;
+            }
+        }
+        out.push(v);
+    }
+    out
+}
+
+#[test]
+fn every_recording_is_the_same_with_anchors_but_for_the_anchors() {
+    for (name, data) in crate::provider::recordings() {
+        for cuts in [
+            vec![],
+            vec![1, 100, 1000, 5000],
+            (1..data.len()).step_by(97).collect::<Vec<_>>(),
+        ] {
+            let off = crate::provider::run_with(&Settings::default(), &data, &cuts);
+            let on = crate::provider::run_with(&settings(), &data, &cuts);
+            let citations = on
+                .iter()
+                .filter(|e| e["type"] == "citation" && e["provider"]["quote"].is_string())
+                .count();
+            let anchors = on.iter().filter(|e| e["type"] == "anchor").count();
+            // Each citation that carries the provider's quote has its anchor (sources of
+            // provider streams have no text of their own).
+            assert_eq!(anchors, citations, "{name}");
+            assert_eq!(without_anchors(on), off, "{name} cut at {cuts:?}");
+        }
+    }
+}
+
+#[test]
+fn an_agents_later_round_is_anchored_in_its_own_text() {
+    let mut rw = Rewriter::new(settings(), Sources::new(), Numbering::new());
+    rw.write("Searching. ").unwrap();
+    rw.append_sources(
+        Some("cats".into()),
+        vec![Source::new("doc-neko").with_text(NEKO)],
+    )
+    .unwrap();
+    rw.write("猫にはまだ名前がない[[doc-neko]]。").unwrap();
+    rw.append_sources(
+        Some("paris".into()),
+        vec![Source::new("doc-paris").with_text(PARIS)],
+    )
+    .unwrap();
+    rw.write("The Louvre is the most visited museum [[doc-paris]].")
+        .unwrap();
+    rw.end().unwrap();
+    let a = anchors(&std::iter::from_fn(|| rw.poll_event()).collect::<Vec<_>>());
+    assert_eq!(a.len(), 2);
+    assert_eq!((a[0].number, quote_of(&a[0])), (1, "名前はまだ無い。"));
+    assert_eq!(
+        (a[1].number, quote_of(&a[1])),
+        (2, "The Louvre is the most visited museum in the world.")
+    );
+}
