@@ -44,5 +44,9 @@ if [ -f "$SHARED/fixtures/streams/perplexity-text.chunks.txt" ]; then
 fi
 
 echo
+echo "== Claim anchors: each citation's supporting sentence in its source, unsupported ones flagged"
+"$BIN" render --anchors --sources examples/anchors/sources.json < examples/anchors/answer.txt
+
+echo
 echo "== citeflow serve: the local model, the sample books, the web page (Ctrl-C stops it)"
 exec "$BIN" serve

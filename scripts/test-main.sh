@@ -58,6 +58,14 @@ fi
 grep '^citeflow:' "$work/run.err" || true
 echo "the main command's page: $base"
 
+step "the main command's anchors demo prints each claim's quote and flags the unsupported one"
+for want in \
+  '    "It is navigable by ocean-going vessels as far as Rouen." (supported 0.88)' \
+  '    "The Seine is a 777-kilometre-long river in northern France." (unsupported 0.07)' \
+  '    "代表作に『吾輩は猫である』『坊っちゃん』『こゝろ』などがある。" (supported 1.00)'; do
+  grep -qxF -- "$want" "$work/run.out" || { echo "run.sh's output lacks: $want" >&2; cat "$work/run.out" >&2; exit 1; }
+done
+
 step "browser test of the main command (headless Chromium, the real model)"
 status=0
 (cd "$browser_tests" && CITEFLOW_MAIN_BASE="$base" \
