@@ -94,6 +94,13 @@ function label(style, n) {
   return `[${n}]`;
 }
 
+/** What a claim anchor's verdict says, in words (a low score: nothing in the source says it). */
+const VERDICTS = {
+  supported: "The source supports this",
+  weak: "The source supports this only in part",
+  unsupported: "Nothing found in this source says this",
+};
+
 const REASONS = {
   unknown_id: "the model cited an id that is not among the sources",
   rank_out_of_range: "the model cited a rank beyond the sources it was shown",
@@ -186,6 +193,8 @@ class Answer {
     this.grouped = grouped;
     this.roundQueries = roundQueries ?? new Map();
     this.sources = new Map(); // number -> { source, round, isNew }
+    this.anchors = new Map(); // number -> the anchor of each of its citations, in order
+    this.citeCount = new Map(); // number -> citations of it shown so far
     this.pending = []; // citations and unresolved markers whose rendering is still to come
     this.cur = null; // the rendering being consumed: { p, remaining, raw }
     this.outBytes = 0;
@@ -239,6 +248,9 @@ class Answer {
           break;
         case "text":
           this.writeText(ev.text);
+          break;
+        case "anchor":
+          this.addAnchor(ev);
           break;
         case "done":
           this.done(ev);
@@ -312,7 +324,13 @@ class Answer {
         "data-source-id": ev.source_id,
       });
       a.textContent = label(app.style, ev.number);
+      // The k-th citation of a number: its anchor is the k-th anchor of that number.
+      const k = this.citeCount.get(ev.number) ?? 0;
+      this.citeCount.set(ev.number, k + 1);
+      a.dataset.k = String(k);
       node = h("sup", { class: "cite" }, a);
+      const anchor = this.anchors.get(ev.number)?.[k];
+      if (anchor) this.markCitation(node, anchor);
     } else {
       node = h("span", {
         class: "unresolved",
@@ -339,6 +357,53 @@ class Answer {
       console.warn("citeflow: rendering differs from the requested style", { raw, expect });
     }
     this.cur = null;
+  }
+
+  /** A claim anchor (`citeflow.settings.anchors`): the citation it belongs to shows its verdict. */
+  addAnchor(anchor) {
+    const list = this.anchors.get(anchor.number) ?? [];
+    const k = list.length;
+    list.push(anchor);
+    this.anchors.set(anchor.number, list);
+    // The citation may be in text not shown yet (its chunk's events come before its text).
+    const a = $(`.cite a[data-n="${anchor.number}"][data-k="${k}"]`, this.textEl);
+    if (a) this.markCitation(a.parentElement, anchor);
+    // A book passage's quote as a CFI range: the list entry opens the reader at the sentence.
+    const cfi = anchor.quote?.cfi;
+    const li = document.getElementById(`${this.id}-src-${anchor.number}`);
+    if (cfi && li && !$(".open-quote", li)) {
+      const book = bookOf(this.sources.get(anchor.number)?.source ?? {});
+      if (book) {
+        $(".where", li)?.append(
+          " · ",
+          h(
+            "button",
+            { type: "button", class: "open-quote", "data-book": book, "data-cfi": cfi, "data-answer": this.id, "data-n": anchor.number },
+            "Open at the quote",
+          ),
+        );
+      }
+    }
+  }
+
+  /**
+   * Marks a citation (`sup.cite`) with its anchor's verdict: a class (`verdict-weak`,
+   * `verdict-unsupported`: a visible mark drawn by the stylesheet, so the text stays the
+   * answer's) and, for screen readers, the verdict in the link's label.
+   */
+  markCitation(sup, anchor) {
+    const v = anchor.verdict;
+    sup.dataset.verdict = v;
+    sup.classList.add(`verdict-${v}`);
+    const a = $("a", sup);
+    if (!a) return;
+    a.dataset.support = String(anchor.support);
+    if (v === "weak" || v === "unsupported") a.setAttribute("aria-label", `${a.textContent}: ${VERDICTS[v]}`);
+  }
+
+  /** The anchor of a citation link (`.cite a`), when it has come. */
+  anchorOfLink(a) {
+    return this.anchors.get(Number(a.dataset.n))?.[Number(a.dataset.k)];
   }
 
   addSource(n, source, round, isNew) {
@@ -723,7 +788,8 @@ async function ask(question) {
     model: $("#model").value.trim() || "replay",
     stream: true,
     messages: [{ role: "user", content: question }],
-    citeflow: marker ? { style, marker } : { style },
+    // Claim anchors: each citation's supporting sentence of its source, for the hover.
+    citeflow: { style, ...(marker ? { marker } : {}), settings: { anchors: true } },
   };
   if (apiName === "responses") {
     delete body.messages;
@@ -768,6 +834,7 @@ async function ask(question) {
   answer.el.scrollIntoView({ block: "nearest" });
   if (render === "client") {
     body.citeflow.render = "client";
+    delete body.citeflow.settings; // the browser's own core anchors
     const cf = await loadWasm();
     let src;
     if (rounds) {
@@ -776,7 +843,7 @@ async function ask(question) {
     } else {
       src = cf.Sources.fromArray(sources);
     }
-    const opts = { settings: cf.promptSettings(marker, { style }) };
+    const opts = { settings: cf.promptSettings(marker, { style, anchors: true }) };
     if (rounds) {
       const session = await api("GET", `/v1/sessions/${encodeURIComponent(app.sessionId)}`);
       opts.numbering = session.numbering;
@@ -819,11 +886,26 @@ function showTip(target) {
     const src = s.source;
     t.append(h("span", { class: "tip-title" }, `${n}. ${src.title || src.id}`));
     const loc = src.locator ?? {};
+    const anchor = answer.anchorOfLink(target);
     const where = [loc.chapter_title && `Chapter: ${loc.chapter_title}`, loc.cfi].filter(Boolean).join(" · ");
     if (where) t.append(h("span", { class: "tip-where" }, where));
-    let passage = src.snippet || src.text || "(no passage text)";
-    if (passage.length > 600) passage = `${passage.slice(0, 600)}…`;
-    t.append(h("span", { class: "tip-passage" }, passage));
+    if (anchor?.quote) {
+      // The sentence of the source that supports the claim, marked in its passage.
+      t.append(quoteInPassage(anchor.quote, src.text));
+    } else {
+      let passage = src.snippet || src.text || "(no passage text)";
+      if (passage.length > 600) passage = `${passage.slice(0, 600)}…`;
+      t.append(h("span", { class: "tip-passage" }, passage));
+    }
+    if (anchor) {
+      // What the support score says (a low one: nothing found in the source says it).
+      t.dataset.verdict = anchor.verdict;
+      const score = `support ${Number(anchor.support).toFixed(2)}`;
+      t.append(h("span", { class: `tip-verdict ${anchor.verdict}` }, `${VERDICTS[anchor.verdict] ?? anchor.verdict} (${score})`));
+      if (anchor.quote?.origin === "provider") t.append(h("span", { class: "tip-where" }, "quoted by the provider"));
+    } else {
+      delete t.dataset.verdict;
+    }
   }
   t.hidden = false;
   target.setAttribute("aria-describedby", "tip");
@@ -835,6 +917,29 @@ function showTip(target) {
   if (top + hgt > window.innerHeight - 8) top = Math.max(8, r.top - hgt - 8);
   t.style.left = `${left}px`;
   t.style.top = `${top}px`;
+}
+
+/** Code units of context shown on each side of a quote in its passage. */
+const QUOTE_CONTEXT = 160;
+
+/**
+ * A quote in its passage: the source's text around it, the quote marked (`mark.tip-quote`).
+ * Its offsets (`utf16_start`, `utf16_end`: JavaScript string indexes) are into the source's
+ * `text`; a quote with none (a provider's that the text does not hold) is shown alone.
+ */
+function quoteInPassage(quote, text) {
+  const p = h("span", { class: "tip-passage" });
+  const [a, b] = [quote.utf16_start, quote.utf16_end];
+  let q = quote.text;
+  if (q.length > 600) q = `${q.slice(0, 600)}…`;
+  if (typeof text !== "string" || typeof a !== "number" || text.slice(a, b) !== quote.text) {
+    p.append(h("mark", { class: "tip-quote" }, q));
+    return p;
+  }
+  const from = Math.max(0, a - QUOTE_CONTEXT);
+  const to = Math.min(text.length, b + QUOTE_CONTEXT);
+  p.append(from > 0 ? `…${text.slice(from, a)}` : text.slice(0, a), h("mark", { class: "tip-quote" }, q), to < text.length ? `${text.slice(b, to)}…` : text.slice(b));
+  return p;
 }
 
 function hideTip(target) {
@@ -864,7 +969,7 @@ document.addEventListener("keydown", (e) => {
   if (e.key === "Escape" && !tip().hidden) hideTip(document.activeElement);
 });
 document.addEventListener("click", (e) => {
-  const open = e.target.closest?.(".open-book");
+  const open = e.target.closest?.(".open-book, .open-quote");
   if (open) {
     openBook(open);
     return;

@@ -599,6 +599,26 @@ test("asking against a book picked in the list: the server retrieves its passage
   await page.waitForFunction(() => !document.querySelector("#reader").open);
   assert.equal(await page.evaluate(() => document.activeElement?.classList.contains("open-book")), true);
 
+  // Claim anchors: when the server gives the quote of [1] a CFI range (quote.cfi), the entry
+  // opens the reader at that sentence, marked: the quote the hover shows.
+  const openQuote = page.locator(`#${id}-src-1 .open-quote`);
+  if (await openQuote.count()) {
+    await page.locator(`#${id} .text .cite a`).first().hover();
+    const quote = await page.locator("#tip .tip-quote").textContent();
+    await page.mouse.move(1, 1);
+    await openQuote.click();
+    await page.waitForFunction(() => document.querySelector("#reader").dataset.state === "ready");
+    const marked = await page.evaluate(() => [...document.querySelectorAll("#reader .reader-body mark")].map((m) => m.textContent).join(" "));
+    const norm = (x) => x.replace(/\s+/g, " ").trim();
+    assert.equal(norm(marked), norm(quote), "the reader marks the quoted sentence");
+    assert.ok(norm(cited.text).includes(norm(quote)), "inside the cited passage");
+    await shot(page, page.locator("#reader"), "book-reader-quote.png");
+    await page.keyboard.press("Escape");
+    await page.waitForFunction(() => !document.querySelector("#reader").open);
+  } else {
+    console.log("no quote.cfi from this server: the reader at the quote is not checked");
+  }
+
   // Rendered in the browser: the page searches the book first and sends the passages as
   // sources; the model sees the same passages, and the numbers and the list are the same.
   await page.locator("#render").selectOption("client");
@@ -743,6 +763,81 @@ test("client-side rendering with the WASM core shows the same numbers as the ser
   assert.deepEqual(errors, []);
   await ctx.close();
 });
+
+// Claim anchors (issue 43): the page asks with citeflow.settings.anchors; hovering or focusing
+// [n] shows the sentence of its source that supports the claim; a weak or unsupported citation
+// is marked. In both renderings: the server's core and the browser's WASM core.
+const ANCHOR_SOURCES = [
+  {
+    id: "source_1",
+    title: "Seine — Wikipedia",
+    url: "https://en.wikipedia.org/wiki/Seine",
+    text: "The Seine 🌊 is a river in Île-de-France. The Seine flows through Paris and into the English Channel. Its length is 777 km.",
+  },
+  { id: "source_2", title: "Moon — Wikipedia", url: "https://en.wikipedia.org/wiki/Moon", text: "The Moon orbits the Earth. It has no atmosphere to speak of." },
+];
+const ANCHOR_PIECES = ["The Seine flows through Paris [[sour", "ce_1]]. The Seine is 777 km", " long [[source_1]]. Bananas are blue [[source_2]]."];
+
+/** Each citation's verdict class and mark, as the page shows them. */
+function verdicts(page, id) {
+  return page.evaluate((i) =>
+    [...document.querySelectorAll(`#${i} .text .cite`)].map((sup) => [
+      Number(sup.querySelector("a").dataset.n),
+      sup.dataset.verdict ?? null,
+      getComputedStyle(sup, "::after").content,
+    ]), id);
+}
+
+for (const render of ["server", "client"]) {
+  test(`claim anchors (${render}): hovering [n] shows the supporting quote; weak and unsupported citations are marked`, async () => {
+    await script(env.upstream, `anchors-${render}`, ANCHOR_PIECES, { paceMs: 150 });
+    const { ctx, page, errors, requests } = await openPage();
+    if (render === "client") await page.locator("#render").selectOption("client");
+    const id = await ask(page, "Tell me about the Seine.", { model: `anchors-${render}`, sources: ANCHOR_SOURCES });
+    // The first sentence's anchor comes while the answer still streams.
+    await page.waitForFunction((i) => document.querySelector(`#${i} .text .cite[data-verdict]`), id, { timeout: 20000 });
+    assert.equal(await page.locator(`#${id}`).getAttribute("aria-busy"), "true", "the anchor came before the answer's end");
+    assert.equal(await finished(page, id), "done");
+    const v = await view(page, id);
+    assert.equal(v.text, "The Seine flows through Paris [1]. The Seine is 777 km long [1]. Bananas are blue [2].");
+    if (render === "server") {
+      const post = requests.filter((r) => r.url.endsWith("/v1/chat/completions")).pop();
+      assert.deepEqual(JSON.parse(post.body).citeflow.settings, { anchors: true });
+    }
+    // The second citation's verdict is the core's to tune; its mark follows it.
+    const marks = await verdicts(page, id);
+    const mark = { supported: "none", weak: '"?"', unsupported: '"!"' };
+    assert.deepEqual(marks, [
+      [1, "supported", "none"],
+      [1, marks[1][1], mark[marks[1][1]]],
+      [2, "unsupported", '"!"'],
+    ]);
+    await shot(page, page.locator(`#${id}`), `anchors-marked-${render}.png`);
+    const cite = page.locator(`#${id} .text .cite a`);
+    await cite.nth(0).hover();
+    await page.waitForSelector("#tip:not([hidden])");
+    assert.equal(await page.locator("#tip .tip-quote").textContent(), "The Seine flows through Paris and into the English Channel.");
+    assert.match(await page.locator("#tip .tip-verdict").textContent(), /^The source supports this \(support [01]\.\d\d\)$/);
+    // Marked in its passage: the source's text around it.
+    assert.match(await page.locator("#tip .tip-passage").textContent(), /Île-de-France\. The Seine flows through Paris and into the English Channel\. Its length/);
+    assert.match(await page.locator("#tip").textContent(), /^1\. Seine — Wikipedia/);
+    await shot(page, page.locator(".layout"), `anchors-hover-${render}.png`);
+    // The same number's second citation has a quote of its own.
+    await cite.nth(1).hover();
+    // (the core may widen a quote to the adjacent sentence that adds claim terms)
+    assert.match(await page.locator("#tip .tip-quote").textContent(), /Its length is 777 km\.$/);
+    // Keyboard focus shows it too; an unsupported citation says nothing in the source says it.
+    await page.mouse.move(0, 0);
+    await cite.nth(2).focus();
+    await page.waitForSelector("#tip:not([hidden])");
+    assert.equal(await page.locator("#tip .tip-quote").count(), 0, "no sentence of the Moon shares a term");
+    assert.match(await page.locator("#tip .tip-verdict").textContent(), /Nothing found in this source says this/);
+    assert.match(await cite.nth(2).getAttribute("aria-label"), /Nothing found in this source says this/);
+    await shot(page, page.locator(".layout"), `anchors-unsupported-${render}.png`);
+    assert.deepEqual(errors, []);
+    await ctx.close();
+  });
+}
 
 test("phone width: readable, nothing wider than the screen", async () => {
   await script(env.upstream, "paris-phone", PIECES, { paceMs: 5 });
