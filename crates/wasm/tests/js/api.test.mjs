@@ -265,7 +265,10 @@ test("anchors_quote_the_supporting_sentence_when_the_sentence_closes", () => {
   assert.equal(a1.quote.origin, "source");
   assert.ok(a1.support >= 0.5 && a1.support <= 1, String(a1.support));
   // The same number's second citation: a quote of its own (its score is the core's to tune).
-  assert.deepStrictEqual([more.number, more.quote.text], [1, "Its length is 777 km."]);
+  // (the core may widen a quote to the adjacent sentence that adds claim terms).
+  assert.equal(more.number, 1);
+  assert.match(more.quote.text, /Its length is 777 km\.$/);
+  assert.equal(seine.text.slice(more.quote.utf16_start, more.quote.utf16_end), more.quote.text);
   assert.ok(["supported", "weak", "unsupported"].includes(more.verdict));
   events = [...events, ...rw.finish()];
   const a2 = events.find((e) => e.type === "anchor" && e.number === 2);
