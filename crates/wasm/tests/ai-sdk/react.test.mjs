@@ -55,3 +55,30 @@ test("use_citeflow_reads_the_proxy_stream_parts", () => {
   assert.deepEqual(segments.map((s) => s.type), ["text", "citation", "text", "citation", "text"]);
   assert.equal(segments.at(-1).text, "; unknown [7].");
 });
+
+test("use_citeflow_anchor_of_reads_the_proxy_anchor_parts", () => {
+  // As crates/server's AI SDK protocol sends claim anchors: a data-citeflow-anchor part per
+  // anchor, its data the core's anchor event.
+  const anchor = (k, text, verdict, cfi) => ({
+    type: "data-citeflow-anchor",
+    id: `anchor-1-${k}`,
+    data: { type: "anchor", number: 1, source_id: "alice#p3", claim: { byte_start: k * 20, byte_end: k * 20 + 12, char_start: k * 20, char_end: k * 20 + 12, utf16_start: k * 20, utf16_end: k * 20 + 12 },
+      quote: { text, origin: "source", cfi }, support: verdict === "supported" ? 0.9 : 0.1, verdict },
+  });
+  const message = {
+    parts: [
+      { type: "source-document", sourceId: "1", mediaType: "text/plain", title: "Alice", providerMetadata: { citeflow: { number: 1, id: "alice#p3" } } },
+      { type: "text", text: "She fell [1]. It was deep [1]." },
+      anchor(0, "Down, down, down.", "supported", "epubcfi(/6/8!/4/2/10,/1:0,/1:17)"),
+      anchor(1, "Would the fall never come to an end?", "unsupported"),
+    ],
+  };
+  const { anchorOf, segments, sources, anchors } = citeflowMessage(message);
+  assert.equal(anchors.length, 2);
+  assert.equal(anchorOf(1).quote.text, "Down, down, down.");
+  assert.equal(anchorOf(1).quote.cfi, "epubcfi(/6/8!/4/2/10,/1:0,/1:17)");
+  assert.equal(anchorOf(1, 1).verdict, "unsupported");
+  assert.equal(anchorOf(2), undefined);
+  assert.deepEqual(segments.filter((s) => s.type === "citation").map((s) => s.anchor.verdict), ["supported", "unsupported"]);
+  assert.equal(sources[0].anchors.length, 2);
+});
