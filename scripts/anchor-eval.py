@@ -216,6 +216,18 @@ def find_binary() -> Path:
     return path
 
 
+def tree() -> str:
+    """The checkout's commit, and whether the crates the binary is built from differ from it."""
+    try:
+        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "crates/core", "crates/cli"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown tree"
+    return f"tree {head}" + (" (crates/core or crates/cli modified)" if dirty else "")
+
+
 class Citeflow:
     def __init__(self, binary: Path, workdir: Path):
         self.binary = binary
@@ -498,7 +510,8 @@ def main() -> int:
         ("BM25 top sentence (k1 1.2, b 0.75, English stop words; coverage of the top 3), pure Python, in process", f_bm25),
         ("anchorcite 0.1.0 lexical tier (`anchor_claim(..., threshold=0.0)`), pure Python, in process", f_ac),
     ]
-    print(f"Claim anchors on {args.split.name}: {len(claims)} claims, {f_cite['with_gold']} with a gold set "
+    print(f"Claim anchors on {args.split.name}, {tree()}, binary built {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(binary.stat().st_mtime))}: "
+          f"{len(claims)} claims, {f_cite['with_gold']} with a gold set "
           f"(hit@1), {f_cite['supported']} supported / {f_cite['not_supported']} not_supported (AUROC); "
           f"{args.reps} timing rounds; {len(os.sched_getaffinity(0))} cores, load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end")
@@ -518,6 +531,7 @@ def main() -> int:
             "claims": len(claims),
             "reps": args.reps,
             "binary": str(binary),
+            "tree": tree(),
             "loadavg_end": os.getloadavg(),
             "citeflow": f_cite,
             "citeflow_process_ms": process_ms,

@@ -16,6 +16,11 @@
 #           github.com/onyx-dot-app/onyx, else the rows say skipped), and the number of write
 #           syscalls the render makes for 100k chunks (strace); the CPU time of 100× the
 #           text against 1× (scripts/bench/cli_linear.py).
+#   anchors claim anchors on the WiCE dev split (issue 43, scripts/anchor-eval.sh): `citeflow
+#           render --anchors`, one process a claim, against the same render without it (hit@1,
+#           support AUROC, unsupported flagged, time added a claim, indexing speed), beside a
+#           BM25 top sentence and anchorcite 0.1.0's lexical tier (pinned, in
+#           target/venv-anchor-eval; if pip cannot install it, its row says skipped).
 #   Python  feed, feed_text and the batch path against a pure-Python processor and against the
 #           empty loop of the same shape, and the cost per token at 1×, 10× and 100× the
 #           text (crates/py/bench/bench.py); the framework adapters (LangChain agent stream,
@@ -125,6 +130,34 @@ EOF
     row "CLI: write syscalls for 100,000 chunks (input from a file)" "${writes:-?}" \
         "strace -f -c -e trace=write citeflow render --input jsonl --output jsonl < 100k.jsonl"
 fi
+
+# --- anchors: WiCE dev (scripts/anchor-eval.sh) ---------------------------------------------
+CITEFLOW_BIN="$REL/citeflow" bash scripts/anchor-eval.sh --json "$OUT/anchors.json" > "$OUT/anchors.md"
+anchor_rows="$(python3 - "$OUT/anchors.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+names = {
+    "citeflow": "citeflow render --anchors, whole process, added to the same render without it",
+    "bm25": "BM25 top sentence, pure Python in process (baseline)",
+    "anchorcite": "anchorcite 0.1.0 lexical tier, pure Python in process (peer)",
+}
+for key, name in names.items():
+    f = d[key]
+    if "skipped" in f:
+        print(f"anchors, WiCE dev: {name}|skipped: {f['skipped']}")
+        continue
+    fig = (f"hit@1 {f['hit1']:.3f} (first sentence {f['hit1_first_sentence']:.3f}, {f['sentences_per_quote']:.2f} "
+           f"sentences a quote), support AUROC {f['auroc']:.3f}, not_supported flagged {f['flagged']:.3f} at 90% of "
+           f"supported passing; {f['median_ms']:.2f} ms median / {f['p99_ms']:.2f} ms p99 a claim, {f['mb_per_s']:.1f} MB/s")
+    if key == "citeflow":
+        fig += (f" (child CPU {f['cpu_median_ms']:.2f} / {f['cpu_p99_ms']:.2f} ms); goals on the held-out split: "
+                "hit@1 0.85, AUROC 0.92, 1 ms")
+    print(f"anchors, WiCE dev ({d['claims']} claims): {name}|{fig}")
+PY
+)"
+while IFS='|' read -r measure figure; do
+    [ -n "$measure" ] && row "$measure" "$figure" "bash scripts/anchor-eval.sh"
+done <<< "$anchor_rows"
 
 # --- Python -----------------------------------------------------------------------------
 VENV="$TARGET_DIR/venv-py"
@@ -263,6 +296,9 @@ echo "|---|---|---|"
 printf '%s\n' "${rows[@]}"
 echo
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+echo "## Claim anchors on WiCE dev (scripts/anchor-eval.sh)"
+cat "$OUT/anchors.md"
 if [ "$QUICK" = 0 ]; then
     echo
     echo "## proxy (BENCH_ROUNDS=3 scripts/bench-server.sh 1000 20)"
