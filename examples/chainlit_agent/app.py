@@ -11,7 +11,9 @@ Settings (environment): OPENAI_BASE_URL (default http://127.0.0.1:8080/v1, `cite
 local model), OPENAI_API_KEY, CITEFLOW_AGENT_MODEL (default `local`), CITEFLOW_STYLE
 (`brackets` → [1], `full_width` → 【1】), CITEFLOW_VIA_SERVE (1 when the upstream is `citeflow
 serve`: the default when OPENAI_BASE_URL is unset; it then passes the markers through with
-`"citeflow": {"render": "client"}`, since the agent's middleware numbers them).
+`"citeflow": {"render": "client"}`, since the agent's middleware numbers them), CITEFLOW_ANCHORS
+(default 1: each citation's side element shows the sentence of its source that supports it, in
+bold in its passage, and marks a weakly supported or unsupported citation; 0 turns it off).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from citeflow.langchain import CiteflowMiddleware, EpubLoader, amessages_stream,
 HERE = Path(__file__).resolve().parent
 BOOKS = [HERE.parents[1] / "crates/cli/books/alice.epub", HERE.parents[1] / "crates/cli/books/kusamakura.epub"]
 STYLE = os.environ.get("CITEFLOW_STYLE", "brackets")
+ANCHORS = os.environ.get("CITEFLOW_ANCHORS", "1") != "0"
 
 
 def _terms(text: str) -> set[str]:
@@ -90,7 +93,7 @@ def agent() -> Any:
         model,
         tools=[search_web, search_books],
         system_prompt="You answer questions about Paris and about books. Search before answering.",
-        middleware=[CiteflowMiddleware(style=STYLE)],
+        middleware=[CiteflowMiddleware(style=STYLE, anchors=ANCHORS)],
         checkpointer=InMemorySaver(),
     )
 
@@ -103,7 +106,7 @@ async def on_message(message: cl.Message) -> None:
         "callbacks": [cl.LangchainCallbackHandler()],
     }
     # This thread's rounds and numbers so far: the next answer continues them.
-    session = session_from_state((await graph.aget_state(config)).values, style=STYLE)
+    session = session_from_state((await graph.aget_state(config)).values, style=STYLE, anchors=ANCHORS)
     cited = CitedMessage(session)
     stream = graph.astream({"messages": [("user", message.content)]}, config, stream_mode="messages")
     await cited.send_events(amessages_stream(stream, session))

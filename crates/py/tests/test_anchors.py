@@ -131,20 +131,25 @@ def test_japanese_paraphrase_anchors_to_exactly_the_sentence_that_says_it() -> N
 
 
 def test_verdicts_follow_the_documented_thresholds() -> None:
-    # A claim the source contradicts (another year): the same sentence is found, not supported.
-    _, wrong_year = only_anchor("The Eiffel Tower was completed in 1925 [[source_1]].")
-    assert assert_quotes_its_source(wrong_year).text == "The Eiffel Tower was completed in 1889."
-    assert wrong_year.verdict == "unsupported" and wrong_year.support < 0.25
+    # A claim the source does not make: a sentence sharing a word is found, but not supported.
+    _, olympics = only_anchor("The tower was built for the Olympic Games in London [[source_1]].")
+    assert_quotes_its_source(olympics)
+    assert olympics.verdict == "unsupported" and olympics.support < 0.25
     # Nothing in the source shares a word with the claim: no quote, support 0.
     _, unrelated = only_anchor("大阪はたこ焼きで有名だ[[source_2]]。")
     assert unrelated.quote is None
     assert (unrelated.support, unrelated.verdict) == (0.0, "unsupported")
     assert unrelated.to_dict()["quote"] is None
-    # Part of the claim said: weak.
-    _, part = only_anchor("The tower was finished in 1889 [[source_1]].")
-    assert assert_quotes_its_source(part).text == "The Eiffel Tower was completed in 1889."
+    # Part of the claim said (Tokyo is Japan's capital; nothing on its size): weak.
+    _, part = only_anchor("東京は日本で一番大きい都市で人口が多い[[source_2]]。")
+    assert assert_quotes_its_source(part).text == "東京は日本の首都です。"
     assert part.verdict == "weak" and 0.25 <= part.support < 0.5
-    for a in (wrong_year, unrelated, part):
+    # A year the source contradicts scores lower than the year it says.
+    _, right_year = only_anchor("The Eiffel Tower was completed in 1889 [[source_1]].")
+    _, wrong_year = only_anchor("The Eiffel Tower was completed in 1925 [[source_1]].")
+    assert assert_quotes_its_source(wrong_year).text == "The Eiffel Tower was completed in 1889."
+    assert right_year.verdict == "supported" and wrong_year.support < right_year.support
+    for a in (olympics, unrelated, part, right_year, wrong_year):
         want = "supported" if a.support >= 0.5 else "weak" if a.support >= 0.25 else "unsupported"
         assert a.verdict == want
 

@@ -1,6 +1,7 @@
 // Drives the Chainlit example in headless Chromium (Debian's, through playwright-core from
 // crates/server/tests/browser): asks QUESTION, samples the answer while it streams, clicks
-// each citation link and reads the side panel, takes a screenshot. Prints one JSON object.
+// each citation link and reads the side panel (its text and its bold parts), takes a
+// screenshot. Prints one JSON object.
 // Env: CL_URL, QUESTION, SHOT, PLAYWRIGHT_CORE (the package's index.mjs).
 const { chromium } = await import(process.env.PLAYWRIGHT_CORE);
 const browser = await chromium.launch({
@@ -54,6 +55,14 @@ try {
       name,
       title: (await page.locator("#side-view-title").innerText()).trim(),
       content: await page.locator("#side-view-content").innerText(),
+      // What the panel shows in bold (markdown's **…**), whatever element draws it.
+      bold: await page.evaluate(() => {
+        const heavy = (el) => el && Number(getComputedStyle(el).fontWeight) >= 600;
+        const root = document.querySelector("#side-view-content");
+        return [...root.querySelectorAll("*")]
+          .filter((el) => heavy(el) && !heavy(el.parentElement) && el.innerText.trim())
+          .map((el) => el.innerText.trim());
+      }),
     });
   }
   await page.screenshot({ path: process.env.SHOT });

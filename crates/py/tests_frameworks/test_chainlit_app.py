@@ -1,7 +1,9 @@
 """The Chainlit example (examples/chainlit_agent/app.py) run by ``chainlit run --headless`` on a
 free loopback port against the replaying upstream (paced, so that the answer streams), driven
 by headless Chromium: the numbers appear while the answer streams, each opens its source in the
-side panel, and the answer ends with the list grouped by search round."""
+side panel, and the answer ends with the list grouped by search round. The app has claim anchors
+on: each side element shows the sentence of its source that supports the citation in bold in
+its passage, and says how well each citation is supported."""
 
 from __future__ import annotations
 
@@ -12,11 +14,14 @@ import shutil
 import socket
 import subprocess
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from citeflow import AnchorEvent, Rewriter, Settings, Source
 
 from conftest import ROOT
 
@@ -124,7 +129,44 @@ def test_chainlit_agent_in_the_browser(paced_upstream: str) -> None:
     assert opened["[3]"].startswith("Centre Pompidou")
     assert "Search: Paris museums" in opened["[3]"]
 
+    with warnings.catch_warnings():  # chainlit's dependencies warn on import (pydantic)
+        warnings.simplefilter("ignore")
+        from citeflow.chainlit import anchor_line
+
+    # Claim anchors: what the engine anchors for this answer over the corpus, shown per source.
+    corpus = {p["id"]: p for p in json.loads((APP.parent / "corpus.json").read_text(encoding="utf-8"))}
+    answer = (
+        "The Seine flows through the heart of Paris [[web-seine]], and its banks are lined with landmarks "
+        "[[web-bridges]]. The city's museums hold vast collections [[web-pompidou]], and they draw visitors "
+        "from everywhere [[web-seine]]."
+    )
+    rw = Rewriter([Source(i, text=p["text"]) for i, p in corpus.items()], settings=Settings(anchors=True))
+    anchors = [e for e in rw.feed(answer) + rw.finish() if isinstance(e, AnchorEvent)]
+    assert [a.number for a in anchors] == [1, 2, 3, 1]
+    seine = "The Seine flows through the heart of Paris for thirteen kilometres, from east to west, and divides the city into the Right Bank and the Left Bank."
+    assert anchors[0].quote is not None and anchors[0].quote.text == seine
+    panels = {o["name"]: o for o in result["opened"]}
+    # The quote that supports [1] is on the page, in bold in its passage.
+    assert seine in panels["[1]"]["bold"], panels["[1]"]
+    for a in anchors:
+        panel = panels[f"[{a.number}]"]
+        if a.quote is not None:
+            assert a.quote.text in panel["bold"], (a, panel)
+        # Each citation's support line, weak and unsupported ones marked with ⚠️.
+        assert anchor_line(a) in panel["content"], (a, panel["content"])
+    lines = [anchor_line(a) for a in anchors]
+    assert all(line.startswith("⚠️") == (a.verdict != "supported") for a, line in zip(anchors, lines))
+    # [1] was cited twice: its panel has both citations' lines.
+    assert panels["[1]"]["content"].count("support 0.") + panels["[1]"]["content"].count("support 1.") == 2
+
 
 def test_chainlit_agent_in_japanese(paced_upstream: str) -> None:
     result = run_app(paced_upstream, "agent-search-ja", "full_width", "パリについて教えて", "ja")
     check(result, ["【1】", "【2】", "【2】", "【1】"], r"Round 1: セーヌ川 パリ.*セーヌ川.*ルーヴル美術館")
+    # Claim anchors in Japanese: each side element says how its citations are supported, and a
+    # quote shown in bold is a sentence of the passage shown with it.
+    for o in result["opened"]:
+        assert re.search(r"(Supported|Weak support|Not supported): .*\(support [01]\.\d\d\)", o["content"]), o
+        for quote in o["bold"][1:]:  # the first bold text is the title
+            assert quote in o["content"] and quote.endswith("。"), o
+    assert any(len(o["bold"]) > 1 for o in result["opened"]), "no quote shown"

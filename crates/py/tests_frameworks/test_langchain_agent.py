@@ -14,8 +14,20 @@ from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
-from citeflow import CitationEvent, DoneEvent, Session, SourceEvent, TextEvent, render_list
+from citeflow import (
+    AnchorEvent,
+    CitationEvent,
+    DoneEvent,
+    Rewriter,
+    Session,
+    Settings,
+    Source,
+    SourceEvent,
+    TextEvent,
+    render_list,
+)
 from citeflow.langchain import (
+    CITEFLOW_KEY,
     NUMBERING_KEY,
     CiteflowMiddleware,
     CiteflowTransformer,
@@ -24,7 +36,7 @@ from citeflow.langchain import (
     session_from_state,
 )
 
-from conftest import hits
+from conftest import PAGES, hits
 
 
 @tool(response_format="content_and_artifact")
@@ -156,3 +168,102 @@ def test_japanese_agent_full_width_numbers(replay_url: str) -> None:
         "パリの美術館は膨大な収蔵品を持ちます【2】。世界中から人が訪れます【3】。"
     )
     assert [r.query for r in session.rounds()] == ["セーヌ川 パリ", "パリ 美術館"]
+
+
+@pytest.mark.filterwarnings("ignore:The v3 streaming protocol:langchain_core._api.beta_decorator.LangChainBetaWarning")
+def test_agent_anchors_quote_the_sentences_of_the_tools_documents(replay_url: str) -> None:
+    llm = ChatOpenAI(base_url=replay_url, api_key="test", model="agent-search", streaming=True, max_retries=0)
+    graph = create_agent(
+        llm, tools=[search_web], middleware=[CiteflowMiddleware(anchors=True)], checkpointer=InMemorySaver()
+    )
+    session = session_from_state(graph.get_state(config("anchors")).values, anchors=True)
+    assert session.settings.anchors
+    stream = graph.stream({"messages": [("user", "Tell me about Paris")]}, config("anchors"), stream_mode="messages")
+    events = list(messages_stream(stream, session))
+    text = text_of(events)
+    first = "The Seine flows through the heart of Paris [1], and its banks are lined with landmarks [2]."
+    second = "The city's museums hold vast collections [2], and they draw visitors from everywhere [3]."
+    assert text == f"{first} {second}"  # the same answer as without anchors
+    anchors = [e for e in events if isinstance(e, AnchorEvent)]
+    assert [(a.number, a.source_id) for a in anchors] == [(1, "seine"), (2, "louvre"), (2, "louvre"), (3, "orsay")]
+    # Each claim is the answer's sentence that holds the citation.
+    assert [text[a.claim.char_start : a.claim.char_end] for a in anchors] == [first, first, second, second]
+    # The quotes are the tool's documents' sentences, at their offsets in the document's text.
+    seine, landmarks, museums, visitors = anchors
+    for a in anchors:
+        if a.quote is not None:
+            doc = PAGES[a.source_id]["text"]
+            assert a.quote.origin == "source"
+            assert a.quote.char_start is not None and a.quote.char_end is not None
+            assert doc[a.quote.char_start : a.quote.char_end] == a.quote.text == doc
+    assert seine.quote is not None and seine.quote.text == "The Seine flows through Paris."
+    # "museums" is the Louvre page's "museum": its sentence is the quote.
+    assert museums.quote is not None and museums.quote.text == "The Louvre is the largest museum."
+    # Nothing in the Louvre page shares a word with "its banks are lined with landmarks".
+    assert (landmarks.quote, landmarks.support, landmarks.verdict) == (None, 0.0, "unsupported")
+    # Scores and verdicts are the engine's for this answer over the tool's documents.
+    answer = (
+        "The Seine flows through the heart of Paris [[seine]], and its banks are lined with landmarks [[louvre]]. "
+        "The city's museums hold vast collections [[louvre]], and they draw visitors from everywhere [[orsay]]."
+    )
+    rw = Rewriter([Source(i, text=PAGES[i]["text"]) for i in ("seine", "louvre", "orsay")], settings=Settings(anchors=True))
+    engine = [e for e in rw.feed(answer) + rw.finish() if isinstance(e, AnchorEvent)]
+    assert [(a.quote, a.support, a.verdict) for a in anchors] == [(a.quote, a.support, a.verdict) for a in engine]
+    # The first sentence's anchors come as soon as it closes, while the second still streams.
+    first_anchor = next(i for i, e in enumerate(events) if isinstance(e, AnchorEvent))
+    citations = [i for i, e in enumerate(events) if isinstance(e, CitationEvent)]
+    assert citations[1] < first_anchor < citations[2]
+    # The final list: each cited source with its own anchors.
+    done = events[-1]
+    assert isinstance(done, DoneEvent)
+    assert {s.source.id: s.anchors for s in done.sources} == {
+        "seine": [seine],
+        "louvre": [landmarks, museums],
+        "orsay": [visitors],
+    }
+    # The answer's AIMessage in the agent state carries them (after_model of the middleware).
+    state = graph.get_state(config("anchors")).values
+    answer = state["messages"][-1]
+    assert answer.type == "ai" and "[[seine]]" in answer.text
+    record = answer.additional_kwargs[CITEFLOW_KEY]
+    assert record["text"] == text
+    assert record["anchors"] == [a.to_dict() for a in anchors]
+    assert [(s["number"], [a["verdict"] for a in s["anchors"]]) for s in record["sources"]] == [
+        (1, [seine.verdict]),
+        (2, [landmarks.verdict, museums.verdict]),
+        (3, [visitors.verdict]),
+    ]
+    assert state[NUMBERING_KEY] == session.numbering.to_json()
+
+    # The LangGraph transformer the middleware registers streams the same anchors.
+    registered = create_agent(
+        llm, tools=[search_web], middleware=[CiteflowMiddleware(anchors=True, transformer=True)],
+        checkpointer=InMemorySaver(),
+    )
+    run_v3 = registered.stream_events({"messages": [("user", "Tell me about Paris")]}, config("mw-anchors"), version="v3")
+    streamed = [e for e in run_v3.extensions["citeflow"] if isinstance(e, AnchorEvent)]
+    assert streamed == anchors
+
+
+def test_japanese_agent_anchors(replay_url: str) -> None:
+    llm = ChatOpenAI(base_url=replay_url, api_key="test", model="agent-search-ja", streaming=True, max_retries=0)
+    graph = create_agent(
+        llm, tools=[search_web], middleware=[CiteflowMiddleware(style="full_width", anchors=True)],
+        checkpointer=InMemorySaver(),
+    )
+    session = session_from_state(graph.get_state(config("ja-anchors")).values, style="full_width", anchors=True)
+    stream = graph.stream({"messages": [("user", "パリについて教えて")]}, config("ja-anchors"), stream_mode="messages")
+    events = list(messages_stream(stream, session))
+    text = text_of(events)
+    anchors = [e for e in events if isinstance(e, AnchorEvent)]
+    # One anchor per citation, each claim one Japanese sentence ending in 。 (the number inside).
+    assert [a.number for a in anchors] == [1, 2, 2, 3]
+    claims = [text[a.claim.char_start : a.claim.char_end] for a in anchors]
+    assert claims == [
+        "セーヌ川はパリの中心を流れています【1】。",
+        "岸辺には名所が並びます【2】。",
+        "パリの美術館は膨大な収蔵品を持ちます【2】。",
+        "世界中から人が訪れます【3】。",
+    ]
+    # The tool's documents are English: nothing in them shares a word with these sentences.
+    assert [(a.quote, a.verdict) for a in anchors] == [(None, "unsupported")] * 4

@@ -17,7 +17,7 @@ from llama_index.core.query_engine import CitationQueryEngine
 from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.llms.openai_like import OpenAILike
 
-from citeflow import CitationEvent, DoneEvent, SourceEvent, TextEvent
+from citeflow import AnchorEvent, CitationEvent, DoneEvent, SourceEvent, TextEvent
 from citeflow.llamaindex import acitation_stream, citation_stream
 
 
@@ -94,6 +94,40 @@ def test_citation_query_engine_one_number_per_document(replay_url: str) -> None:
     assert [(s.number, s.source.title) for s in done.sources] == sorted(
         (n, "Seine" if k == "doc:seine" else "Louvre") for n, k in new
     )
+
+
+def test_citation_query_engine_anchors_in_events_and_response_metadata(replay_url: str) -> None:
+    question = "What does the Seine river do in Paris?"
+    response = engine(replay_url, "cite-sources").query(question)
+    events = list(citation_stream(response, query=question, anchors=True))
+    text = "".join(e.text for e in events if isinstance(e, TextEvent))
+    anchors = [e for e in events if isinstance(e, AnchorEvent)]
+    # One anchor per citation (ranks 3, 2, 1), its claim the sentence that holds it.
+    claims = [text[a.claim.char_start : a.claim.char_end] for a in anchors]
+    assert [c.split(" [")[0] for c in claims] == [
+        "Paris sits on the Seine",
+        "Its museums are famous",
+        "The river divides the city",
+    ]
+    # Each quote is the text of the node that rank names (one sentence each), at its offsets.
+    for a, rank in zip(anchors, (3, 2, 1)):
+        node_text = re.sub(r"^Source \d+:\s*", "", response.source_nodes[rank - 1].node.get_content())
+        assert a.source_id == f"{response.source_nodes[rank - 1].node.node_id}#{rank}"
+        if a.quote is not None:
+            assert a.quote.char_start is not None and a.quote.char_end is not None
+            assert node_text[a.quote.char_start : a.quote.char_end] == a.quote.text == node_text.strip()
+    # The scripted model cites by rank whatever the chunks say: "Its museums are famous" shares
+    # no word with its node (the Seine dividing Paris), so it has no quote and is unsupported.
+    assert [a.quote is not None for a in anchors] == [True, False, True]
+    assert anchors[1].verdict == "unsupported"
+    # The response's metadata carries what citeflow made of the answer.
+    record = response.metadata["citeflow"]
+    assert record["text"] == text
+    assert record["anchors"] == [a.to_dict() for a in anchors]
+    done = events[-1]
+    assert isinstance(done, DoneEvent)
+    assert record["sources"] == [s.to_dict() for s in done.sources]
+    assert sum(len(s["anchors"]) for s in record["sources"]) == 3
 
 
 def test_citation_query_engine_japanese_async(replay_url: str) -> None:

@@ -561,7 +561,7 @@ class CitationDetail:
     def replaces_span(self) -> bool: ...
     def to_dict(self) -> dict[str, Any]: ...
 
-_Event = Union[SourceEvent, TextEvent, CitationEvent, UnresolvedEvent, NumberNeededEvent, DoneEvent]
+_Event = Union[SourceEvent, TextEvent, CitationEvent, UnresolvedEvent, NumberNeededEvent, AnchorEvent, DoneEvent]
 
 @final
 class Rewriter:

@@ -14,7 +14,19 @@ from typing_extensions import NotRequired
 
 from ._citeflow import Session
 from .langchain import NUMBERING_KEY, _step, session_from_state
-from .rounds import ROUND_KEY, Event, RoundStream, agent_instruction, round_query, round_record, sources_from_result, tool_block
+from .rounds import (
+    CITEFLOW_KEY,
+    ROUND_KEY,
+    Event,
+    RoundStream,
+    agent_instruction,
+    answer_record,
+    new_session,
+    round_query,
+    round_record,
+    sources_from_result,
+    tool_block,
+)
 
 if TYPE_CHECKING:
     from langchain.agents.middleware.types import ToolCallRequest
@@ -47,6 +59,12 @@ class CiteflowMiddleware(AgentMiddleware[CiteflowState, Any, Any]):
       handed out are kept in the state (``citeflow_numbering``); with a checkpointer the next
       turn continues them.
 
+    With ``anchors=True`` (or a ``session`` whose settings have anchors on) ``after_model`` also
+    puts into the answer's ``AIMessage`` ``additional_kwargs["citeflow"]``: the rendered text,
+    its claim anchors (each citation's quote from the tool's documents, ``support``,
+    ``verdict``) and the cited sources with their anchors; the transformer it registers streams
+    the ``AnchorEvent``s.
+
     ``session`` gives the settings (``style``: ``brackets`` → ``[1]``, ``full_width`` →
     ``【1】``); ``marker`` is what the model is asked to write (an id marker, so that one
     number holds across rounds)."""
@@ -61,11 +79,13 @@ class CiteflowMiddleware(AgentMiddleware[CiteflowState, Any, Any]):
         style: str = "brackets",
         max_chars_per_source: int = 1000,
         transformer: bool = False,
+        anchors: Optional[bool] = None,
     ) -> None:
         super().__init__()
         self.session = session
         self.marker = marker
         self.style = session.settings.style if session is not None else style
+        self.anchors = anchors
         self.max_chars_per_source = max_chars_per_source
         self.instruction = agent_instruction(marker)
         if transformer:
@@ -73,7 +93,8 @@ class CiteflowMiddleware(AgentMiddleware[CiteflowState, Any, Any]):
 
     def transformer_factory(self) -> Callable[[tuple[str, ...]], CiteflowTransformer]:
         """A factory of ``CiteflowTransformer``s (for ``create_agent(transformers=...)``)."""
-        return lambda scope: CiteflowTransformer(scope)
+        anchors = self.anchors
+        return lambda scope: CiteflowTransformer(scope, anchors=anchors)
 
     # -- tools -----------------------------------------------------------------------------
 
@@ -129,13 +150,18 @@ class CiteflowMiddleware(AgentMiddleware[CiteflowState, Any, Any]):
         text = messages[-1].text
         if not text:
             return None
-        session = session_from_state(state, style=self.style, session=self.session)
+        session = session_from_state(state, style=self.style, session=self.session, anchors=self.anchors)
         before = session.numbering.to_json()
         rw = session.rewriter()
-        rw.feed(text)
-        rw.finish()
+        events = rw.feed(text) + rw.finish()
         after = session.numbering.to_json()
-        return None if after == before else {NUMBERING_KEY: after}
+        update: dict[str, Any] = {} if after == before else {NUMBERING_KEY: after}
+        answer = messages[-1]
+        if session.settings.anchors and answer.id is not None:
+            # The same id: the state's reducer replaces the message with this copy.
+            kwargs = {**answer.additional_kwargs, CITEFLOW_KEY: answer_record(events)}
+            update["messages"] = [answer.model_copy(update={"additional_kwargs": kwargs})]
+        return update or None
 
     async def aafter_model(self, state: CiteflowState, runtime: Runtime[Any]) -> Optional[dict[str, Any]]:
         return self.after_model(state, runtime)
@@ -146,16 +172,19 @@ class CiteflowTransformer(StreamTransformer):
     ["citeflow"]``) is a channel of citeflow's events for the run, as ``messages_stream`` gives
     them (tool messages become rounds, the chat model's text deltas are rewritten).
 
-    ``session`` (a session-scope one; new when None) carries the thread's numbering in. Works
+    ``session`` (a session-scope one; new when None) carries the thread's numbering in;
+    ``anchors`` turns claim anchors on for a new one (``AnchorEvent``s in the channel). Works
     under ``stream_events(version="v3")`` and its async form."""
 
     required_stream_modes = ("messages", "updates")
     supports_sync = True
 
-    def __init__(self, scope: tuple[str, ...] = (), session: Optional[Session] = None) -> None:
+    def __init__(
+        self, scope: tuple[str, ...] = (), session: Optional[Session] = None, *, anchors: Optional[bool] = None
+    ) -> None:
         super().__init__(scope)
         self._scope_list = list(scope)
-        self._rs = RoundStream(session)
+        self._rs = RoundStream(session if session is not None else new_session(anchors=anchors))
         self._log: StreamChannel[Event] = StreamChannel()
 
     def init(self) -> dict[str, Any]:

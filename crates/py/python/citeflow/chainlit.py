@@ -18,6 +18,11 @@ adapter of ``citeflow.adapters``) is shown as Chainlit shows things:
   marker to it; its content is the source's title, link, quote and, for a book passage, chapter
   and CFI;
 - a ``TextEvent`` is streamed into the message (``stream_token``);
+- an ``AnchorEvent`` (with anchors on: ``Session(anchors=True)``, or
+  ``session_from_state(..., anchors=True)``) updates that source's side element: the passage
+  shows the quote that supports the claim in bold (``**…**``, several citations' quotes each),
+  and a line per citation says how well it is supported (``Supported``, or ⚠️ ``Weak support``
+  / ``Not supported``: nothing found in the source says it), with the score;
 - the ``DoneEvent`` appends the list of cited sources grouped by search round with its query
   (``render_list(..., rounds)``, markdown) and updates the message.
 
@@ -27,12 +32,14 @@ the number in the session's style.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Optional
 from urllib.parse import urlparse
 
 import chainlit as cl
 
 from ._citeflow import (
+    AnchorEvent,
     DoneEvent,
     NumberEntry,
     Numbering,
@@ -46,7 +53,10 @@ from ._citeflow import (
 )
 from .rounds import Event
 
-__all__ = ["CitedMessage", "marker_text", "source_markdown"]
+__all__ = ["CitedMessage", "anchor_line", "marker_text", "passage_markdown", "source_markdown"]
+
+#: How many characters of the passage the side element shows around the quotes.
+CONTEXT_CHARS = 400
 
 
 def marker_text(number: int, settings: Optional[Settings] = None) -> str:
@@ -56,9 +66,71 @@ def marker_text(number: int, settings: Optional[Settings] = None) -> str:
     return out.text
 
 
-def source_markdown(source: Source, round_query: Optional[str] = None) -> str:
-    """A source as the side element shows it: title (linked), domain, quote, chapter and CFI
-    for a book passage, and the search round's query."""
+def _blockquote(text: str) -> str:
+    return "> " + text.strip().replace("\n", "\n> ")
+
+
+def _bold(text: str) -> str:
+    """``text`` in bold, its surrounding whitespace kept outside the markers."""
+    core = text.strip()
+    if not core:
+        return text
+    start = text.index(core)
+    return f"{text[:start]}**{core}**{text[start + len(core):]}"
+
+
+def passage_markdown(text: str, anchors: Sequence[AnchorEvent], context_chars: int = CONTEXT_CHARS) -> str:
+    """The source's ``text`` as a blockquote with the anchors' quotes in bold (by their
+    ``char_start``/``char_end``); about ``context_chars`` characters around the quotes are kept
+    of a longer text. A provider's quote that the text does not hold follows it in bold."""
+    ranges = sorted(
+        (a.quote.char_start, a.quote.char_end)
+        for a in anchors
+        if a.quote is not None and a.quote.char_start is not None and a.quote.char_end is not None
+    )
+    merged: list[tuple[int, int]] = []
+    for start, end in ranges:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    lo, hi = 0, len(text)
+    if merged and len(text) > 2 * context_chars + (merged[-1][1] - merged[0][0]):
+        lo = max(0, merged[0][0] - context_chars)
+        hi = min(len(text), merged[-1][1] + context_chars)
+    out, at = [], lo
+    for start, end in merged:
+        out.append(text[at:start])
+        out.append(_bold(text[start:end]))
+        at = end
+    out.append(text[at:hi])
+    shown = "".join(out)
+    lines = [_blockquote(("…" if lo > 0 else "") + shown + ("…" if hi < len(text) else ""))]
+    for a in anchors:
+        q = a.quote
+        if q is not None and q.char_start is None and q.text.strip():
+            lines.append(_blockquote(_bold(q.text)))
+    return "\n\n".join(lines)
+
+
+def anchor_line(anchor: AnchorEvent) -> str:
+    """One citation's support as the side element says it: ``Supported``, or marked with ⚠️,
+    ``Weak support`` (the source says only part of it) or ``Not supported`` (nothing found in
+    the source says it), with the score."""
+    score = f"support {anchor.support:.2f}"
+    if anchor.verdict == "supported":
+        return f"✅ Supported: the highlighted passage says this ({score})"
+    if anchor.verdict == "weak":
+        return f"⚠️ Weak support: the source says only part of this ({score})"
+    return f"⚠️ Not supported: nothing found in this source says this ({score})"
+
+
+def source_markdown(
+    source: Source, round_query: Optional[str] = None, anchors: Sequence[AnchorEvent] = ()
+) -> str:
+    """A source as the side element shows it: title (linked), domain, quote (with ``anchors``:
+    the passage with their quotes in bold, and each citation's support), chapter and CFI for a
+    book passage, and the search round's query."""
     title = source.title or source.id
     lines = [f"**[{title}]({source.url})**" if source.url else f"**{title}**"]
     if source.url:
@@ -66,8 +138,11 @@ def source_markdown(source: Source, round_query: Optional[str] = None) -> str:
         if domain:
             lines.append(domain)
     quote = source.snippet or source.text
-    if quote:
-        lines.append("> " + quote.strip().replace("\n", "\n> "))
+    if anchors:
+        lines.append(passage_markdown(source.text or "", anchors) if source.text else _blockquote(quote or ""))
+        lines.extend(anchor_line(a) for a in anchors)
+    elif quote:
+        lines.append(_blockquote(quote))
     loc = source.locator
     if loc is not None:
         where = []
@@ -99,6 +174,8 @@ class CitedMessage:
         self.message = message if message is not None else cl.Message(content="")
         self.list_heading = list_heading
         self.elements: dict[int, cl.Text] = {}
+        self.anchors: dict[int, list[AnchorEvent]] = {}
+        self._shown: dict[int, tuple[Source, Optional[str]]] = {}
         self._settings = session.settings if session is not None else None
         self._started = False
 
@@ -115,14 +192,26 @@ class CitedMessage:
         if isinstance(event, SourceEvent):
             if event.number in self.elements:
                 return
+            query = self._round_query(event.round)
             element = cl.Text(
                 name=marker_text(event.number, self._settings),
-                content=source_markdown(event.source, self._round_query(event.round)),
+                content=source_markdown(event.source, query),
                 display="side",
             )
             self.elements[event.number] = element
+            self._shown[event.number] = (event.source, query)
             self.message.elements.append(element)  # type: ignore[arg-type]
             await element.send(for_id=self.message.id)
+        elif isinstance(event, AnchorEvent):
+            self.anchors.setdefault(event.number, []).append(event)
+            shown = self.elements.get(event.number)
+            if shown is None:
+                return
+            source, query = self._shown[event.number]
+            shown.content = source_markdown(source, query, self.anchors[event.number])
+            # Sent again under the same id: the page replaces the element's content.
+            shown.updatable = True
+            await shown.send(for_id=self.message.id)
         elif isinstance(event, TextEvent):
             if event.text:
                 self._started = True

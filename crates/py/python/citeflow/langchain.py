@@ -15,6 +15,13 @@ Agents (``langchain.agents.create_agent``)::
     for ev in messages_stream(stream, session):
         ...                               # TextEvent (rewritten text), SourceEvent, ..., DoneEvent
 
+Claim anchors: with ``CiteflowMiddleware(anchors=True)`` and ``session_from_state(...,
+anchors=True)`` the stream's events include an ``AnchorEvent`` per citation as soon as its
+sentence closes (the sentence of the tool's document that supports it, ``support``,
+``verdict``), the ``DoneEvent``'s list carries each source's anchors, and the answer's
+``AIMessage`` in the agent state carries them in ``additional_kwargs["citeflow"]``
+(``{"text": rendered answer, "anchors": [...], "sources": [...]}``, the core's JSON forms).
+
 The middleware turns each tool result (its artifact, or JSON content) into a round named by the
 call's arguments and shows the model each passage under its marker; ``messages_stream`` turns
 the ``ToolMessage``s of the stream into the same rounds and rewrites the AI message chunks.
@@ -48,6 +55,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, Tool
 from ._citeflow import Book, Passage, Session, Source
 from .adapters import langchain_provider_events
 from .rounds import (
+    CITEFLOW_KEY,
     ROUND_KEY,
     Event,
     RoundStream,
@@ -60,6 +68,7 @@ from .rounds import (
 
 __all__ = [
     "CiteflowMiddleware",
+    "CITEFLOW_KEY",
     "CiteflowTransformer",
     "EpubLoader",
     "NUMBERING_KEY",
@@ -98,11 +107,16 @@ def message_round(message: ToolMessage) -> Optional[dict[str, Any]]:
 
 
 def session_from_state(
-    state: Mapping[str, Any], *, style: str = "brackets", session: Optional[Session] = None
+    state: Mapping[str, Any],
+    *,
+    style: str = "brackets",
+    session: Optional[Session] = None,
+    anchors: Optional[bool] = None,
 ) -> Session:
     """The session of an agent state (``agent.get_state(config).values``): the rounds of its
     tool messages, in order, and the numbering kept under ``NUMBERING_KEY``. ``session`` gives
-    the settings (style, markers) when set."""
+    the settings (style, markers, anchors) when set; ``anchors`` turns claim anchors on or off
+    (None keeps ``session``'s settings)."""
     records = [
         r
         for m in state.get("messages") or []
@@ -116,6 +130,7 @@ def session_from_state(
         numbering=state.get(NUMBERING_KEY),
         style=settings.style if settings is not None else style,
         settings=settings,
+        anchors=anchors,
     )
 
 

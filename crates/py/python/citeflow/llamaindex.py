@@ -17,6 +17,13 @@ streamed answer so that every document has one number, dense, in order of first 
 The sources are the response's ``source_nodes`` in their order (rank ``n`` is ``Source n``),
 each keyed by its ``ref_doc_id``: the engine gives chunks of one document one number.
 
+Claim anchors: ``citation_stream(response, anchors=True)`` (or a session whose settings have
+anchors on) adds an ``AnchorEvent`` per citation as soon as its sentence closes: the sentence
+of the cited node's text that supports it, ``support`` and ``verdict``. When the stream ends the
+response's ``metadata["citeflow"]`` holds the rendered answer, its anchors and the cited sources
+with theirs (the core's JSON forms). ``workflow_events(..., session)`` streams the anchors of a
+session with anchors on the same way.
+
 Agent workflows (``FunctionAgent``, ``AgentWorkflow``): ``workflow_events`` /
 ``aworkflow_events`` turn ``handler.stream_events()`` into citeflow's events, each
 ``ToolCallResult`` whose output holds sources becoming a round (named by the call's arguments)
@@ -46,7 +53,18 @@ from llama_index.core.schema import NodeWithScore, TextNode
 
 from ._citeflow import Book, Passage, Session, Source
 from .context import to_source
-from .rounds import Event, RoundStream, adrive, drive, new_session, round_query, sources_from_result, tool_block
+from .rounds import (
+    CITEFLOW_KEY,
+    Event,
+    RoundStream,
+    adrive,
+    answer_record,
+    drive,
+    new_session,
+    round_query,
+    sources_from_result,
+    tool_block,
+)
 
 if TYPE_CHECKING:
     from ._citeflow import _PromptMarkerName
@@ -96,11 +114,27 @@ def node_sources(nodes: Sequence[NodeWithScore]) -> list[Source]:
 
 
 def _citation_session(
-    response: Any, session: Optional[Session], marker: _PromptMarkerName, style: str, query: Optional[str]
+    response: Any,
+    session: Optional[Session],
+    marker: _PromptMarkerName,
+    style: str,
+    query: Optional[str],
+    anchors: Optional[bool],
 ) -> Session:
-    s = session if session is not None else new_session(marker=marker, style=style)
+    s = session if session is not None else new_session(marker=marker, style=style, anchors=anchors)
     s.append_round(node_sources(response.source_nodes), query=query)
     return s
+
+
+def _record(response: Any, session: Session, events: list[Event]) -> None:
+    """With anchors on: what citeflow made of the answer in the response's metadata."""
+    if not session.settings.anchors:
+        return
+    metadata = getattr(response, "metadata", None)
+    if metadata is None:
+        metadata = {}
+        response.metadata = metadata
+    metadata[CITEFLOW_KEY] = answer_record(events)
 
 
 def citation_stream(
@@ -110,15 +144,23 @@ def citation_stream(
     marker: _PromptMarkerName = "rank",
     style: str = "brackets",
     query: Optional[str] = None,
+    anchors: Optional[bool] = None,
 ) -> Iterator[Event]:
     """citeflow's events for a streaming ``CitationQueryEngine`` response (``response_gen``
     and ``source_nodes``): the model's ``[n]`` (``marker="rank"``; ``rank_full_width`` for
     ``【n】``) become one number per document. ``session`` (when given) continues its
-    numbering; the round is named ``query``."""
-    rs = RoundStream(_citation_session(response, session, marker, style, query))
+    numbering; the round is named ``query``. ``anchors=True`` (for a new session) adds the
+    claim anchors, and the response's ``metadata["citeflow"]`` holds them at the end."""
+    rs = RoundStream(_citation_session(response, session, marker, style, query, anchors))
+    events: list[Event] = []
     for delta in response.response_gen:
-        yield from rs.feed(delta)
-    yield from rs.finish()
+        out = rs.feed(delta)
+        events += out
+        yield from out
+    out = rs.finish()
+    events += out
+    _record(response, rs.session, events)
+    yield from out
 
 
 async def acitation_stream(
@@ -128,13 +170,19 @@ async def acitation_stream(
     marker: _PromptMarkerName = "rank",
     style: str = "brackets",
     query: Optional[str] = None,
+    anchors: Optional[bool] = None,
 ) -> AsyncIterator[Event]:
     """``citation_stream`` for an async streaming response (``async_response_gen()``)."""
-    rs = RoundStream(_citation_session(response, session, marker, style, query))
+    rs = RoundStream(_citation_session(response, session, marker, style, query, anchors))
+    events: list[Event] = []
     async for delta in response.async_response_gen():
         for ev in rs.feed(delta):
+            events.append(ev)
             yield ev
-    for ev in rs.finish():
+    out = rs.finish()
+    events += out
+    _record(response, rs.session, events)
+    for ev in out:
         yield ev
 
 

@@ -14,6 +14,11 @@ of the session, and the text is rewritten by the engine with one numbering acros
     done = rs.finish()[-1]                              # DoneEvent
     rs.render_sources(done, "markdown")                 # the list grouped by round with its query
 
+With ``anchors=True`` (``new_session(anchors=True)``, or a session whose settings have it) the
+events include an ``AnchorEvent`` per citation as soon as its sentence closes (the quote of the
+source that supports it, ``support``, ``verdict``); ``rs.anchors`` keeps every anchor of the
+answer, and each source of the ``DoneEvent`` list its own (``ListedSource.anchors``).
+
 ``citeflow.langchain``, ``citeflow.chainlit`` and ``citeflow.llamaindex`` only translate their
 framework's types to these calls; every number comes from the Rust engine.
 """
@@ -25,6 +30,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, It
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from ._citeflow import (
+    AnchorEvent,
     CitationEvent,
     DoneEvent,
     Numbering,
@@ -49,13 +55,15 @@ else:
     _ListFormatName = str
     _DialectName = str
 
-Event = Union[SourceEvent, TextEvent, CitationEvent, UnresolvedEvent, NumberNeededEvent, DoneEvent]
+Event = Union[SourceEvent, TextEvent, CitationEvent, UnresolvedEvent, NumberNeededEvent, AnchorEvent, DoneEvent]
 
 __all__ = [
+    "CITEFLOW_KEY",
     "Event",
     "ROUND_KEY",
     "RoundStream",
     "agent_instruction",
+    "answer_record",
     "new_session",
     "round_query",
     "round_record",
@@ -68,6 +76,11 @@ __all__ = [
 #: key of ``ToolMessage.additional_kwargs`` (LangChain) the middleware writes.
 ROUND_KEY = "citeflow_round"
 
+#: Where an answer message carries what citeflow made of it when anchors are on (``{"text":
+#: rendered answer, "anchors": [anchor dicts], "sources": [listed source dicts]}``): the key of
+#: ``AIMessage.additional_kwargs`` (LangChain) and of a LlamaIndex response's ``metadata``.
+CITEFLOW_KEY = "citeflow"
+
 
 def new_session(
     *,
@@ -75,10 +88,14 @@ def new_session(
     marker: _PromptMarkerName = "double_bracket",
     numbering: Optional[Numbering] = None,
     settings: Optional[Settings] = None,
+    anchors: Optional[bool] = None,
 ) -> Session:
     """A session-scope session whose scanner reads ``marker`` and renders ``style``
-    (``brackets`` → ``[1]``, ``full_width`` → ``【1】``)."""
-    return Session(scope="session", settings=prompt_settings(marker, settings), style=style, numbering=numbering)
+    (``brackets`` → ``[1]``, ``full_width`` → ``【1】``); ``anchors`` turns claim anchors on or
+    off (None keeps ``settings``'s)."""
+    return Session(
+        scope="session", settings=prompt_settings(marker, settings), style=style, numbering=numbering, anchors=anchors
+    )
 
 
 def _hit(item: Any) -> Any:
@@ -145,15 +162,31 @@ def session_from_records(
     style: str = "brackets",
     marker: _PromptMarkerName = "double_bracket",
     settings: Optional[Settings] = None,
+    anchors: Optional[bool] = None,
 ) -> Session:
     """A session with these rounds (``round_record``s, in order) and this numbering (a
     ``Numbering`` or its JSON)."""
     if isinstance(numbering, str):
         numbering = Numbering.from_json(numbering)
-    session = new_session(style=style, marker=marker, numbering=numbering, settings=settings)
+    session = new_session(style=style, marker=marker, numbering=numbering, settings=settings, anchors=anchors)
     for r in records:
         session.append_round([Source.from_dict(s) for s in r.get("sources") or []], query=r.get("query"))
     return session
+
+
+def answer_record(events: Sequence[Event]) -> dict[str, Any]:
+    """What citeflow made of one answer, as plain JSON data (``CITEFLOW_KEY``'s value): the
+    rendered text, every anchor in order, and the cited sources of the ``DoneEvent`` (each with
+    its anchors)."""
+    done = next((e for e in reversed(events) if isinstance(e, DoneEvent)), None)
+    text = "".join(e.text for e in events if isinstance(e, TextEvent))
+    if done is not None and done.text is not None:
+        text = done.text
+    return {
+        "text": text,
+        "anchors": [e.to_dict() for e in events if isinstance(e, AnchorEvent)],
+        "sources": [s.to_dict() for s in done.sources] if done is not None else [],
+    }
 
 
 def tool_block(sources: Sequence[Source], marker: _PromptMarkerName = "double_bracket", max_chars: int = 1000) -> str:
@@ -180,10 +213,16 @@ class RoundStream:
     at the end; each returns the events to show. Text fed before a round is added is finished
     (without a ``DoneEvent``) so that the next text sees the new round; the one ``DoneEvent``
     comes from ``finish``. The session is in session scope, so its numbering continues in the
-    next answer (``session.numbering``)."""
+    next answer (``session.numbering``).
+
+    With anchors on (the session's settings), ``anchors`` holds every ``AnchorEvent`` the
+    answer gave, in order. A claim's offsets are in the text rewritten since the last round
+    was added (the whole answer when the rounds all come before its text, as in an agent's
+    final answer)."""
 
     def __init__(self, session: Optional[Session] = None) -> None:
         self.session = session if session is not None else new_session()
+        self.anchors: list[AnchorEvent] = []
         self._rw: Any = None
         # Once the answer brings provider citations: the answer's rewriter continued by a
         # ``ProviderStream`` (``Rewriter.provider_stream``), which reads the rest of it.
@@ -202,10 +241,13 @@ class RoundStream:
             return []
         if self._ps is not None:
             # A JSON string payload is a chunk of answer text, in the provider's current part.
-            return self._ps.feed_event(json.dumps(text))
+            return self._kept(self._ps.feed_event(json.dumps(text)))
         if self._rw is None:
             self._rw = self.session.rewriter()
-        events: list[Event] = self._rw.feed(text)
+        return self._kept(self._rw.feed(text))
+
+    def _kept(self, events: list[Event]) -> list[Event]:
+        self.anchors.extend(e for e in events if isinstance(e, AnchorEvent))
         return events
 
     def feed_provider_events(
@@ -226,7 +268,7 @@ class RoundStream:
         out: list[Event] = []
         for ev in items:
             out.extend(self._ps.feed_event(ev))
-        return out
+        return self._kept(out)
 
     def _end(self) -> list[Event]:
         if self._ps is not None:
@@ -237,7 +279,7 @@ class RoundStream:
             events = self._rw.finish()
         self._rw = None
         self._ps = None
-        return events
+        return self._kept(events)
 
     def finish(self) -> list[Event]:
         """The last events, ending with the ``DoneEvent``."""
