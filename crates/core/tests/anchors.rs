@@ -13,6 +13,8 @@ the English Channel. The Eiffel Tower was finished in 1889 for the World's Fair.
 the most visited museum in the world.";
 const NEKO: &str = "吾輩は猫である。名前はまだ無い。どこで生れたかとんと見当がつかぬ。\
 何でも薄暗いじめじめした所でニャーニャー泣いていた事だけは記憶している。";
+const ROME: &str =
+    "Rome is the capital of Italy. The Colosseum is an amphitheatre in the centre of Rome.";
 const BALI: &str = "巴黎是法国的首都。塞纳河流经巴黎市中心。埃菲尔铁塔建于1889年。卢浮宫是世界上最大的博物馆之一。";
 
 fn sources() -> Sources {
@@ -23,6 +25,7 @@ fn sources() -> Sources {
             .with_text(NEKO),
         Source::new("source_3").with_title("巴黎").with_text(BALI),
         Source::new("source_4").with_title("No text"),
+        Source::new("source_5").with_title("Rome").with_text(ROME),
     ])
     .unwrap()
 }
@@ -216,6 +219,35 @@ fn several_markers_closing_one_sentence_share_its_claim() {
     assert_eq!(a.len(), 2);
     assert_eq!(a[0].claim, a[1].claim);
     assert_eq!(a[1].source_id, "source_3");
+}
+
+#[test]
+fn each_cited_clause_of_a_sentence_is_its_own_claim() {
+    let (text, a) = anchors_of(
+        "The Louvre is the most visited museum in the world [[source_1]], while the Colosseum \
+         stands in the centre of Rome [[source_5]]. Paris [[source_1]] and Rome [[source_5]] are capitals.",
+    );
+    let claim =
+        |a: &Anchor| text[a.claim.byte_start as usize..a.claim.byte_end as usize].to_owned();
+    assert_eq!(
+        claim(&a[0]),
+        "The Louvre is the most visited museum in the world [1]"
+    );
+    assert_eq!(
+        claim(&a[1]),
+        "while the Colosseum stands in the centre of Rome [2]."
+    );
+    assert_eq!(
+        quote_of(&a[1]),
+        "The Colosseum is an amphitheatre in the centre of Rome."
+    );
+    assert_eq!(
+        (a[0].verdict, a[1].verdict),
+        (Verdict::Supported, Verdict::Supported)
+    );
+    // Parts too short to stand alone take the whole sentence.
+    assert_eq!(claim(&a[2]), "Paris [1] and Rome [2] are capitals.");
+    assert_eq!(a[2].claim, a[3].claim);
 }
 
 #[test]

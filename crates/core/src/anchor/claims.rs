@@ -11,6 +11,10 @@ use crate::rewriter::count_units;
 
 /// How many closed sentences are kept for provider citations that arrive after their text.
 const HISTORY: usize = 32;
+/// A part of a sentence with several cited clauses is a claim of its own when it holds at
+/// least this many terms; a shorter one (`Paris [1] and Rome [2] are capitals.`) takes the
+/// whole sentence.
+const MIN_PART_TERMS: usize = 3;
 
 /// A citation waiting for its sentence to close.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -201,6 +205,119 @@ impl Claims {
         None
     }
 
+    /// The claim `buf[a..b]`: its output range, and its text with the citations' renderings
+    /// taken out.
+    fn claim_of(&self, a: usize, b: usize) -> ClosedClaim {
+        let (c0, u0) = count_units(&self.buf[..a]);
+        let (c1, u1) = count_units(&self.buf[a..b]);
+        let range = TextRange {
+            byte_start: self.start.0 + a as u64,
+            byte_end: self.start.0 + b as u64,
+            char_start: self.start.1 + c0,
+            char_end: self.start.1 + c0 + c1,
+            utf16_start: self.start.2 + u0,
+            utf16_end: self.start.2 + u0 + u1,
+        };
+        let mut text = String::with_capacity(b - a);
+        let mut i = a;
+        while i < b {
+            if let Some(end) = self.in_render(i) {
+                i = end.max(i + 1);
+                text.push(' ');
+                continue;
+            }
+            let Some(c) = self.buf[i..].chars().next() else {
+                break;
+            };
+            text.push(c);
+            i += c.len_utf8();
+        }
+        ClosedClaim { range, text }
+    }
+
+    /// The citations of one sentence with their claims. Citations that follow each other (only
+    /// spaces between) form a group; when a sentence holds several groups (`Paris is the
+    /// capital [1], and the Seine flows through it [2].`), each group's claim is the part of
+    /// the sentence from the group before it up to it (the last group's up to the sentence's
+    /// end), unless that part holds too few words to stand alone, when it is the sentence.
+    fn split_claims(
+        &self,
+        sentence: ClosedClaim,
+        lead: usize,
+        body_end: usize,
+        pending: Vec<PendingCite>,
+        out: &mut Vec<(ClosedClaim, Vec<PendingCite>)>,
+    ) {
+        let rel = |at: u64| (at.saturating_sub(self.start.0) as usize).clamp(lead, body_end);
+        let render_end = |p: &PendingCite| {
+            self.renders
+                .iter()
+                .find(|r| r.0 == p.at)
+                .map_or(p.at, |r| r.1)
+        };
+        // Groups: (start of the first citation, end of the last rendering, citations).
+        let mut groups: Vec<(usize, usize, Vec<PendingCite>)> = Vec::new();
+        for p in pending {
+            let (a, e) = (rel(p.at), rel(render_end(&p)));
+            match groups.last_mut() {
+                Some(g) if self.is_blank(g.1, a) => {
+                    g.1 = g.1.max(e);
+                    g.2.push(p);
+                }
+                _ => groups.push((a, e, vec![p])),
+            }
+        }
+        if groups.len() < 2 {
+            if let Some((_, _, cites)) = groups.pop() {
+                out.push((sentence, cites));
+            }
+            return;
+        }
+        let last = groups.len() - 1;
+        let mut from = lead;
+        for (i, (_, end, cites)) in groups.into_iter().enumerate() {
+            let to = if i == last { body_end } else { end };
+            let part = &self.buf[from..to];
+            let a = from
+                + (part.len()
+                    - part
+                        .trim_start_matches(|c: char| {
+                            c.is_whitespace() || c == ',' || c == '、' || c == '，'
+                        })
+                        .len());
+            let b = a.max(from + part.trim_end().len());
+            let claim = self.claim_of(a, b);
+            let mut terms = Vec::new();
+            super::terms::terms_of(&claim.text, &mut terms);
+            let words = terms
+                .iter()
+                .filter(|t| t.kind != super::terms::Kind::Phrase)
+                .count();
+            if words >= MIN_PART_TERMS {
+                out.push((claim, cites));
+            } else {
+                out.push((sentence.clone(), cites));
+            }
+            from = end;
+        }
+    }
+
+    /// Whether `buf[a..b]` holds only spaces and citation renderings.
+    fn is_blank(&self, a: usize, b: usize) -> bool {
+        let mut i = a;
+        while i < b {
+            if let Some(end) = self.in_render(i) {
+                i = end.max(i + 1);
+                continue;
+            }
+            match self.buf[i..].chars().next() {
+                Some(c) if c.is_whitespace() => i += c.len_utf8(),
+                _ => return false,
+            }
+        }
+        true
+    }
+
     /// Closes the sentence `buf[..claim_end]`; the next one starts at `cut`.
     fn close(
         &mut self,
@@ -218,31 +335,7 @@ impl Claims {
         let head = &self.buf[..claim_end];
         let lead = head.len() - head.trim_start().len();
         let body_end = head.trim_end().len().max(lead);
-        let (c0, u0) = count_units(&self.buf[..lead]);
-        let (c1, u1) = count_units(&self.buf[lead..body_end]);
-        let range = TextRange {
-            byte_start: self.start.0 + lead as u64,
-            byte_end: self.start.0 + body_end as u64,
-            char_start: self.start.1 + c0,
-            char_end: self.start.1 + c0 + c1,
-            utf16_start: self.start.2 + u0,
-            utf16_end: self.start.2 + u0 + u1,
-        };
-        let mut text = String::with_capacity(body_end - lead);
-        let mut i = lead;
-        while i < body_end {
-            if let Some(end) = self.in_render(i) {
-                i = end.max(i + 1);
-                text.push(' ');
-                continue;
-            }
-            let Some(c) = self.buf[i..].chars().next() else {
-                break;
-            };
-            text.push(c);
-            i += c.len_utf8();
-        }
-        let claim = ClosedClaim { range, text };
+        let claim = self.claim_of(lead, body_end);
         if !claim.text.trim().is_empty() || !pending.is_empty() {
             if self.history.len() == HISTORY {
                 self.history.pop_front();
@@ -250,7 +343,7 @@ impl Claims {
             self.history.push_back(claim.clone());
         }
         if !pending.is_empty() {
-            out.push((claim, pending));
+            self.split_claims(claim, lead, body_end, pending, out);
         }
         let (c, u) = count_units(&self.buf[..cut]);
         self.start = (cut_abs, self.start.1 + c, self.start.2 + u);
