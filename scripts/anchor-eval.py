@@ -216,16 +216,23 @@ def find_binary() -> Path:
     return path
 
 
-def tree() -> str:
-    """The checkout's commit, and whether the crates the binary is built from differ from it."""
+def tree(binary: Path) -> str:
+    """The checkout's commit and the last one of the anchoring code, and whether a file of it
+    changed after the binary was built (then the figures are not the checkout's)."""
     try:
-        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "crates/core", "crates/cli"],
-                               capture_output=True, text=True, check=True).stdout.strip()
+        def git(*a: str) -> str:
+            return subprocess.run(["git", "-C", str(ROOT), *a], capture_output=True, text=True, check=True).stdout.strip()
+
+        head = git("rev-parse", "--short", "HEAD")
+        last = git("log", "-1", "--format=%h", "--", "crates/core", "crates/cli")
     except (OSError, subprocess.CalledProcessError):
         return "unknown tree"
-    return f"tree {head}" + (" (crates/core or crates/cli modified)" if dirty else "")
+    built = binary.stat().st_mtime
+    newer = [p for d in ("crates/core", "crates/cli") for p in (ROOT / d).rglob("*")
+             if p.is_file() and "target" not in p.parts and p.stat().st_mtime > built]
+    note = (f"; {len(newer)} files of crates/core or crates/cli changed after the binary was built, "
+            f"e.g. {newer[0].relative_to(ROOT)}: rebuild for the checkout's figures") if newer else ""
+    return f"tree {head} (crates/core and crates/cli as of {last}){note}"
 
 
 class Citeflow:
@@ -463,7 +470,7 @@ def main() -> int:
     labels = Counter(c.label for c in claims)
     print(
         f"{args.split}: {len(claims)} claims ({', '.join(f'{k} {v}' for k, v in sorted(labels.items()))}); "
-        f"{binary}; load average {os.getloadavg()[0]:.2f}",
+        f"{binary}, {tree(binary)}; load average {os.getloadavg()[0]:.2f}",
         file=sys.stderr,
     )
 
@@ -510,7 +517,7 @@ def main() -> int:
         ("BM25 top sentence (k1 1.2, b 0.75, English stop words; coverage of the top 3), pure Python, in process", f_bm25),
         ("anchorcite 0.1.0 lexical tier (`anchor_claim(..., threshold=0.0)`), pure Python, in process", f_ac),
     ]
-    print(f"Claim anchors on {args.split.name}, {tree()}, binary built {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(binary.stat().st_mtime))}: "
+    print(f"Claim anchors on {args.split.name}, {tree(binary)}, binary built {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(binary.stat().st_mtime))}: "
           f"{len(claims)} claims, {f_cite['with_gold']} with a gold set "
           f"(hit@1), {f_cite['supported']} supported / {f_cite['not_supported']} not_supported (AUROC); "
           f"{args.reps} timing rounds; {len(os.sched_getaffinity(0))} cores, load average "
@@ -531,7 +538,7 @@ def main() -> int:
             "claims": len(claims),
             "reps": args.reps,
             "binary": str(binary),
-            "tree": tree(),
+            "tree": tree(binary),
             "loadavg_end": os.getloadavg(),
             "citeflow": f_cite,
             "citeflow_process_ms": process_ms,
