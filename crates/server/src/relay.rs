@@ -215,28 +215,6 @@ struct Typed<'a> {
     r#type: Option<std::borrow::Cow<'a, str>>,
 }
 
-/// The `Last-Event-ID` header (or `?last_event_id=`): decimal digits up to `i64::MAX`.
-pub(crate) fn last_event_id(headers: &HeaderMap, query: Option<&str>) -> Result<u64, ApiError> {
-    let raw = headers
-        .get("last-event-id")
-        .map(|v| v.to_str().unwrap_or("?").to_owned())
-        .or_else(|| query.map(str::to_owned));
-    let Some(raw) = raw.filter(|r| !r.trim().is_empty()) else {
-        return Ok(0);
-    };
-    let t = raw.trim();
-    match t.parse::<u64>() {
-        Ok(n) if t.bytes().all(|b| b.is_ascii_digit()) && i64::try_from(n).is_ok() => Ok(n),
-        _ => {
-            let shown: String = raw.chars().take(40).collect();
-            Err(ApiError::invalid(
-                format!("Last-Event-ID {shown:?} is not an event id of this server"),
-                Some("Last-Event-ID"),
-            ))
-        }
-    }
-}
-
 /// Resumes a stream this owner started, after `Last-Event-ID`, with named events.
 pub(crate) async fn resume_named(
     state: &AppState,
@@ -253,7 +231,7 @@ pub(crate) async fn resume_named(
     if !crate::unrecorded::repair(&state.unrecorded, &state.store, &id).await {
         return Err(ApiError::StoreUnavailable);
     }
-    let after = last_event_id(headers, query_last)?;
+    let after = sse::last_event_id(headers, query_last)?;
     let mut resp = named_sse(state, &id, after);
     if let Ok(v) = s.status.as_str().parse() {
         resp.headers_mut().insert("x-citeflow-stream-status", v);

@@ -444,6 +444,6 @@ pub(crate) async fn resume(
 ) -> Result<Response, ApiError> {
     let last = q
         .last_event_id
-        .or_else(|| q.starting_after.map(|s| (s + 1).to_string()));
+        .or_else(|| q.starting_after.map(|s| s.saturating_add(1).to_string()));
     resume_named(&state, &owner, &headers, id, last.as_deref()).await
 }

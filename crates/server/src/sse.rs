@@ -1,6 +1,7 @@
 //! Server-sent events as bytes: each event framed once into one [`Bytes`] ([`event`]), and the
 //! `text/event-stream` response that carries a feed of them with keep-alive comments
-//! ([`response`]).
+//! ([`response`]), and the `Last-Event-ID` a client resumes after ([`last_event_id`], the one
+//! parser of every resume route).
 //!
 //! The frames are those axum's `Sse` writes (`id:`, `event:`, then the data split into one
 //! `data:` line per line), built in one buffer of the right size; the keep-alive costs one
@@ -12,11 +13,13 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::http::header;
+use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Response};
 use bytes::{BufMut, Bytes, BytesMut};
 use futures_util::Stream;
 use tokio::time::{interval_at, Instant, Interval, MissedTickBehavior};
+
+use crate::error::ApiError;
 
 /// The longest a response stays silent: past it, a comment line goes out.
 pub(crate) const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -117,6 +120,44 @@ impl<S: Stream<Item = Bytes>> Stream for KeptAlive<S> {
     }
 }
 
+/// The event id a resume starts after: the `Last-Event-ID` header, else `query` (the route's
+/// `?last_event_id=`, or the Responses API's cursor made into one); absent or blank, `0`
+/// (everything). Every resume route reads it here.
+///
+/// # Errors
+/// A 400 `invalid_request` naming `Last-Event-ID` for anything but decimal digits up to
+/// `i64::MAX` (the largest id a store keeps): a sign, garbage, a header that is not ASCII,
+/// `2^63` or more. Never a silent full replay.
+pub(crate) fn last_event_id(headers: &HeaderMap, query: Option<&str>) -> Result<u64, ApiError> {
+    let raw = match headers.get("last-event-id") {
+        Some(v) => v.to_str().unwrap_or("?"),
+        None => query.unwrap_or(""),
+    };
+    let t = raw.trim();
+    if t.is_empty() {
+        return Ok(0);
+    }
+    let invalid = |why: &str| {
+        let shown: String = raw.chars().take(40).collect();
+        ApiError::invalid(
+            format!("Last-Event-ID {shown:?} {why}"),
+            Some("Last-Event-ID"),
+        )
+    };
+    if !t.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(invalid(
+            "is not an event id of this server (decimal digits)",
+        ));
+    }
+    match t.parse::<u64>() {
+        Ok(n) if i64::try_from(n).is_ok() => Ok(n),
+        _ => Err(invalid(&format!(
+            "is past the largest event id ({})",
+            i64::MAX
+        ))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use axum::response::sse::Event as AxumEvent;
@@ -179,5 +220,98 @@ mod tests {
         );
         drop(tx);
         assert_eq!(kept.next().await, None);
+    }
+
+    fn headers(last: Option<&[u8]>) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        if let Some(v) = last {
+            h.insert(
+                "last-event-id",
+                axum::http::HeaderValue::from_bytes(v).expect("header"),
+            );
+        }
+        h
+    }
+
+    /// The message of the 400 that `header` (or, with no header, `query`) gets.
+    fn rejected(header: Option<&[u8]>, query: Option<&str>) -> String {
+        match last_event_id(&headers(header), query) {
+            Err(ApiError::InvalidRequest { message, param }) => {
+                assert_eq!(param.as_deref(), Some("Last-Event-ID"), "{message}");
+                message
+            }
+            other => panic!("{header:?} {query:?} gave {other:?}"),
+        }
+    }
+
+    /// What both parsers (chat streams' and the provider-shaped routes') accepted.
+    #[test]
+    fn last_event_id_is_parsed_at_the_edges() {
+        let ok = |header: Option<&[u8]>, query: Option<&str>| {
+            last_event_id(&headers(header), query).expect("accepted")
+        };
+        assert_eq!(ok(None, None), 0);
+        assert_eq!(ok(Some(b"0"), None), 0);
+        assert_eq!(ok(Some(b" 42 "), None), 42);
+        assert_eq!(ok(Some(b"007"), None), 7);
+        assert_eq!(
+            ok(Some(b"9223372036854775807"), None),
+            9_223_372_036_854_775_807
+        );
+        // The query when there is no header; the header wins over it.
+        assert_eq!(ok(None, Some("12")), 12);
+        assert_eq!(ok(Some(b"5"), Some("12")), 5);
+        // Blank is absent: everything (a blank header does not fall back to the query, as
+        // before in both).
+        assert_eq!(ok(Some(b""), None), 0);
+        assert_eq!(ok(None, Some("  ")), 0);
+        assert_eq!(ok(Some(b"  "), Some("12")), 0);
+    }
+
+    /// What both rejected, with the same param, whether in the header or the query.
+    #[test]
+    fn last_event_id_garbage_is_a_400_naming_the_header() {
+        for garbage in [
+            "-1", "+1", "1.5", "1e3", "abc", "0x10", "?", "\u{0663}", "1 2",
+        ] {
+            for message in [
+                rejected(Some(garbage.as_bytes()), None),
+                rejected(None, Some(garbage)),
+            ] {
+                assert!(
+                    message.contains("is not an event id of this server (decimal digits)"),
+                    "{garbage}: {message}"
+                );
+            }
+        }
+        // A header that is not visible ASCII is never read as "no id".
+        assert!(rejected(Some(b"\xff12"), Some("3")).contains("is not an event id"));
+        // The value is shown, cut to 40 characters.
+        let long = "x".repeat(100);
+        let message = rejected(None, Some(&long));
+        assert!(message.contains(&"x".repeat(40)), "{message}");
+        assert!(!message.contains(&"x".repeat(41)), "{message}");
+    }
+
+    /// Where the two parsers had drifted apart: past `i64::MAX`, the chat streams' parser
+    /// said why and the provider-shaped routes' said only "not an event id"; both now say
+    /// why (2^63 would wrap to a negative id in SQLite and replay everything).
+    #[test]
+    fn last_event_id_past_the_largest_id_says_so() {
+        for big in [
+            "9223372036854775808".to_owned(),
+            "18446744073709551616".to_owned(),
+            "9".repeat(100),
+        ] {
+            for message in [
+                rejected(Some(big.as_bytes()), None),
+                rejected(None, Some(&big)),
+            ] {
+                assert!(
+                    message.contains("is past the largest event id (9223372036854775807)"),
+                    "{big}: {message}"
+                );
+            }
+        }
     }
 }

@@ -58,33 +58,6 @@ pub(crate) struct ResumeQuery {
     last_event_id: Option<String>,
 }
 
-/// Parses a `Last-Event-ID`: decimal digits only, at most `i64::MAX` (the
-/// largest id a store keeps; ids start at 1 and `0` replays everything).
-/// Anything else (a sign, garbage, `2^63` or more) is a 400 naming the
-/// header, never a silent full replay.
-fn parse_last_id(s: &str) -> Result<u64, ApiError> {
-    let t = s.trim();
-    let invalid = |why: &str| {
-        let shown: String = s.chars().take(40).collect();
-        ApiError::invalid(
-            format!("Last-Event-ID {shown:?} {why}"),
-            Some("Last-Event-ID"),
-        )
-    };
-    if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(invalid(
-            "is not an event id of this server (decimal digits)",
-        ));
-    }
-    match t.parse::<u64>() {
-        Ok(n) if i64::try_from(n).is_ok() => Ok(n),
-        _ => Err(invalid(&format!(
-            "is past the largest event id ({})",
-            i64::MAX
-        ))),
-    }
-}
-
 /// `GET /v1/streams/{id}`: replay after `Last-Event-ID` (header, or `?last_event_id=`), then
 /// follow.
 pub(crate) async fn resume(
@@ -102,13 +75,7 @@ pub(crate) async fn resume(
     if !crate::unrecorded::repair(&state.unrecorded, &state.store, &id).await {
         return Err(ApiError::StoreUnavailable);
     }
-    let header = headers
-        .get("last-event-id")
-        .map(|v| v.to_str().unwrap_or("?").to_owned());
-    let after = match header.or(q.last_event_id) {
-        Some(v) if !v.trim().is_empty() => parse_last_id(&v)?,
-        _ => 0,
-    };
+    let after = sse::last_event_id(&headers, q.last_event_id.as_deref())?;
     // A chat stream read as the AI SDK UI message stream, as it was asked for (the AI SDK's
     // reconnect, pointed here by `prepareReconnectToStreamRequest`).
     let ui = headers
@@ -162,42 +129,6 @@ async fn last_event_id(state: &AppState, id: &str) -> Result<u64, citeflow_store
         match page.last() {
             Some(e) => after = e.id,
             None => return Ok(after),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn rejected(s: &str) -> String {
-        match parse_last_id(s) {
-            Err(ApiError::InvalidRequest { message, param }) => {
-                assert_eq!(param.as_deref(), Some("Last-Event-ID"), "{s}");
-                message
-            }
-            other => panic!("{s:?} gave {other:?}"),
-        }
-    }
-
-    #[test]
-    fn last_event_id_is_parsed_at_the_edges() {
-        assert_eq!(parse_last_id("0").unwrap(), 0);
-        assert_eq!(parse_last_id(" 42 ").unwrap(), 42);
-        assert_eq!(
-            parse_last_id("9223372036854775807").unwrap(),
-            9_223_372_036_854_775_807
-        );
-        // 2^63 would wrap to a negative id in SQLite and replay everything.
-        assert!(rejected("9223372036854775808").contains("past the largest event id"));
-        // 2^64, and longer.
-        assert!(rejected("18446744073709551616").contains("past the largest event id"));
-        assert!(rejected(&"9".repeat(100)).contains("past the largest event id"));
-        for garbage in ["-1", "+1", "1.5", "1e3", "abc", "0x10", "?", "\u{0663}"] {
-            assert!(
-                rejected(garbage).contains("is not an event id"),
-                "{garbage}"
-            );
         }
     }
 }

@@ -254,6 +254,78 @@ async fn responses_resume_after_a_drop_equals_an_uninterrupted_run() {
     assert_eq!(v["sequence_number"], json!(seq + 1));
 }
 
+/// One `Last-Event-ID` parser serves every resume route: the chat stream's, the Responses
+/// one's and the Messages one's give the same 400 for the same bad id (they had drifted: past
+/// `i64::MAX` the provider-shaped routes did not say why), and `starting_after` at `u64::MAX`
+/// is that 400 too, not an overflow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_resume_route_reads_last_event_id_alike() {
+    let (h, _) = harness(None).await;
+    let mut ids = Vec::new();
+    for (path, body) in [
+        (
+            "/v1/chat/completions",
+            json!({"model": "smollm2-01.sse", "stream": true,
+                "messages": [{"role": "user", "content": "q"}]}),
+        ),
+        (
+            "/v1/responses",
+            json!({"model": RESPONSES, "input": "q", "stream": true}),
+        ),
+        (
+            "/v1/messages",
+            json!({"model": MESSAGES, "max_tokens": 100, "stream": true,
+                "messages": [{"role": "user", "content": "q"}]}),
+        ),
+    ] {
+        let resp = h.post(path).json(&body).send().await.expect("send");
+        assert_eq!(resp.status(), 200, "{path}");
+        let id = resp.headers()["x-citeflow-stream-id"]
+            .to_str()
+            .expect("id")
+            .to_owned();
+        read_sse(resp, usize::MAX).await;
+        ids.push(match path {
+            "/v1/chat/completions" => format!("/v1/streams/{id}"),
+            _ => format!("{path}/{id}"),
+        });
+    }
+    for (bad, why) in [
+        ("9223372036854775808", "is past the largest event id"),
+        ("18446744073709551616", "is past the largest event id"),
+        ("-1", "is not an event id of this server (decimal digits)"),
+        ("abc", "is not an event id of this server (decimal digits)"),
+    ] {
+        let mut messages = Vec::new();
+        for route in &ids {
+            for (header, query) in [(Some(bad), ""), (None, bad)] {
+                let mut req = h.get(&format!("{route}?last_event_id={query}"));
+                if let Some(v) = header {
+                    req = req.header("last-event-id", v);
+                }
+                let r = req.send().await.expect("send");
+                assert_eq!(r.status(), 400, "{route} {bad}");
+                let body: Value = r.json().await.expect("json");
+                assert_eq!(body["error"]["code"], "invalid_request", "{route} {bad}");
+                assert_eq!(body["error"]["param"], "Last-Event-ID", "{route} {bad}");
+                let message = body["error"]["message"].as_str().expect("message");
+                assert!(message.contains(why), "{route} {bad}: {message}");
+                messages.push(message.to_owned());
+            }
+        }
+        messages.dedup();
+        assert_eq!(messages.len(), 1, "{messages:?}");
+    }
+    let r = h
+        .get(&format!("{}?starting_after={}", ids[1], u64::MAX))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 400);
+    let body: Value = r.json().await.expect("json");
+    assert_eq!(body["error"]["param"], "Last-Event-ID", "{body}");
+}
+
 /// Checks a streamed Messages answer; returns (text, number of sources).
 fn check_messages(events: &[Value]) -> (String, usize) {
     let mut text = String::new();
