@@ -1,14 +1,23 @@
 //! The Vercel AI SDK UI message stream (AI SDK 5+, what `useChat` reads; header
-//! `x-vercel-ai-ui-message-stream: v1`), for the responses and messages routes when a request
-//! asks for it (`citeflow.protocol: "ai-sdk"`, or an `Accept` naming
-//! `x-vercel-ai-ui-message-stream`).
+//! `x-vercel-ai-ui-message-stream: v1`), for every answering route when a request asks for it
+//! (`citeflow.protocol: "ai-sdk"`, or an `Accept` naming `x-vercel-ai-ui-message-stream`):
+//! chat completions, responses and messages, and a chat stream's resume (`GET
+//! /v1/streams/{id}` with that `Accept`, where the AI SDK's reconnect points).
 //!
-//! `start`, then for each batch of rewritten text: one `source-url` (or `source-document` for
-//! a source without a url) per number shown for the first time, before the text that shows
-//! it; `text-start`/`text-delta`/`text-end` of one text part; citeflow's events as
-//! `data-citeflow` parts, but each claim anchor (`citeflow.settings.anchors`) as a
+//! The parts: `start`, then for each batch of rewritten text one `source-url` (or
+//! `source-document` for a source without a url) per number shown for the first time, before
+//! the text that shows it; `text-start`/`text-delta`/`text-end` of one text part; citeflow's
+//! events as `data-citeflow` parts, but each claim anchor (`citeflow.settings.anchors`) as a
 //! `data-citeflow-anchor` part of its own, as soon as its sentence closes; `finish` and
-//! `[DONE]`.
+//! `[DONE]`; a failure is an `error` part.
+//!
+//! They are made two ways. For responses and messages the parts are written when the answer
+//! is generated ([`AiSdkWire`], a [`Wire`] of the relay engine): the log holds the parts, and
+//! [`response`] sends them as logged to the request that started the answer. For chat
+//! completions the log holds the chat chunks (the same log serves a plain resume), and
+//! [`chat_response`] makes the parts of each logged chunk as it reads it (`chat_parts`, the
+//! first choice only). Both responses end with an `error` part on the shutdown and on a
+//! failure the store did not take.
 
 use axum::response::Response;
 use bytes::Bytes;

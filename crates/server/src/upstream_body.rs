@@ -1,8 +1,11 @@
-//! The upstream's streamed body as SSE events, under the stream's budgets: its whole duration
-//! (`max_stream_duration_ms`, `stream_too_long`), silence between chunks
-//! (`upstream_idle_timeout_ms`, `upstream_timeout`), total bytes (`max_upstream_bytes`,
-//! `upstream_too_large`) and line length (`max_upstream_line_bytes`, `upstream_malformed`).
-//! Both generation paths (chat in `generate`, the provider routes in `relay`) read through it.
+//! The upstream's streamed body as SSE events ([`UpstreamEvents`]), batch by batch, under the
+//! stream's budgets: its whole duration (`max_stream_duration_ms`, `stream_too_long`), silence
+//! between chunks (`upstream_idle_timeout_ms`, `upstream_timeout`), total bytes
+//! (`max_upstream_bytes`, `upstream_too_large`) and line length (`max_upstream_line_bytes`,
+//! `upstream_malformed`); a body that breaks is `upstream_cut`. The one answer runner
+//! ([`crate::runner`]) reads every streamed upstream answer through it, whatever its wire
+//! format (chat completions, Responses, Messages); an answer that comes whole (one JSON body)
+//! does not pass here.
 
 use std::future::Future;
 use std::pin::Pin;
