@@ -224,13 +224,13 @@ def tree(binary: Path) -> str:
             return subprocess.run(["git", "-C", str(ROOT), *a], capture_output=True, text=True, check=True).stdout.strip()
 
         head = git("rev-parse", "--short", "HEAD")
-        last = git("log", "-1", "--format=%h", "--", "crates/core", "crates/cli")
+        last = git("log", "-1", "--format=%h", "--", *(f"crates/{d}/{f}" for d in ("core", "cli") for f in ("src", "Cargo.toml")))
     except (OSError, subprocess.CalledProcessError):
         return "unknown tree"
     built = binary.stat().st_mtime
-    newer = [p for d in ("crates/core", "crates/cli") for p in (ROOT / d).rglob("*")
-             if p.is_file() and "target" not in p.parts and p.stat().st_mtime > built]
-    note = (f"; {len(newer)} files of crates/core or crates/cli changed after the binary was built, "
+    files = [p for d in ("crates/core", "crates/cli") for p in [ROOT / d / "Cargo.toml", *(ROOT / d / "src").rglob("*")]]
+    newer = [p for p in files if p.is_file() and p.stat().st_mtime > built]
+    note = (f"; {len(newer)} source files of crates/core or crates/cli changed after the binary was built, "
             f"e.g. {newer[0].relative_to(ROOT)}: rebuild for the checkout's figures") if newer else ""
     return f"tree {head} (crates/core and crates/cli as of {last}){note}"
 
