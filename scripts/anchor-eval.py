@@ -193,7 +193,12 @@ def figures(claims: list[Claim], results: list[Result]) -> dict:
         )
     cpu = [statistics.median(r.cpu_ms) for r in results if r.cpu_ms]
     if cpu:
-        out.update(cpu_median_ms=statistics.median(cpu), cpu_p99_ms=percentile(cpu, 99))
+        cpu_s = sum(cpu) / 1000
+        out.update(
+            cpu_median_ms=statistics.median(cpu),
+            cpu_p99_ms=percentile(cpu, 99),
+            cpu_mb_per_s=out["evidence_mb"] / cpu_s if cpu_s > 0 else None,
+        )
     return out
 
 
@@ -438,6 +443,8 @@ def table(rows: list[tuple[str, dict | str]], process_ms: float | None) -> str:
             if "cpu_median_ms" in f:
                 t += f" (CPU {f['cpu_median_ms']:.2f} / {f['cpu_p99_ms']:.2f} ms)"
             speed = f"{f['mb_per_s']:.1f} MB/s" if f.get("mb_per_s") else "—"
+            if f.get("cpu_mb_per_s"):
+                speed += f" (CPU {f['cpu_mb_per_s']:.1f} MB/s)"
         else:
             t = speed = "—"
         flagged = "—" if f["flagged"] is None else f"{f['flagged']:.3f} (below {f['threshold_90']:.3f})"

@@ -150,7 +150,7 @@ for key, name in names.items():
            f"sentences a quote), support AUROC {f['auroc']:.3f}, not_supported flagged {f['flagged']:.3f} at 90% of "
            f"supported passing; {f['median_ms']:.2f} ms median / {f['p99_ms']:.2f} ms p99 a claim, {f['mb_per_s']:.1f} MB/s")
     if key == "citeflow":
-        fig += (f" (child CPU {f['cpu_median_ms']:.2f} / {f['cpu_p99_ms']:.2f} ms); goals on the held-out split: "
+        fig += (f" (child CPU {f['cpu_median_ms']:.2f} / {f['cpu_p99_ms']:.2f} ms, {f['cpu_mb_per_s']:.1f} MB/s); goals on the held-out split: "
                 "hit@1 0.85, AUROC 0.92, 1 ms")
     print(f"anchors, WiCE dev ({d['claims']} claims): {name}|{fig}")
 PY
