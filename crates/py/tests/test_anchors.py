@@ -140,9 +140,9 @@ def test_verdicts_follow_the_documented_thresholds() -> None:
     assert unrelated.quote is None
     assert (unrelated.support, unrelated.verdict) == (0.0, "unsupported")
     assert unrelated.to_dict()["quote"] is None
-    # Part of the claim said (Tokyo is Japan's capital; nothing on its size): weak.
-    _, part = only_anchor("東京は日本で一番大きい都市で人口が多い[[source_2]]。")
-    assert assert_quotes_its_source(part).text == "東京は日本の首都です。"
+    # Half of the claim said (the year, not the gold paint): weak.
+    _, part = only_anchor("The Eiffel Tower was completed in 1889 and painted gold by the mayor of London [[source_1]].")
+    assert assert_quotes_its_source(part).text == "The Eiffel Tower was completed in 1889."
     assert part.verdict == "weak" and 0.25 <= part.support < 0.5
     # A year the source contradicts scores lower than the year it says.
     _, right_year = only_anchor("The Eiffel Tower was completed in 1889 [[source_1]].")

@@ -186,8 +186,10 @@ def test_agent_anchors_quote_the_sentences_of_the_tools_documents(replay_url: st
     assert text == f"{first} {second}"  # the same answer as without anchors
     anchors = [e for e in events if isinstance(e, AnchorEvent)]
     assert [(a.number, a.source_id) for a in anchors] == [(1, "seine"), (2, "louvre"), (2, "louvre"), (3, "orsay")]
-    # Each claim is the answer's sentence that holds the citation.
-    assert [text[a.claim.char_start : a.claim.char_end] for a in anchors] == [first, first, second, second]
+    # Each claim is the part of the answer's sentence that the citation ends, number included.
+    claims = [text[a.claim.char_start : a.claim.char_end] for a in anchors]
+    for a, claim, sentence in zip(anchors, claims, [first, first, second, second]):
+        assert claim.strip() and claim in sentence and f"[{a.number}]" in claim, (a, claim)
     # The quotes are the tool's documents' sentences, at their offsets in the document's text.
     seine, landmarks, museums, visitors = anchors
     for a in anchors:
@@ -208,7 +210,9 @@ def test_agent_anchors_quote_the_sentences_of_the_tools_documents(replay_url: st
     )
     rw = Rewriter([Source(i, text=PAGES[i]["text"]) for i in ("seine", "louvre", "orsay")], settings=Settings(anchors=True))
     engine = [e for e in rw.feed(answer) + rw.finish() if isinstance(e, AnchorEvent)]
-    assert [(a.quote, a.support, a.verdict) for a in anchors] == [(a.quote, a.support, a.verdict) for a in engine]
+    assert [(a.claim, a.quote, a.support, a.verdict) for a in anchors] == [
+        (a.claim, a.quote, a.support, a.verdict) for a in engine
+    ]
     # The first sentence's anchors come as soon as it closes, while the second still streams.
     first_anchor = next(i for i, e in enumerate(events) if isinstance(e, AnchorEvent))
     citations = [i for i, e in enumerate(events) if isinstance(e, CitationEvent)]
