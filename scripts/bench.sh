@@ -141,6 +141,7 @@ names = {
     "bm25": "BM25 top sentence, pure Python in process (baseline)",
     "anchorcite": "anchorcite 0.1.0 lexical tier, pure Python in process (peer)",
 }
+mbps = lambda x: "?" if x is None else f"{x:.1f}"
 for key, name in names.items():
     f = d[key]
     if "skipped" in f:
@@ -148,9 +149,9 @@ for key, name in names.items():
         continue
     fig = (f"hit@1 {f['hit1']:.3f} (first sentence {f['hit1_first_sentence']:.3f}, {f['sentences_per_quote']:.2f} "
            f"sentences a quote), support AUROC {f['auroc']:.3f}, not_supported flagged {f['flagged']:.3f} at 90% of "
-           f"supported passing; {f['median_ms']:.2f} ms median / {f['p99_ms']:.2f} ms p99 a claim, {f['mb_per_s']:.1f} MB/s")
+           f"supported passing; {f['median_ms']:.2f} ms median / {f['p99_ms']:.2f} ms p99 a claim, {mbps(f['mb_per_s'])} MB/s")
     if key == "citeflow":
-        fig += (f" (child CPU {f['cpu_median_ms']:.2f} / {f['cpu_p99_ms']:.2f} ms, {f['cpu_mb_per_s']:.1f} MB/s); goals on the held-out split: "
+        fig += (f" (child CPU {f['cpu_median_ms']:.2f} / {f['cpu_p99_ms']:.2f} ms, {mbps(f['cpu_mb_per_s'])} MB/s); goals on the held-out split: "
                 "hit@1 0.85, AUROC 0.92, 1 ms")
     print(f"anchors, WiCE dev ({d['claims']} claims): {name}|{fig}")
 PY
