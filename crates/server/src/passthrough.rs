@@ -1,6 +1,8 @@
-//! The rest of `/v1/*` (`models`, `embeddings`, `files`, …): forwarded to the upstream as it
-//! is, with this server's auth and body limit, the upstream's status, headers of content and
-//! body (streamed) passed back unchanged.
+//! The upstream API's other resources (`/v1/models`, `/v1/embeddings`, `/v1/files`, … each of
+//! [`FORWARDED`](crate::routes::FORWARDED), and any path under them): forwarded to the upstream
+//! as they are, with this server's auth and body limit, the upstream's status, headers of
+//! content and body (streamed) passed back unchanged. Any other `/v1` path never gets here: the
+//! router answers it 404 `unknown_route`.
 
 use std::time::Duration;
 
@@ -36,7 +38,8 @@ const RESPONSE_HEADERS: &[&str] = &[
     "request-id",
 ];
 
-/// `ANY /v1/{*path}`.
+/// `GET`, `POST` and `DELETE` of `/v1/{resource}` and `/v1/{resource}/{*rest}`, for each
+/// resource of [`FORWARDED`](crate::routes::FORWARDED).
 pub(crate) async fn forward(State(state): State<AppState>, _: Owner, req: Request) -> Response {
     match run(state, req).await {
         Ok(r) => r,

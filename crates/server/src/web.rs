@@ -14,10 +14,6 @@ use axum::extract::Path;
 use axum::http::header::{CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE};
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::Router;
-
-use crate::state::AppState;
 
 const INDEX_HTML: &str = include_str!("../web/index.html");
 const APP_JS: &str = include_str!("../web/app.js");
@@ -44,14 +40,6 @@ const WASM_FILES: &[(&str, &str, &[u8])] = &[
     ),
 ];
 
-/// The page's routes: `/`, `/assets/{file}`, `/wasm/{file}`.
-pub(crate) fn router() -> Router<AppState> {
-    Router::new()
-        .route("/", get(index))
-        .route("/assets/{file}", get(asset))
-        .route("/wasm/{file}", get(wasm))
-}
-
 fn page(content_type: &'static str, body: &'static str) -> Response {
     (
         [
@@ -68,11 +56,11 @@ fn page(content_type: &'static str, body: &'static str) -> Response {
         .into_response()
 }
 
-async fn index() -> Response {
+pub(crate) async fn index() -> Response {
     page("text/html; charset=utf-8", INDEX_HTML)
 }
 
-async fn asset(Path(file): Path<String>) -> Response {
+pub(crate) async fn asset(Path(file): Path<String>) -> Response {
     match file.as_str() {
         "app.js" => page("text/javascript; charset=utf-8", APP_JS),
         "app.css" => page("text/css; charset=utf-8", APP_CSS),
@@ -90,7 +78,7 @@ fn not_found() -> Response {
         .into_response()
 }
 
-async fn wasm(Path(file): Path<String>) -> Response {
+pub(crate) async fn wasm(Path(file): Path<String>) -> Response {
     let Some(&(_, content_type, bytes)) = WASM_FILES.iter().find(|(n, _, _)| *n == file) else {
         return not_found();
     };
@@ -117,7 +105,7 @@ mod tests {
     use tower::ServiceExt;
 
     use super::*;
-    use crate::ServerSettings;
+    use crate::{AppState, ServerSettings};
 
     async fn get(path: &str) -> Response {
         let state = AppState::new(

@@ -6,7 +6,9 @@ use axum::body::Body;
 use axum::http::Request;
 use citeflow_core::{GrammarMode, PromptMarker};
 use citeflow_replay::{Script, Step};
-use citeflow_server::{router, AppState, PromptDefaults, ServerSettings, OPENAPI_JSON, ROUTES};
+use citeflow_server::{
+    router, AppState, PromptDefaults, ServerSettings, FORWARDED, OPENAPI_JSON, ROUTES,
+};
 use citeflow_store::MemoryStore;
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
@@ -458,13 +460,26 @@ fn the_openapi_document_lists_exactly_the_routes() {
             }
         }
     }
+    // The table the router is built from; OpenAPI writes `{*rest}` as `{rest}`.
     let mut routes: Vec<(String, String)> = ROUTES
         .iter()
-        .map(|(m, p)| ((*m).to_owned(), (*p).to_owned()))
+        .filter(|r| r.is_documented())
+        .map(|r| (r.method().to_owned(), r.path().replace("{*", "{")))
         .collect();
     documented.sort();
     routes.sort();
     assert_eq!(documented, routes);
+    // The pass-through's resources are the router's.
+    for path in ["/v1/{resource}", "/v1/{resource}/{rest}"] {
+        let item = &doc["paths"][path];
+        let resource = item["parameters"]
+            .as_array()
+            .expect("parameters")
+            .iter()
+            .find(|p| p["name"] == "resource")
+            .expect("resource");
+        assert_eq!(resource["schema"]["enum"], json!(FORWARDED), "{path}");
+    }
     let codes = doc
         .pointer("/components/schemas/Error/properties/error/properties/code/enum")
         .expect("codes");
@@ -493,20 +508,240 @@ fn the_openapi_document_lists_exactly_the_routes() {
     assert_eq!(options["top_k"]["type"], "integer");
 }
 
+/// An upstream that answers every request 418 with what it was asked, and records it: a
+/// route of the server's own that reaches it, or a pass-through that does not, fails the test.
+struct Tripwire {
+    url: String,
+    calls: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Tripwire {
+    async fn start() -> Tripwire {
+        let calls: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+        let seen = Arc::clone(&calls);
+        let app = axum::Router::new().fallback(move |req: axum::extract::Request| {
+            let seen = Arc::clone(&seen);
+            async move {
+                let call = format!("{} {}", req.method(), req.uri().path());
+                seen.lock().expect("lock").push(call.clone());
+                (
+                    axum::http::StatusCode::IM_A_TEAPOT,
+                    axum::Json(json!({"tripwire": call})),
+                )
+            }
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Tripwire {
+            url: format!("http://{addr}/v1"),
+            calls,
+        }
+    }
+
+    fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.calls.lock().expect("lock"))
+    }
+}
+
+/// What an own route does with a request for a missing thing (with an empty JSON object as
+/// its body, or the least the route reads).
+struct Own {
+    status: u16,
+    code: Option<&'static str>,
+    /// The one upstream request it makes (an answering route sends its own to the upstream of
+    /// its API, and puts the upstream's error in its own envelope).
+    upstream: Option<&'static str>,
+}
+
+/// The answer each route of the table gives: its own status and code.
+fn own_answer(method: &str, path: &str) -> Own {
+    let own = |status, code| Own {
+        status,
+        code,
+        upstream: None,
+    };
+    match (method, path) {
+        ("get", "/" | "/assets/{file}" | "/wasm/{file}") => own(200, None),
+        ("get", "/healthz" | "/readyz" | "/metrics" | "/openapi.json" | "/v1/books") => {
+            own(200, None)
+        }
+        ("post", "/v1/books") => own(415, Some("unsupported_media_type")),
+        ("get", "/v1/books/{key}/read") | ("post", "/v1/books/{key}/search") => {
+            own(404, Some("book_not_found"))
+        }
+        ("post", "/v1/chat/completions") => own(400, Some("invalid_request")),
+        ("post", "/v1/responses") => Own {
+            status: 418,
+            code: Some("upstream_error"),
+            upstream: Some("POST /v1/responses"),
+        },
+        ("post", "/v1/messages") => Own {
+            status: 418,
+            code: Some("upstream_error"),
+            upstream: Some("POST /v1/messages"),
+        },
+        ("post", "/v1/sessions") => own(201, None),
+        ("get", "/v1/sessions/{id}")
+        | ("delete", "/v1/sessions/{id}")
+        | ("post", "/v1/sessions/{id}/rounds")
+        | ("get", "/v1/streams/{id}" | "/v1/responses/{id}" | "/v1/messages/{id}") => {
+            own(404, Some("not_found"))
+        }
+        _ => panic!("no expected answer for {method} {path}: add the new route here"),
+    }
+}
+
+/// Every row of the router's table is served by its own handler: each own route gives its own
+/// answer and reaches the upstream only as it means to (an answering route, with its error
+/// envelope around the upstream's), each pass-through path reaches the upstream with its path
+/// and method and passes its answer back as it is. A row the router did not serve would answer 404 `unknown_route`.
 #[tokio::test]
 async fn every_route_is_served() {
-    for (method, path) in ROUTES {
-        let path = path.replace("{id}", "missing");
+    let upstream = Tripwire::start().await;
+    let state = AppState::new(
+        ServerSettings::new(&upstream.url).with_anthropic_upstream(Some(upstream.url.clone())),
+        Arc::new(MemoryStore::new()),
+    );
+    let mut forwarded = 0;
+    for route in ROUTES {
+        for path in route.served_paths() {
+            let file = match route.path() {
+                "/wasm/{file}" => "citeflow_wasm.js",
+                _ => "app.js",
+            };
+            let uri = path
+                .replace("{id}", "missing")
+                .replace("{key}", "missing")
+                .replace("{file}", file)
+                .replace("{*rest}", "x/y")
+                + if route.path() == "/v1/books/{key}/read" {
+                    "?cfi=epubcfi(/6/2)"
+                } else {
+                    ""
+                };
+            let method = route.method().to_uppercase();
+            let req = Request::builder()
+                .method(method.as_str())
+                .uri(&uri)
+                .header("content-type", "application/json")
+                .body(Body::from(match route.path() {
+                    "/v1/books/{key}/search" => r#"{"query": "q"}"#,
+                    _ => "{}",
+                }))
+                .expect("request");
+            let (status, body) = oneshot(state.clone(), req).await;
+            let calls = upstream.take();
+            if route.is_forwarded() {
+                forwarded += 1;
+                assert_eq!(status, 418, "{method} {uri}: {body}");
+                assert_eq!(
+                    body["tripwire"],
+                    format!("{method} {uri}"),
+                    "{method} {uri}"
+                );
+                assert_eq!(calls, [format!("{method} {uri}")], "{method} {uri}");
+            } else {
+                let own = own_answer(route.method(), route.path());
+                assert_eq!(
+                    calls,
+                    Vec::from_iter(own.upstream.map(str::to_owned)),
+                    "{method} {uri}: the upstream requests"
+                );
+                assert_eq!(status, own.status, "{method} {uri}: {body}");
+                if let Some(code) = own.code {
+                    assert_eq!(body["error"]["code"], code, "{method} {uri}: {body}");
+                }
+                assert_ne!(body["error"]["code"], "unknown_route", "{method} {uri}");
+                assert_ne!(status, 405, "{method} {uri}");
+            }
+        }
+    }
+    assert_eq!(forwarded, 6 * FORWARDED.len());
+}
+
+/// A `/v1` path that is neither the server's nor a forwarded resource answers a typed 404
+/// naming it, and a known path asked with a method it does not serve a typed 405 with `Allow`;
+/// neither reaches the upstream (before, `/v1/{*path}` took any method and any path and
+/// answered 502 for what the upstream did not have).
+#[tokio::test]
+async fn unknown_v1_paths_and_methods_get_typed_errors_not_the_upstream() {
+    let upstream = Tripwire::start().await;
+    let state = AppState::new(
+        ServerSettings::new(&upstream.url),
+        Arc::new(MemoryStore::new()),
+    );
+    let ask = |method: &str, uri: &str| {
         let req = Request::builder()
-            .method(method.to_uppercase().as_str())
-            .uri(&path)
+            .method(method)
+            .uri(uri)
             .header("content-type", "application/json")
             .body(Body::from("{}"))
             .expect("request");
-        let (status, body) = oneshot(state(), req).await;
-        assert_ne!(body["error"]["code"], "unknown_route", "{method} {path}");
-        assert_ne!(status, 405, "{method} {path}");
+        router(state.clone()).oneshot(req)
+    };
+    for (method, uri) in [
+        ("GET", "/v1/nope"),
+        ("POST", "/v1/nope/deeper"),
+        ("DELETE", "/v1/modelsx"),
+        ("GET", "/v1"),
+        ("GET", "/v1/"),
+        ("GET", "/v1/chat/completions/x"),
+        ("GET", "/v1/responses/x/input_items"),
+        ("PUT", "/v1/nope"),
+    ] {
+        let resp = ask(method, uri).await.expect("response");
+        assert_eq!(resp.status(), 404, "{method} {uri}");
+        let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+        let body: Value = serde_json::from_slice(&bytes).expect("json");
+        assert_eq!(
+            body["error"]["code"], "unknown_route",
+            "{method} {uri}: {body}"
+        );
+        assert_eq!(
+            body["error"]["type"], "not_found_error",
+            "{method} {uri}: {body}"
+        );
+        assert_eq!(
+            body["error"]["message"],
+            format!("no route for {method} {uri}"),
+            "{body}"
+        );
     }
+    for (method, uri, allow) in [
+        ("GET", "/v1/chat/completions", "POST"),
+        ("DELETE", "/v1/responses/x", "GET,HEAD"),
+        ("PUT", "/v1/sessions/x", "GET,HEAD,DELETE"),
+        ("PUT", "/v1/models", "GET,HEAD,POST,DELETE"),
+        ("PATCH", "/v1/files/file-1", "GET,HEAD,POST,DELETE"),
+        ("POST", "/healthz", "GET,HEAD"),
+    ] {
+        let resp = ask(method, uri).await.expect("response");
+        assert_eq!(resp.status(), 405, "{method} {uri}");
+        let mut allowed: Vec<String> = resp.headers()["allow"]
+            .to_str()
+            .expect("ascii")
+            .split(',')
+            .map(|m| m.trim().to_owned())
+            .collect();
+        allowed.sort();
+        let mut want: Vec<&str> = allow.split(',').collect();
+        want.sort_unstable();
+        assert_eq!(allowed, want, "{method} {uri}");
+        let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+        let body: Value = serde_json::from_slice(&bytes).expect("json");
+        assert_eq!(body["error"]["code"], "method_not_allowed", "{body}");
+        assert_eq!(
+            body["error"]["message"],
+            format!("{method} is not allowed on {uri}"),
+            "{body}"
+        );
+    }
+    assert_eq!(upstream.take(), Vec::<String>::new());
 }
 
 /// `citeflow.grammar` sends a GBNF grammar for the markers upstream (llama.cpp's `grammar`);
