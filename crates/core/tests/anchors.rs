@@ -148,7 +148,11 @@ fn a_number_or_a_negation_the_quote_lacks_lowers_the_support() {
         "The Eiffel Tower was finished in 1889 [[source_1]]. The Eiffel Tower was finished in \
          1925 [[source_1]]. The Eiffel Tower was not finished in 1889 [[source_1]].",
     );
-    assert!(a[1].support < a[0].support, "{a:?}");
+    assert_eq!(a[0].verdict, Verdict::Supported, "{a:?}");
+    // The quote states another year: it contradicts the claim.
+    assert_eq!(a[1].verdict, Verdict::Unsupported, "{a:?}");
+    // Only the claim negates.
+    assert_ne!(a[2].verdict, Verdict::Supported, "{a:?}");
     assert!(a[2].support < a[0].support, "{a:?}");
 }
 

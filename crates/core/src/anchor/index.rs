@@ -26,8 +26,10 @@ const SHORT_SENTENCE_BASE: f32 = 0.7;
 pub(crate) struct SentenceIndex {
     /// Byte ranges of the sentences in the (possibly cut) text.
     pub(crate) sentences: Vec<(usize, usize)>,
-    /// Terms of each sentence (hashes, deduplicated) and its length in terms.
+    /// Each sentence's length in terms.
     lengths: Vec<u32>,
+    /// Whether each sentence holds a year.
+    numbers: Vec<bool>,
     postings: HashMap<u64, Vec<(u32, u16)>>,
     avg_len: f32,
     /// The text was longer than the cap and only its first part was indexed.
@@ -46,12 +48,14 @@ impl SentenceIndex {
         let sentences = sentences::split(text_cut, max_sentence_bytes);
         let mut postings: HashMap<u64, Vec<(u32, u16)>> = HashMap::default();
         let mut lengths = Vec::with_capacity(sentences.len());
+        let mut numbers = Vec::with_capacity(sentences.len());
         let mut terms = Vec::new();
         let mut total = 0u64;
         for (i, &(a, b)) in sentences.iter().enumerate() {
             terms.clear();
             terms_of(&text_cut[a..b], &mut terms);
             lengths.push(terms.len() as u32);
+            numbers.push(terms.iter().any(|t| t.kind == Kind::Year));
             total += terms.len() as u64;
             terms.sort_unstable_by_key(|t| t.hash);
             let mut j = 0;
@@ -74,6 +78,7 @@ impl SentenceIndex {
         SentenceIndex {
             sentences,
             lengths,
+            numbers,
             postings,
             avg_len,
             truncated: cut < text.len(),
@@ -130,6 +135,11 @@ impl SentenceIndex {
             }
         }
         scores
+    }
+
+    /// Whether the sentence at `i` holds a year.
+    pub(crate) fn has_year(&self, i: usize) -> bool {
+        self.numbers.get(i).copied().unwrap_or(false)
     }
 
     /// Whether the sentence at `i` holds the term.

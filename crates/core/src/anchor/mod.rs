@@ -211,6 +211,7 @@ pub(crate) fn provider_quote(
         cov_top: cov,
         cov_source: cov,
         numbers_missing: 0.0,
+        numbers_differ: false,
     };
     let negated = terms_of(quote, &mut Vec::new()).negated;
     let support = support::support_of(&w, claim_traits.negated != negated);

@@ -13,6 +13,8 @@ pub(crate) enum Kind {
     Word,
     /// A number (digits, with `,` thousands and `.` decimals joined).
     Number,
+    /// A number that reads as a year (1000 to 2199).
+    Year,
     /// Two adjacent CJK characters.
     CjkPair,
     /// One Han character.
@@ -25,7 +27,7 @@ impl Kind {
     /// The weight of a term of this kind in ranking and coverage.
     pub(crate) fn weight(self) -> f32 {
         match self {
-            Kind::Word | Kind::Number | Kind::CjkPair => 1.0,
+            Kind::Word | Kind::Number | Kind::Year | Kind::CjkPair => 1.0,
             Kind::Han => 0.5,
             Kind::Phrase => 0.5,
         }
@@ -70,9 +72,7 @@ pub(crate) fn terms_of(text: &str, out: &mut Vec<Term>) -> Traits {
             && chars.peek().is_some_and(|n| narrow(*n).is_ascii_digit())
         {
             // 1,000 and 3.5 stay one number.
-            if c == '.' {
-                word.push('.');
-            }
+            word.push(c);
         } else {
             flush_word(&mut word, out, &mut prev_word, &mut traits);
             if !c.is_whitespace() && c != '-' {
@@ -196,14 +196,17 @@ fn flush_word(word: &mut String, out: &mut Vec<Term>, prev: &mut Option<u64>, tr
     word.clear();
     if cleaned.starts_with(|c: char| c.is_ascii_digit()) {
         // 1990, 3.5, 1990s, 5th, 20km: the number.
-        let number: String = cleaned
+        let raw: String = cleaned
             .chars()
-            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ',')
             .collect();
-        let number = number.trim_end_matches('.');
+        let raw = raw.trim_end_matches(['.', ',']);
+        let number: String = raw.chars().filter(|&c| c != ',').collect();
+        let year = raw.len() == 4
+            && (raw.starts_with('1') || raw.starts_with("20") || raw.starts_with("21"));
         out.push(Term {
             hash: hash_str(number.trim_start_matches('0').max("0")),
-            kind: Kind::Number,
+            kind: if year { Kind::Year } else { Kind::Number },
         });
         *prev = None;
         return;

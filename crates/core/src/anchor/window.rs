@@ -68,6 +68,9 @@ pub(crate) struct Window {
     pub(crate) cov_source: f32,
     /// The share of the claim's numbers that the best sentences lack.
     pub(crate) numbers_missing: f32,
+    /// A year of the claim is missing from the quote while the quote states another: the
+    /// quote contradicts the claim (`1925` against `1889`).
+    pub(crate) numbers_differ: bool,
 }
 
 /// The best window for `claim`, or `None` when no sentence shares a term with it.
@@ -112,7 +115,7 @@ pub(crate) fn best(index: &SentenceIndex, claim: &Claim) -> Option<Window> {
         .terms
         .iter()
         .map(|(t, _)| t)
-        .filter(|t| t.kind == Kind::Number)
+        .filter(|t| matches!(t.kind, Kind::Number | Kind::Year))
         .collect();
     let numbers_missing = if numbers.is_empty() {
         0.0
@@ -123,6 +126,10 @@ pub(crate) fn best(index: &SentenceIndex, claim: &Claim) -> Option<Window> {
             .count();
         missing as f32 / numbers.len() as f32
     };
+    let numbers_differ = numbers
+        .iter()
+        .any(|t| t.kind == Kind::Year && !in_window(first, last, t))
+        && (first..=last).any(|i| index.has_year(i));
     Some(Window {
         first,
         last,
@@ -130,5 +137,6 @@ pub(crate) fn best(index: &SentenceIndex, claim: &Claim) -> Option<Window> {
         cov_top,
         cov_source,
         numbers_missing,
+        numbers_differ,
     })
 }
