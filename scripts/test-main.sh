@@ -66,6 +66,9 @@ for want in \
   grep -qxF -- "$want" "$work/run.out" || { echo "run.sh's output lacks: $want" >&2; cat "$work/run.out" >&2; exit 1; }
 done
 
+step "claim anchors on WiCE dev, the release binary as a user runs it (floors: hit@1 0.70, AUROC 0.80)"
+CITEFLOW_BIN="$target_dir/release/citeflow" python3 scripts/anchor-eval.py --quick 349
+
 step "browser test of the main command (headless Chromium, the real model)"
 status=0
 (cd "$browser_tests" && CITEFLOW_MAIN_BASE="$base" \
