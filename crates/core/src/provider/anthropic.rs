@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::json::{arr, obj, opt_str, opt_u64, shape, str_field, Problem, ReadResult};
+use super::json::{arr, obj, opt_str, opt_u64, shape, str_field, Doc, Problem, ReadResult};
 use super::read::{document_source, url_source, Placement, ProviderCitation, ProviderEvent};
 use crate::source::{Locator, Source};
 
@@ -22,10 +22,12 @@ pub(crate) struct Messages {
 impl Messages {
     pub(crate) fn read(
         &mut self,
-        v: &Value,
+        doc: Doc<'_>,
         out: &mut Vec<ProviderEvent>,
         unknown: &mut Option<String>,
     ) -> ReadResult {
+        let v = doc.tree()?;
+        let v = &*v;
         match str_field(v, "type")? {
             "content_block_start" => {
                 let block = obj(v, "content_block")?;

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::json::{arr, obj, opt_str, opt_u64, shape, Problem, ReadResult};
+use super::json::{arr, obj, opt_str, opt_u64, shape, Doc, Problem, ReadResult};
 use super::read::{document_source, url_source, Placement, ProviderCitation, ProviderEvent};
 
 /// ConverseStream state.
@@ -16,10 +16,12 @@ pub(crate) struct Converse {
 impl Converse {
     pub(crate) fn read(
         &mut self,
-        v: &Value,
+        doc: Doc<'_>,
         out: &mut Vec<ProviderEvent>,
         unknown: &mut Option<String>,
     ) -> ReadResult {
+        let v = doc.tree()?;
+        let v = &*v;
         let o = v.as_object().ok_or_else(|| shape("a JSON object"))?;
         for (key, body) in o {
             match key.as_str() {

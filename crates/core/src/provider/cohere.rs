@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::json::{arr, opt_str, opt_u64, shape, str_field, Problem, ReadResult};
+use super::json::{arr, opt_str, opt_u64, shape, str_field, Doc, Problem, ReadResult};
 use super::read::{url_source, Placement, ProviderCitation, ProviderEvent, Unit};
 use crate::source::Source;
 
@@ -14,10 +14,12 @@ pub(crate) struct Chat;
 impl Chat {
     pub(crate) fn read(
         &mut self,
-        v: &Value,
+        doc: Doc<'_>,
         out: &mut Vec<ProviderEvent>,
         unknown: &mut Option<String>,
     ) -> ReadResult {
+        let v = doc.tree()?;
+        let v = &*v;
         match str_field(v, "type")? {
             "content-start" => out.push(ProviderEvent::PartStart),
             "content-delta" => {

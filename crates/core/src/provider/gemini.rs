@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::json::{arr, opt_str, opt_u64, shape, Problem, ReadResult};
+use super::json::{arr, opt_str, opt_u64, shape, Doc, Problem, ReadResult};
 use super::read::{url_source, Placement, ProviderCitation, ProviderEvent, Unit};
 use crate::source::Source;
 
@@ -17,7 +17,9 @@ pub(crate) struct Generate {
 }
 
 impl Generate {
-    pub(crate) fn read(&mut self, v: &Value, out: &mut Vec<ProviderEvent>) -> ReadResult {
+    pub(crate) fn read(&mut self, doc: Doc<'_>, out: &mut Vec<ProviderEvent>) -> ReadResult {
+        let v = doc.tree()?;
+        let v = &*v;
         if let Some(e) = v.get("error").filter(|e| !e.is_null()) {
             return Err(Problem::Upstream(e.to_string()));
         }

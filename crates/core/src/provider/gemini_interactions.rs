@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::json::{arr, obj, opt_str, opt_u64, str_field, Problem, ReadResult};
+use super::json::{arr, obj, opt_str, opt_u64, str_field, Doc, Problem, ReadResult};
 use super::read::{url_source, Placement, ProviderCitation, ProviderEvent, Unit};
 
 /// Interactions stream state.
@@ -18,10 +18,12 @@ pub(crate) struct Interactions {
 impl Interactions {
     pub(crate) fn read(
         &mut self,
-        v: &Value,
+        doc: Doc<'_>,
         out: &mut Vec<ProviderEvent>,
         unknown: &mut Option<String>,
     ) -> ReadResult {
+        let v = doc.tree()?;
+        let v = &*v;
         match str_field(v, "event_type")? {
             "step.start" => {
                 let step = obj(v, "step")?;

@@ -2,56 +2,136 @@
 //! `delta.annotations` (`url_citation`), Perplexity's top-level `citations` and
 //! `search_results`.
 
-use serde_json::Value;
+use serde::Deserialize;
 
-use super::json::{arr, obj, opt_str, opt_u64, shape, Problem, ReadResult};
+use super::json::{shape, Doc, Given, Lax, List, Obj, Problem, ReadResult, Str, U64};
 use super::read::{url_source, Placement, ProviderCitation, ProviderEvent, Unit};
+
+/// A chunk: only the fields read.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct Chunk<'a> {
+    /// An error object (given and not null: the stream reported an error).
+    pub(crate) error: Given,
+    #[serde(borrow)]
+    pub(crate) choices: List<Obj<Choice<'a>>>,
+    /// Perplexity: the urls `[n]` counts.
+    #[serde(borrow)]
+    pub(crate) citations: List<Str<'a>>,
+    /// Perplexity: the search results (`url`, `title`, `snippet`).
+    #[serde(borrow)]
+    pub(crate) search_results: List<Lax<SearchResult<'a>>>,
+}
+
+/// A choice: `delta` (streamed) or `message` (whole), or `text` (completions).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct Choice<'a> {
+    pub(crate) index: U64,
+    #[serde(borrow)]
+    pub(crate) delta: Obj<Delta<'a>>,
+    #[serde(borrow)]
+    pub(crate) message: Obj<Delta<'a>>,
+    #[serde(borrow)]
+    pub(crate) text: Str<'a>,
+}
+
+/// A choice's `delta` or `message`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct Delta<'a> {
+    #[serde(borrow)]
+    pub(crate) content: Str<'a>,
+    #[serde(borrow)]
+    pub(crate) annotations: List<Lax<Annotation<'a>>>,
+}
+
+/// `{"type": "url_citation", "url_citation": {…}}`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct Annotation<'a> {
+    #[serde(rename = "type", borrow)]
+    pub(crate) kind: Str<'a>,
+    #[serde(borrow)]
+    pub(crate) url_citation: Obj<UrlCitation<'a>>,
+}
+
+/// An annotation's `url_citation`.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(default)]
+pub(crate) struct UrlCitation<'a> {
+    #[serde(borrow)]
+    pub(crate) url: Str<'a>,
+    #[serde(borrow)]
+    pub(crate) title: Str<'a>,
+    pub(crate) start_index: U64,
+    pub(crate) end_index: U64,
+}
+
+/// One of Perplexity's `search_results`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct SearchResult<'a> {
+    #[serde(borrow)]
+    pub(crate) url: Str<'a>,
+    #[serde(borrow)]
+    pub(crate) title: Str<'a>,
+    #[serde(borrow)]
+    pub(crate) snippet: Str<'a>,
+}
+
+/// An annotation as read, to know it again (gateways repeat annotations in later chunks).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Seen {
+    url: String,
+    title: Option<String>,
+    start: Option<u64>,
+    end: Option<u64>,
+}
 
 /// Chat stream state.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Chat {
     /// Urls of the `citations` / `search_results` lists registered so far.
     listed: Vec<String>,
-    /// Annotations already read (gateways repeat them in later chunks).
-    seen_annotations: Vec<Value>,
+    /// `url_citation` annotations already read.
+    seen_annotations: Vec<Seen>,
 }
 
 impl Chat {
-    pub(crate) fn read(&mut self, v: &Value, out: &mut Vec<ProviderEvent>) -> ReadResult {
-        if let Some(e) = v.get("error").filter(|e| !e.is_null()) {
-            return Err(Problem::Upstream(e.to_string()));
+    pub(crate) fn read(&mut self, doc: Doc<'_>, out: &mut Vec<ProviderEvent>) -> ReadResult {
+        let v: Chunk<'_> = doc.parse()?;
+        if v.error.0 {
+            let tree = doc.tree()?;
+            return Err(Problem::Upstream(tree["error"].to_string()));
         }
-        self.read_listed(v, out)?;
-        let choices = arr(v, "choices")?;
+        self.read_listed(&v, out)?;
+        let choices = v.choices.req("choices")?;
         // Choice 0 is the answer; with n > 1 the others are other answers, not this one.
         let Some(choice) = choices
             .iter()
-            .find(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
+            .find(|c| c.get().and_then(|c| c.index.get()).unwrap_or(0) == 0)
         else {
             return Ok(());
         };
-        if !choice.is_object() {
+        let Some(choice) = choice.get() else {
             return Err(shape("`choices[0]` to be an object"));
-        }
-        let delta = match choice.get("delta").or_else(|| choice.get("message")) {
-            None | Some(Value::Null) => None,
-            Some(d) if d.is_object() => Some(d),
-            Some(_) => return Err(shape("`choices[0].delta` to be an object")),
+        };
+        let delta = match choice.delta.or(&choice.message) {
+            Obj::Absent | Obj::Null => None,
+            Obj::Is(d) => Some(d),
+            Obj::Not => return Err(shape("`choices[0].delta` to be an object")),
         };
         let text = match delta {
-            Some(d) => opt_str(d, "content")?,
-            None => opt_str(choice, "text")?,
+            Some(d) => d.content.opt("content")?,
+            None => choice.text.opt("text")?,
         };
         if let Some(t) = text.filter(|t| !t.is_empty()) {
             out.push(ProviderEvent::Text { text: t.to_owned() });
         }
         if let Some(d) = delta {
-            for a in arr(d, "annotations")? {
-                if self.seen_annotations.contains(a) {
-                    continue;
-                }
-                self.seen_annotations.push(a.clone());
-                if let Some(c) = annotation(a)? {
+            for a in d.annotations.req("annotations")? {
+                if let Some(c) = self.annotation(a)? {
                     out.push(ProviderEvent::Citation(Box::new(c)));
                 }
             }
@@ -63,13 +143,13 @@ impl Chat {
     /// chunk; what is new is registered as a round. Their order is the order `[n]` ranks count:
     /// each source carries its position as its label, so that `[n]` names Perplexity's n-th
     /// source even when the caller's own sources come first in the table.
-    fn read_listed(&mut self, v: &Value, out: &mut Vec<ProviderEvent>) -> ReadResult {
-        let results = arr(v, "search_results")?;
-        let citations = arr(v, "citations")?;
+    fn read_listed(&mut self, v: &Chunk<'_>, out: &mut Vec<ProviderEvent>) -> ReadResult {
+        let results = v.search_results.req("search_results")?;
+        let citations = v.citations.req("citations")?;
         let mut fresh = Vec::new();
         if !results.is_empty() {
             for (label, r) in (1u32..).zip(results) {
-                let url = match opt_str(r, "url")? {
+                let url = match r.url.opt("url")? {
                     Some(u) if !u.trim().is_empty() => u,
                     _ => continue,
                 };
@@ -77,15 +157,15 @@ impl Chat {
                     continue;
                 }
                 self.listed.push(url.to_owned());
-                let mut s = url_source(url, opt_str(r, "title")?).with_label(label);
-                if let Some(snippet) = opt_str(r, "snippet")? {
+                let mut s = url_source(url, r.title.opt("title")?).with_label(label);
+                if let Some(snippet) = r.snippet.opt("snippet")? {
                     s.snippet = Some(snippet.to_owned());
                 }
                 fresh.push(s);
             }
         } else {
             for (label, c) in (1u32..).zip(citations) {
-                let Some(url) = c.as_str().filter(|u| !u.trim().is_empty()) else {
+                let Some(url) = c.get().filter(|u| !u.trim().is_empty()) else {
                     return Err(shape("`citations` to be an array of url strings"));
                 };
                 if self.listed.iter().any(|l| l == url) {
@@ -103,31 +183,49 @@ impl Chat {
         }
         Ok(())
     }
-}
 
-/// A Chat Completions annotation: `{"type": "url_citation", "url_citation": {start_index,
-/// end_index, url, title}}` (offsets in characters of the message content).
-fn annotation(a: &Value) -> Result<Option<ProviderCitation>, Problem> {
-    if a.get("type").and_then(Value::as_str) != Some("url_citation") {
-        return Ok(None);
+    /// A Chat Completions annotation not read before: `{"type": "url_citation",
+    /// "url_citation": {start_index, end_index, url, title}}` (offsets in characters of the
+    /// message content).
+    fn annotation(&mut self, a: &Annotation<'_>) -> Result<Option<ProviderCitation>, Problem> {
+        if a.kind.get() != Some("url_citation") {
+            return Ok(None);
+        }
+        if let Some(c) = a.url_citation.get() {
+            if let Some(url) = c.url.get() {
+                let seen = Seen {
+                    url: url.to_owned(),
+                    title: c.title.get().map(str::to_owned),
+                    start: c.start_index.get(),
+                    end: c.end_index.get(),
+                };
+                if self.seen_annotations.contains(&seen) {
+                    return Ok(None);
+                }
+                self.seen_annotations.push(seen);
+            }
+        }
+        let c = a.url_citation.req("url_citation")?;
+        let Some(url) = c.url.opt("url")? else {
+            return Err(shape("`url_citation.url` to be a string"));
+        };
+        let placement = match (
+            c.start_index.opt("start_index")?,
+            c.end_index.opt("end_index")?,
+        ) {
+            (Some(start), Some(end)) if end > start => Placement::Span {
+                start,
+                end,
+                unit: Unit::Chars,
+            },
+            _ => Placement::Unplaced,
+        };
+        Ok(Some(ProviderCitation {
+            source: url_source(url, c.title.opt("title")?),
+            quote: None,
+            placement,
+        }))
     }
-    let c = obj(a, "url_citation")?;
-    let Some(url) = opt_str(c, "url")? else {
-        return Err(shape("`url_citation.url` to be a string"));
-    };
-    let placement = match (opt_u64(c, "start_index")?, opt_u64(c, "end_index")?) {
-        (Some(start), Some(end)) if end > start => Placement::Span {
-            start,
-            end,
-            unit: Unit::Chars,
-        },
-        _ => Placement::Unplaced,
-    };
-    Ok(Some(ProviderCitation {
-        source: url_source(url, opt_str(c, "title")?),
-        quote: None,
-        placement,
-    }))
 }
 
 #[cfg(test)]

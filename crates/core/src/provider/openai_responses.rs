@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::json::{arr, obj, opt_str, opt_u64, str_field, Problem, ReadResult};
+use super::json::{arr, obj, opt_str, opt_u64, str_field, Doc, Problem, ReadResult};
 use super::read::{url_source, Placement, ProviderCitation, ProviderEvent, Unit};
 use crate::source::Source;
 
@@ -18,10 +18,12 @@ pub(crate) struct Responses {
 impl Responses {
     pub(crate) fn read(
         &mut self,
-        v: &Value,
+        doc: Doc<'_>,
         out: &mut Vec<ProviderEvent>,
         unknown: &mut Option<String>,
     ) -> ReadResult {
+        let v = doc.tree()?;
+        let v = &*v;
         let t = str_field(v, "type")?;
         match t {
             "response.output_text.delta" => {
@@ -166,7 +168,7 @@ mod tests {
         let mut out = Vec::new();
         let mut unknown = None;
         let v: Value = serde_json::json!({"type": "response.output_text.delta", "delta": 3});
-        match r.read(&v, &mut out, &mut unknown) {
+        match r.read(Doc::Tree(&v), &mut out, &mut unknown) {
             Err(Problem::Shape(s)) => assert_eq!(s, "`delta` to be a string"),
             other => panic!("{other:?}"),
         }

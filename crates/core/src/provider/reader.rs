@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::error::ProviderError;
-use super::json::{json_kind, Problem};
+use super::json::{json_kind, Doc, Problem};
 use super::read::ProviderEvent;
 use super::{
     anthropic, bedrock, cohere, gemini, gemini_interactions, openai_chat, openai_responses,
@@ -205,36 +205,82 @@ impl Reader {
         line: u64,
         out: &mut Vec<ProviderEvent>,
     ) -> Result<(), ProviderError> {
-        let dialect = self.dialect.name();
         if !payload.is_object() {
             return Err(ProviderError::Shape {
                 line,
-                dialect,
+                dialect: self.dialect.name(),
                 expected: format!("a JSON object, got {}", json_kind(payload)),
             });
         }
+        self.read_doc(Doc::Tree(payload), line, out).map(drop)
+    }
+
+    /// Reads one payload from its JSON text, without a tree: `Ok(false)` when the text is
+    /// not a JSON object that reads into the dialect's structs (not JSON, not an object, a
+    /// duplicate key), and nothing was read: [`Reader::read`] its tree, which gives what
+    /// the tree always gave.
+    ///
+    /// # Errors
+    /// As [`Reader::read`].
+    pub(crate) fn read_text(
+        &mut self,
+        data: &str,
+        line: u64,
+        out: &mut Vec<ProviderEvent>,
+    ) -> Result<bool, ProviderError> {
+        let object = data
+            .trim_start_matches([' ', '\t', '\n', '\r'])
+            .starts_with('{');
+        if !object {
+            return Ok(false);
+        }
+        let len = out.len();
+        let r = self.read_doc(Doc::Text(data), line, out);
+        if matches!(r, Ok(false)) {
+            out.truncate(len);
+        }
+        r
+    }
+
+    /// `Ok(false)` for [`Problem::Untyped`].
+    fn read_doc(
+        &mut self,
+        doc: Doc<'_>,
+        line: u64,
+        out: &mut Vec<ProviderEvent>,
+    ) -> Result<bool, ProviderError> {
+        let dialect = self.dialect.name();
         let mut unknown = None;
         let r = match &mut self.state {
-            State::OpenaiChat(s) => s.read(payload, out),
-            State::OpenaiResponses(s) => s.read(payload, out, &mut unknown),
-            State::Anthropic(s) => s.read(payload, out, &mut unknown),
-            State::Bedrock(s) => s.read(payload, out, &mut unknown),
-            State::Cohere(s) => s.read(payload, out, &mut unknown),
-            State::Gemini(s) => s.read(payload, out),
-            State::GeminiInteractions(s) => s.read(payload, out, &mut unknown),
+            State::OpenaiChat(s) => s.read(doc, out),
+            State::OpenaiResponses(s) => s.read(doc, out, &mut unknown),
+            State::Anthropic(s) => s.read(doc, out, &mut unknown),
+            State::Bedrock(s) => s.read(doc, out, &mut unknown),
+            State::Cohere(s) => s.read(doc, out, &mut unknown),
+            State::Gemini(s) => s.read(doc, out),
+            State::GeminiInteractions(s) => s.read(doc, out, &mut unknown),
         };
+        if matches!(r, Err(Problem::Untyped)) {
+            return Ok(false);
+        }
         if let Some(t) = unknown {
             if !self.unknown.contains(&t) && self.unknown.len() < 32 {
                 self.unknown.push(t);
             }
         }
-        r.map_err(|p| match p {
+        r.map(|()| true).map_err(|p| match p {
             Problem::Shape(expected) => ProviderError::Shape {
                 line,
                 dialect,
                 expected,
             },
             Problem::Upstream(message) => ProviderError::Upstream { line, message },
+            // Returned above.
+            Problem::Untyped => ProviderError::Shape {
+                line,
+                dialect,
+                expected: "a JSON object".to_owned(),
+            },
         })
     }
 }

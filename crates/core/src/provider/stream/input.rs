@@ -86,10 +86,23 @@ impl ProviderStream {
                 }
             };
         }
-        let value = serde_json::from_str::<Value>(data).map_err(json_err);
         // The text gathered so far goes before this payload (and before its error).
         self.feed_gathered()?;
-        self.write_payload_inner(&value?, line)
+        if self.reader.is_none() {
+            if let Some(dialect) = self.dialect {
+                self.reader = Some(Reader::new(dialect));
+            }
+        }
+        // Once the dialect is known, its reader reads the payload's text without a tree.
+        if self.reader.is_some() {
+            self.line = line;
+            let read = self.read_events(|reader, out| reader.read_text(data, line, out))?;
+            if read {
+                return Ok(());
+            }
+        }
+        let value = serde_json::from_str::<Value>(data).map_err(json_err)?;
+        self.write_payload_inner(&value, line)
     }
 
     /// Feeds a chunk of answer text that the caller has already read from the provider's
@@ -167,14 +180,23 @@ impl ProviderStream {
             self.dialect = Some(dialect);
             self.reader = Some(Reader::new(dialect));
         }
+        self.read_events(|reader, out| reader.read(payload, line, out).map(|()| true))
+            .map(drop)
+    }
+
+    /// Reads a payload with the stream's reader (made above) and applies its events; what
+    /// `read` returns (see [`Reader::read_text`]).
+    fn read_events(
+        &mut self,
+        read: impl FnOnce(&mut Reader, &mut Vec<ProviderEvent>) -> Result<bool, ProviderError>,
+    ) -> Result<bool, ProviderError> {
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.clear();
-        let r = match self.reader.as_mut() {
-            Some(reader) => reader.read(payload, line, &mut scratch),
-            None => Ok(()),
+        let mut result = match self.reader.as_mut() {
+            Some(reader) => read(reader, &mut scratch),
+            None => Ok(true),
         };
-        let mut result = r;
-        if result.is_ok() {
+        if matches!(result, Ok(true)) {
             for ev in scratch.drain(..) {
                 if let Err(e) = self.apply(ev) {
                     result = Err(e);
