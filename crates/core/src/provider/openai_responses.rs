@@ -2,11 +2,79 @@
 //! `response.output_text.annotation.added` (`url_citation`, `file_citation`,
 //! `container_file_citation`, `file_path`), web search sources.
 
-use serde_json::Value;
+use serde::Deserialize;
 
-use super::json::{arr, obj, opt_str, opt_u64, str_field, Doc, Problem, ReadResult};
+use super::json::{Doc, Lax, List, Obj, Problem, ReadResult, Str, U64};
 use super::read::{url_source, Placement, ProviderCitation, ProviderEvent, Unit};
 use crate::source::Source;
+
+/// An event: only the fields read.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Event<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Str<'a>,
+    #[serde(borrow)]
+    delta: Str<'a>,
+    #[serde(borrow)]
+    item_id: Str<'a>,
+    content_index: U64,
+    #[serde(borrow)]
+    annotation: Obj<Annotation<'a>>,
+    #[serde(borrow)]
+    item: Obj<Item<'a>>,
+}
+
+/// An `annotation`: `url_citation`, `file_citation`, `file_path`, `container_file_citation`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Annotation<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Str<'a>,
+    #[serde(borrow)]
+    url: Str<'a>,
+    #[serde(borrow)]
+    title: Str<'a>,
+    start_index: U64,
+    end_index: U64,
+    index: U64,
+    #[serde(borrow)]
+    file_id: Str<'a>,
+    #[serde(borrow)]
+    filename: Str<'a>,
+    #[serde(borrow)]
+    container_id: Str<'a>,
+}
+
+/// An output `item` (a `web_search_call`'s `action`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Item<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Str<'a>,
+    #[serde(borrow)]
+    action: Obj<Action<'a>>,
+}
+
+/// A web search call's `action`: its `query` and `sources`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Action<'a> {
+    #[serde(borrow)]
+    query: Str<'a>,
+    #[serde(borrow)]
+    sources: List<Lax<WebSource<'a>>>,
+}
+
+/// One of a web search's `sources`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct WebSource<'a> {
+    #[serde(borrow)]
+    url: Str<'a>,
+    #[serde(borrow)]
+    title: Str<'a>,
+}
 
 /// Responses stream state.
 #[derive(Debug, Clone, Default)]
@@ -22,13 +90,11 @@ impl Responses {
         out: &mut Vec<ProviderEvent>,
         unknown: &mut Option<String>,
     ) -> ReadResult {
-        let v = doc.tree()?;
-        let v = &*v;
-        let t = str_field(v, "type")?;
-        match t {
+        let v: Event<'_> = doc.parse()?;
+        match v.kind.req("type")? {
             "response.output_text.delta" => {
-                self.enter_part(v, out);
-                let delta = str_field(v, "delta")?;
+                self.enter_part(&v, out);
+                let delta = v.delta.req("delta")?;
                 if !delta.is_empty() {
                     out.push(ProviderEvent::Text {
                         text: delta.to_owned(),
@@ -36,8 +102,8 @@ impl Responses {
                 }
             }
             "response.output_text.annotation.added" => {
-                self.enter_part(v, out);
-                if let Some(c) = annotation(obj(v, "annotation")?)? {
+                self.enter_part(&v, out);
+                if let Some(c) = annotation(v.annotation.req("annotation")?)? {
                     out.push(ProviderEvent::Citation(Box::new(c)));
                 }
             }
@@ -48,20 +114,22 @@ impl Responses {
                 }
             }
             "response.output_item.done" => {
-                let item = obj(v, "item")?;
-                if item.get("type").and_then(Value::as_str) == Some("web_search_call") {
-                    if let Some(action) = item.get("action").filter(|a| a.is_object()) {
+                let item = v.item.req("item")?;
+                if item.kind.get() == Some("web_search_call") {
+                    if let Some(action) = item.action.get() {
                         let mut sources = Vec::new();
-                        for s in arr(action, "sources")? {
-                            if let Some(url) = opt_str(s, "url")?.filter(|u| !u.trim().is_empty()) {
+                        for s in action.sources.req("sources")? {
+                            if let Some(url) = s.url.opt("url")?.filter(|u| !u.trim().is_empty()) {
                                 if !sources.iter().any(|x: &Source| x.id == url) {
-                                    sources.push(url_source(url, opt_str(s, "title")?));
+                                    sources.push(url_source(url, s.title.opt("title")?));
                                 }
                             }
                         }
                         if !sources.is_empty() {
                             out.push(ProviderEvent::Sources {
-                                query: opt_str(action, "query")?
+                                query: action
+                                    .query
+                                    .opt("query")?
                                     .filter(|q| !q.is_empty())
                                     .map(str::to_owned),
                                 sources,
@@ -70,12 +138,13 @@ impl Responses {
                     }
                 }
             }
-            "error" => return Err(Problem::Upstream(v.to_string())),
+            "error" => return Err(Problem::Upstream(doc.to_json()?)),
             "response.failed" => {
+                let v = doc.tree()?;
                 let err = v
                     .get("response")
                     .and_then(|r| r.get("error"))
-                    .map_or_else(|| v.to_string(), Value::to_string);
+                    .map_or_else(|| v.to_string(), ToString::to_string);
                 return Err(Problem::Upstream(err));
             }
             // The rest of the Responses event family: lifecycle, tool calls, reasoning,
@@ -87,31 +156,30 @@ impl Responses {
     }
 
     /// A text event of a new `(item_id, content_index)` starts a part.
-    fn enter_part(&mut self, v: &Value, out: &mut Vec<ProviderEvent>) {
-        let id = v
-            .get("item_id")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        let ci = v.get("content_index").and_then(Value::as_u64).unwrap_or(0);
-        let key = (id, ci);
-        if self.part.as_ref() != Some(&key) {
-            if self.part.is_some() {
-                out.push(ProviderEvent::PartEnd);
-            }
-            self.part = Some(key);
-            out.push(ProviderEvent::PartStart);
+    fn enter_part(&mut self, v: &Event<'_>, out: &mut Vec<ProviderEvent>) {
+        let id = v.item_id.get().unwrap_or_default();
+        let ci = v.content_index.get().unwrap_or(0);
+        if self.part.as_ref().is_some_and(|(i, c)| i == id && *c == ci) {
+            return;
         }
+        if self.part.is_some() {
+            out.push(ProviderEvent::PartEnd);
+        }
+        self.part = Some((id.to_owned(), ci));
+        out.push(ProviderEvent::PartStart);
     }
 }
 
 /// One `annotation` object.
-fn annotation(a: &Value) -> Result<Option<ProviderCitation>, Problem> {
-    let t = str_field(a, "type")?;
+fn annotation(a: &Annotation<'_>) -> Result<Option<ProviderCitation>, Problem> {
+    let t = a.kind.req("type")?;
     let (source, placement) = match t {
         "url_citation" => {
-            let url = str_field(a, "url")?;
-            let placement = match (opt_u64(a, "start_index")?, opt_u64(a, "end_index")?) {
+            let url = a.url.req("url")?;
+            let placement = match (
+                a.start_index.opt("start_index")?,
+                a.end_index.opt("end_index")?,
+            ) {
                 (Some(start), Some(end)) if end > start => Placement::Span {
                     start,
                     end,
@@ -120,21 +188,21 @@ fn annotation(a: &Value) -> Result<Option<ProviderCitation>, Problem> {
                 // No span, or the degenerate 0..0 some servers send: no position known.
                 _ => Placement::Unplaced,
             };
-            (url_source(url, opt_str(a, "title")?), placement)
+            (url_source(url, a.title.opt("title")?), placement)
         }
         "file_citation" | "file_path" | "container_file_citation" => {
-            let file_id = str_field(a, "file_id")?;
+            let file_id = a.file_id.req("file_id")?;
             let mut s = Source::new(file_id).with_key(format!("file:{file_id}"));
-            if let Some(name) = opt_str(a, "filename")? {
+            if let Some(name) = a.filename.opt("filename")? {
                 s = s.with_title(name);
             }
-            if let Some(c) = opt_str(a, "container_id")? {
+            if let Some(c) = a.container_id.opt("container_id")? {
                 s.metadata.insert("container_id".into(), c.to_owned());
             }
             let placement = match (
-                opt_u64(a, "start_index")?,
-                opt_u64(a, "end_index")?,
-                opt_u64(a, "index")?,
+                a.start_index.opt("start_index")?,
+                a.end_index.opt("end_index")?,
+                a.index.opt("index")?,
             ) {
                 (Some(start), Some(end), _) if end > start => Placement::Span {
                     start,
@@ -161,6 +229,7 @@ fn annotation(a: &Value) -> Result<Option<ProviderCitation>, Problem> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     #[test]
     fn wrong_shapes_are_named() {
