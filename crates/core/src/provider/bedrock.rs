@@ -1,10 +1,59 @@
 //! Amazon Bedrock ConverseStream events as JSON (`{"contentBlockDelta": {…}}`, the shape the
 //! AWS SDKs decode the event stream into): text deltas and `citation` deltas.
 
-use serde_json::Value;
+use serde::Deserialize;
 
-use super::json::{arr, obj, opt_str, opt_u64, shape, Doc, Problem, ReadResult};
+use super::json::{Doc, Entries, Lax, List, Obj, Problem, ReadResult, Str, U64};
 use super::read::{document_source, url_source, Placement, ProviderCitation, ProviderEvent};
+
+/// An event's body (`contentBlockDelta`, `contentBlockStop`, …): only the fields read.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct Body<'a> {
+    content_block_index: U64,
+    #[serde(borrow)]
+    delta: Obj<Delta<'a>>,
+}
+
+/// A content block delta.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Delta<'a> {
+    #[serde(borrow)]
+    text: Str<'a>,
+    #[serde(borrow)]
+    citation: Obj<Citation<'a>>,
+}
+
+/// A `citation` delta.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct Citation<'a> {
+    #[serde(borrow)]
+    title: Str<'a>,
+    #[serde(borrow)]
+    source_content: List<Lax<SourceText<'a>>>,
+    /// `documentChar`, `documentPage`, `documentChunk` or `web`, by key.
+    #[serde(borrow)]
+    location: Entries<'a, Lax<Location<'a>>>,
+}
+
+/// One of a citation's `sourceContent`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct SourceText<'a> {
+    #[serde(borrow)]
+    text: Str<'a>,
+}
+
+/// A citation's location of any kind: a document's index, or a web page's url.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct Location<'a> {
+    document_index: U64,
+    #[serde(borrow)]
+    url: Str<'a>,
+}
 
 /// ConverseStream state.
 #[derive(Debug, Clone, Default)]
@@ -20,24 +69,35 @@ impl Converse {
         out: &mut Vec<ProviderEvent>,
         unknown: &mut Option<String>,
     ) -> ReadResult {
-        let v = doc.tree()?;
-        let v = &*v;
-        let o = v.as_object().ok_or_else(|| shape("a JSON object"))?;
-        for (key, body) in o {
-            match key.as_str() {
+        // The event's keys in the order a tree keeps them.
+        let event: Entries<'_, Lax<Body<'_>>> = doc.parse()?;
+        for (key, body) in &event.0 {
+            match key.as_ref() {
                 "contentBlockDelta" => {
-                    let index = opt_u64(body, "contentBlockIndex")?.unwrap_or(0);
+                    let index = body
+                        .content_block_index
+                        .opt("contentBlockIndex")?
+                        .unwrap_or(0);
                     self.enter(index, out);
-                    let delta = obj(body, "delta")?;
-                    if let Some(t) = opt_str(delta, "text")?.filter(|t| !t.is_empty()) {
+                    let delta = body.delta.req("delta")?;
+                    if let Some(t) = delta.text.opt("text")?.filter(|t| !t.is_empty()) {
                         out.push(ProviderEvent::Text { text: t.to_owned() });
                     }
-                    if let Some(c) = delta.get("citation").filter(|c| !c.is_null()) {
-                        out.push(ProviderEvent::Citation(Box::new(citation(c)?)));
+                    let c = match &delta.citation {
+                        Obj::Absent | Obj::Null => None,
+                        Obj::Is(c) => Some(citation(c)?),
+                        // Not an object: a citation with no fields.
+                        Obj::Not => Some(citation(&Citation::default())?),
+                    };
+                    if let Some(c) = c {
+                        out.push(ProviderEvent::Citation(Box::new(c)));
                     }
                 }
                 "contentBlockStop" => {
-                    let index = opt_u64(body, "contentBlockIndex")?.unwrap_or(0);
+                    let index = body
+                        .content_block_index
+                        .opt("contentBlockIndex")?
+                        .unwrap_or(0);
                     if self.block == Some(index) {
                         self.block = None;
                         out.push(ProviderEvent::BlockEnd);
@@ -48,7 +108,8 @@ impl Converse {
                 | "validationException"
                 | "throttlingException"
                 | "serviceUnavailableException" => {
-                    return Err(Problem::Upstream(format!("{key}: {body}")));
+                    let tree = doc.tree()?;
+                    return Err(Problem::Upstream(format!("{key}: {}", tree[key.as_ref()])));
                 }
                 "messageStart" | "contentBlockStart" | "messageStop" | "metadata" | "p" => {}
                 other => *unknown = Some(other.to_owned()),
@@ -70,23 +131,24 @@ impl Converse {
 
 /// A `citation` delta: `title`, `sourceContent[].text`, `location` (`documentChar`,
 /// `documentPage`, `documentChunk` with `documentIndex`; or `web` with `url`).
-fn citation(c: &Value) -> Result<ProviderCitation, Problem> {
-    let title = opt_str(c, "title")?;
+fn citation(c: &Citation<'_>) -> Result<ProviderCitation, Problem> {
+    let title = c.title.opt("title")?;
     let mut quote = String::new();
-    for part in arr(c, "sourceContent")? {
-        if let Some(t) = opt_str(part, "text")? {
+    for part in c.source_content.req("sourceContent")? {
+        if let Some(t) = part.text.opt("text")? {
             quote.push_str(t);
         }
     }
-    let location = c.get("location").filter(|l| l.is_object());
-    let web = location.and_then(|l| l.get("web"));
-    let source = if let Some(url) = web.and_then(|w| w.get("url")).and_then(Value::as_str) {
+    let location = &c.location.0;
+    let web = location.iter().find(|(k, _)| k == "web").map(|(_, w)| w);
+    let source = if let Some(url) = web.and_then(|w| w.url.get()) {
         url_source(url, title)
     } else {
+        // The first location (by key) that names a document index.
         let index = location
-            .and_then(Value::as_object)
-            .and_then(|l| l.values().find_map(|x| x.get("documentIndex")))
-            .and_then(Value::as_u64)
+            .iter()
+            .find(|(_, l)| l.document_index.is_given())
+            .and_then(|(_, l)| l.document_index.get())
             .unwrap_or(0);
         document_source(index, title)
     };
