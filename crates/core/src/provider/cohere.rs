@@ -1,11 +1,87 @@
 //! Cohere v2 chat stream events: `content-delta` text and `citation-start` spans (characters of
 //! the content item's text) with their `sources`.
 
-use serde_json::Value;
+use serde::Deserialize;
 
-use super::json::{arr, opt_str, opt_u64, shape, str_field, Doc, Problem, ReadResult};
+use super::json::{shape, Doc, Lax, List, Obj, Problem, ReadResult, Str, U64};
 use super::read::{url_source, Placement, ProviderCitation, ProviderEvent, Unit};
 use crate::source::Source;
+
+/// An event: only the fields read.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Event<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Str<'a>,
+    #[serde(borrow)]
+    delta: Lax<Delta<'a>>,
+}
+
+/// An event's `delta`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Delta<'a> {
+    #[serde(borrow)]
+    message: Lax<Message<'a>>,
+    #[serde(borrow)]
+    finish_reason: Str<'a>,
+}
+
+/// A delta's `message`: text or a citation.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Message<'a> {
+    #[serde(borrow)]
+    content: Lax<Content<'a>>,
+    #[serde(borrow)]
+    citations: Obj<Citation<'a>>,
+}
+
+/// A message's `content`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Content<'a> {
+    #[serde(borrow)]
+    text: Str<'a>,
+}
+
+/// A `citation-start`'s citation.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Citation<'a> {
+    start: U64,
+    end: U64,
+    #[serde(borrow)]
+    text: Str<'a>,
+    #[serde(borrow)]
+    sources: List<Lax<CitedSource<'a>>>,
+}
+
+/// A citation source: a document or a tool output.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct CitedSource<'a> {
+    #[serde(borrow)]
+    id: Str<'a>,
+    #[serde(borrow)]
+    document: Obj<Document<'a>>,
+    #[serde(borrow)]
+    tool_output: Obj<Document<'a>>,
+}
+
+/// A cited document (or tool output).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Document<'a> {
+    #[serde(borrow)]
+    id: Str<'a>,
+    #[serde(borrow)]
+    title: Str<'a>,
+    #[serde(borrow)]
+    url: Str<'a>,
+    #[serde(borrow)]
+    text: Str<'a>,
+}
 
 /// Cohere stream state.
 #[derive(Debug, Clone, Default)]
@@ -18,36 +94,31 @@ impl Chat {
         out: &mut Vec<ProviderEvent>,
         unknown: &mut Option<String>,
     ) -> ReadResult {
-        let v = doc.tree()?;
-        let v = &*v;
-        match str_field(v, "type")? {
+        let v: Event<'_> = doc.parse()?;
+        match v.kind.req("type")? {
             "content-start" => out.push(ProviderEvent::PartStart),
-            "content-delta" => {
-                let text = v
-                    .get("delta")
-                    .and_then(|d| d.get("message"))
-                    .and_then(|m| m.get("content"))
-                    .and_then(|c| c.get("text"));
-                match text {
-                    Some(Value::String(t)) if !t.is_empty() => {
-                        out.push(ProviderEvent::Text { text: t.clone() });
-                    }
-                    Some(Value::String(_)) => {}
-                    _ => return Err(shape("`delta.message.content.text` to be a string")),
-                }
-            }
+            "content-delta" => match v.delta.message.content.text.get() {
+                Some("") => {}
+                Some(t) => out.push(ProviderEvent::Text { text: t.to_owned() }),
+                None => return Err(shape("`delta.message.content.text` to be a string")),
+            },
             "citation-start" => {
                 let c = v
-                    .get("delta")
-                    .and_then(|d| d.get("message"))
-                    .and_then(|m| m.get("citations"))
-                    .filter(|c| c.is_object())
+                    .delta
+                    .message
+                    .citations
+                    .get()
                     .ok_or_else(|| shape("`delta.message.citations` to be an object"))?;
-                let start =
-                    opt_u64(c, "start")?.ok_or_else(|| shape("`start` to be an integer"))?;
-                let end = opt_u64(c, "end")?.ok_or_else(|| shape("`end` to be an integer"))?;
-                let quote = opt_str(c, "text")?.map(str::to_owned);
-                for s in arr(c, "sources")? {
+                let start = c
+                    .start
+                    .opt("start")?
+                    .ok_or_else(|| shape("`start` to be an integer"))?;
+                let end = c
+                    .end
+                    .opt("end")?
+                    .ok_or_else(|| shape("`end` to be an integer"))?;
+                let quote = c.text.opt("text")?.map(str::to_owned);
+                for s in c.sources.req("sources")? {
                     out.push(ProviderEvent::Citation(Box::new(ProviderCitation {
                         source: source(s)?,
                         quote: quote.clone(),
@@ -60,12 +131,8 @@ impl Chat {
                 }
             }
             "message-end" => {
-                let reason = v
-                    .get("delta")
-                    .and_then(|d| d.get("finish_reason"))
-                    .and_then(Value::as_str);
-                if reason == Some("ERROR") {
-                    return Err(Problem::Upstream(v.to_string()));
+                if v.delta.finish_reason.get() == Some("ERROR") {
+                    return Err(Problem::Upstream(doc.to_json()?));
                 }
                 out.push(ProviderEvent::PartEnd);
             }
@@ -79,24 +146,20 @@ impl Chat {
 
 /// A citation source: `{"type": "document", "id", "document": {id, title, text, url}}` or a
 /// tool output.
-fn source(s: &Value) -> Result<Source, Problem> {
-    let doc = s
-        .get("document")
-        .or_else(|| s.get("tool_output"))
-        .filter(|d| d.is_object());
-    let id = match opt_str(s, "id")? {
+fn source(s: &CitedSource<'_>) -> Result<Source, Problem> {
+    let doc = s.document.or(&s.tool_output).get();
+    let id = match s.id.opt("id")? {
         Some(id) => id.to_owned(),
         None => doc
-            .and_then(|d| d.get("id"))
-            .and_then(Value::as_str)
+            .and_then(|d| d.id.get())
             .map(str::to_owned)
             .ok_or_else(|| shape("a citation source with an `id`"))?,
     };
     let (title, url, text) = match doc {
         Some(d) => (
-            opt_str(d, "title")?,
-            opt_str(d, "url")?,
-            opt_str(d, "text")?,
+            d.title.opt("title")?,
+            d.url.opt("url")?,
+            d.text.opt("text")?,
         ),
         None => (None, None, None),
     };
