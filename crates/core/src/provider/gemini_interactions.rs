@@ -1,10 +1,78 @@
 //! Gemini Interactions API events: `step.delta` text and `text_annotation_delta`
 //! (`url_citation` spans in UTF-8 bytes of the step's text), search calls and results.
 
-use serde_json::Value;
+use serde::Deserialize;
 
-use super::json::{arr, obj, opt_str, opt_u64, str_field, Doc, Problem, ReadResult};
+use super::json::{Doc, Lax, List, Obj, Problem, ReadResult, Str, U64};
 use super::read::{url_source, Placement, ProviderCitation, ProviderEvent, Unit};
+
+/// An event: only the fields read.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Event<'a> {
+    #[serde(borrow)]
+    event_type: Str<'a>,
+    #[serde(borrow)]
+    step: Obj<Step<'a>>,
+    #[serde(borrow)]
+    delta: Obj<Delta<'a>>,
+}
+
+/// A started step.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Step<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Str<'a>,
+}
+
+/// A step's delta: text, annotations, a search call or its results.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Delta<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Str<'a>,
+    #[serde(borrow)]
+    text: Str<'a>,
+    #[serde(borrow)]
+    annotations: List<Lax<Annotation<'a>>>,
+    #[serde(borrow)]
+    arguments: Lax<Arguments<'a>>,
+    #[serde(borrow)]
+    result: List<Lax<SearchResult<'a>>>,
+}
+
+/// A `url_citation` annotation (UTF-8 byte offsets).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Annotation<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Str<'a>,
+    #[serde(borrow)]
+    url: Str<'a>,
+    #[serde(borrow)]
+    title: Str<'a>,
+    start_index: U64,
+    end_index: U64,
+}
+
+/// A search call's arguments.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Arguments<'a> {
+    #[serde(borrow)]
+    queries: List<Str<'a>>,
+}
+
+/// A search result.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct SearchResult<'a> {
+    #[serde(borrow)]
+    url: Str<'a>,
+    #[serde(borrow)]
+    title: Str<'a>,
+}
 
 /// Interactions stream state.
 #[derive(Debug, Clone, Default)]
@@ -22,21 +90,20 @@ impl Interactions {
         out: &mut Vec<ProviderEvent>,
         unknown: &mut Option<String>,
     ) -> ReadResult {
-        let v = doc.tree()?;
-        let v = &*v;
-        match str_field(v, "event_type")? {
+        let v: Event<'_> = doc.parse()?;
+        match v.event_type.req("event_type")? {
             "step.start" => {
-                let step = obj(v, "step")?;
-                self.in_output = step.get("type").and_then(Value::as_str) == Some("model_output");
+                let step = v.step.req("step")?;
+                self.in_output = step.kind.get() == Some("model_output");
                 if self.in_output {
                     out.push(ProviderEvent::PartStart);
                 }
             }
             "step.delta" => {
-                let d = obj(v, "delta")?;
-                match str_field(d, "type")? {
+                let d = v.delta.req("delta")?;
+                match d.kind.req("type")? {
                     "text" => {
-                        let t = str_field(d, "text")?;
+                        let t = d.text.req("text")?;
                         if !t.is_empty() {
                             if !self.in_output {
                                 self.in_output = true;
@@ -46,22 +113,24 @@ impl Interactions {
                         }
                     }
                     "text_annotation_delta" => {
-                        for a in arr(d, "annotations")? {
-                            if a.get("type").and_then(Value::as_str) != Some("url_citation") {
+                        for a in d.annotations.req("annotations")? {
+                            if a.kind.get() != Some("url_citation") {
                                 continue;
                             }
-                            let url = str_field(a, "url")?;
-                            let placement =
-                                match (opt_u64(a, "start_index")?, opt_u64(a, "end_index")?) {
-                                    (Some(start), Some(end)) if end > start => Placement::Span {
-                                        start,
-                                        end,
-                                        unit: Unit::Bytes,
-                                    },
-                                    _ => Placement::Unplaced,
-                                };
+                            let url = a.url.req("url")?;
+                            let placement = match (
+                                a.start_index.opt("start_index")?,
+                                a.end_index.opt("end_index")?,
+                            ) {
+                                (Some(start), Some(end)) if end > start => Placement::Span {
+                                    start,
+                                    end,
+                                    unit: Unit::Bytes,
+                                },
+                                _ => Placement::Unplaced,
+                            };
                             out.push(ProviderEvent::Citation(Box::new(ProviderCitation {
-                                source: url_source(url, opt_str(a, "title")?),
+                                source: url_source(url, a.title.opt("title")?),
                                 quote: None,
                                 placement,
                             })));
@@ -69,18 +138,19 @@ impl Interactions {
                     }
                     "google_search_call" => {
                         let queries: Vec<&str> = d
-                            .get("arguments")
-                            .and_then(|a| a.get("queries"))
-                            .and_then(Value::as_array)
-                            .map(|q| q.iter().filter_map(Value::as_str).collect())
-                            .unwrap_or_default();
+                            .arguments
+                            .queries
+                            .get()
+                            .iter()
+                            .filter_map(Str::get)
+                            .collect();
                         self.query = (!queries.is_empty()).then(|| queries.join("; "));
                     }
                     "google_search_result" => {
                         let mut sources = Vec::new();
-                        for r in arr(d, "result")? {
-                            if let Some(url) = opt_str(r, "url")?.filter(|u| !u.is_empty()) {
-                                sources.push(url_source(url, opt_str(r, "title")?));
+                        for r in d.result.req("result")? {
+                            if let Some(url) = r.url.opt("url")?.filter(|u| !u.is_empty()) {
+                                sources.push(url_source(url, r.title.opt("title")?));
                             }
                         }
                         if !sources.is_empty() {
@@ -106,7 +176,7 @@ impl Interactions {
                     out.push(ProviderEvent::PartEnd);
                 }
             }
-            "error" | "interaction.failed" => return Err(Problem::Upstream(v.to_string())),
+            "error" | "interaction.failed" => return Err(Problem::Upstream(doc.to_json()?)),
             "interaction.created" | "interaction.status_update" | "interaction.completed" => {}
             other => *unknown = Some(other.to_owned()),
         }

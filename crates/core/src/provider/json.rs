@@ -403,19 +403,14 @@ impl<T> std::ops::Deref for Lax<T> {
 }
 
 /// An array field of `T` (each element a lenient type).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub(crate) enum List<T> {
     /// Absent or `null`.
+    #[default]
     Null,
     Is(Vec<T>),
     /// Another kind.
     Not,
-}
-
-impl<T> Default for List<T> {
-    fn default() -> Self {
-        List::Null
-    }
 }
 
 impl<T> List<T> {
@@ -509,49 +504,6 @@ pub(crate) type ReadResult = Result<(), Problem>;
 /// `expected` as a [`Problem::Shape`].
 pub(crate) fn shape(expected: impl Into<String>) -> Problem {
     Problem::Shape(expected.into())
-}
-
-/// A string field, or a shape problem naming it.
-pub(crate) fn str_field<'a>(v: &'a Value, key: &str) -> Result<&'a str, Problem> {
-    v.get(key)
-        .and_then(Value::as_str)
-        .ok_or_else(|| shape(format!("`{key}` to be a string")))
-}
-
-/// An optional string field (absent or null is `None`; another type is a problem).
-pub(crate) fn opt_str<'a>(v: &'a Value, key: &str) -> Result<Option<&'a str>, Problem> {
-    match v.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(shape(format!("`{key}` to be a string"))),
-    }
-}
-
-/// An optional non-negative integer field.
-pub(crate) fn opt_u64(v: &Value, key: &str) -> Result<Option<u64>, Problem> {
-    match v.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(n) => n
-            .as_u64()
-            .map(Some)
-            .ok_or_else(|| shape(format!("`{key}` to be a non-negative integer"))),
-    }
-}
-
-/// The object under `key`, or a problem.
-pub(crate) fn obj<'a>(v: &'a Value, key: &str) -> Result<&'a Value, Problem> {
-    v.get(key)
-        .filter(|x| x.is_object())
-        .ok_or_else(|| shape(format!("`{key}` to be an object")))
-}
-
-/// The array under `key` (absent or null is empty).
-pub(crate) fn arr<'a>(v: &'a Value, key: &str) -> Result<&'a [Value], Problem> {
-    match v.get(key) {
-        None | Some(Value::Null) => Ok(&[]),
-        Some(Value::Array(a)) => Ok(a),
-        Some(_) => Err(shape(format!("`{key}` to be an array"))),
-    }
 }
 
 /// "an array", "a number", … for messages.
