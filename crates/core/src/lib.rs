@@ -80,6 +80,7 @@ mod settings;
 mod source;
 pub mod sse;
 mod style;
+mod units;
 mod utf8;
 
 pub use error::{NumberingError, RestoreError, RewriteError, SettingsError, SourceError};

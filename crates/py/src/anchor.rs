@@ -9,8 +9,7 @@ use citeflow_core::anchor as core;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
-use crate::convert::{repr_opt, repr_str, serde_name};
-use crate::types::to_py;
+use crate::convert::{repr_opt, repr_str, serde_name, to_py};
 
 /// A range of a text in three units: `char_start`/`char_end` (code points: a Python `str`
 /// slice), `byte_start`/`byte_end` (UTF-8 bytes) and `utf16_start`/`utf16_end` (UTF-16 code

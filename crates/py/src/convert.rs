@@ -177,3 +177,11 @@ pub(crate) fn repr_str(s: &str) -> String {
 pub(crate) fn repr_opt(s: Option<&str>) -> String {
     s.map_or_else(|| "None".to_owned(), repr_str)
 }
+
+/// Serialises a core value to a Python dict/list through its serde form.
+pub(crate) fn to_py<T: serde::Serialize>(py: Python<'_>, v: &T) -> PyResult<Py<PyAny>> {
+    let value = serde_json::to_value(v).map_err(|e| {
+        crate::errors::raise::<crate::errors::CiteflowError>(py, "serialize", e.to_string())
+    })?;
+    value_to_py(py, &value)
+}

@@ -7,15 +7,9 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 
-use crate::convert::{py_to_value, repr_opt, repr_str, value_to_py};
+pub(crate) use crate::convert::to_py;
+use crate::convert::{py_to_value, repr_opt, repr_str};
 use crate::errors::{numbering_err, raise, source_err, RestoreError, SourceError};
-
-/// Serialises a core value to a Python dict/list through its serde form.
-pub(crate) fn to_py<T: serde::Serialize>(py: Python<'_>, v: &T) -> PyResult<Py<PyAny>> {
-    let value = serde_json::to_value(v)
-        .map_err(|e| raise::<crate::errors::CiteflowError>(py, "serialize", e.to_string()))?;
-    value_to_py(py, &value)
-}
 
 /// Deserialises a core value from a Python dict through its serde form.
 fn from_py<T: serde::de::DeserializeOwned>(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<T> {

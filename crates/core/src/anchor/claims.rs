@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 
 use super::sentences::{is_abbreviation, is_cjk_end, is_closer, is_latin_end};
 use super::{TextRange, MAX_CLAIM_BYTES};
-use crate::rewriter::count_units;
+use crate::units::count_units;
 
 /// How many closed sentences are kept for provider citations that arrive after their text.
 const HISTORY: usize = 32;

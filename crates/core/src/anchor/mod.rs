@@ -76,8 +76,8 @@ pub struct TextRange {
 impl TextRange {
     /// The range `byte_start..byte_end` of `text` (byte offsets at character boundaries).
     pub fn of(text: &str, byte_start: usize, byte_end: usize) -> TextRange {
-        let (c0, u0) = crate::rewriter::count_units(&text[..byte_start]);
-        let (c1, u1) = crate::rewriter::count_units(&text[byte_start..byte_end]);
+        let (c0, u0) = crate::units::count_units(&text[..byte_start]);
+        let (c1, u1) = crate::units::count_units(&text[byte_start..byte_end]);
         TextRange {
             byte_start: byte_start as u64,
             byte_end: byte_end as u64,

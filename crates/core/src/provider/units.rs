@@ -38,7 +38,7 @@ pub(crate) fn byte_index(text: &str, offset: u64, unit: Unit) -> usize {
 /// The position of byte index `byte` of `text` (a character boundary) in the three units.
 pub(crate) fn position(text: &str, byte: usize) -> Position {
     let head = &text[..byte.min(text.len())];
-    let (chars, utf16) = crate::rewriter::count_units(head);
+    let (chars, utf16) = crate::units::count_units(head);
     Position {
         bytes: head.len() as u64,
         chars,
