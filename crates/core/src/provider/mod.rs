@@ -53,6 +53,8 @@ mod openai_responses;
 mod read;
 mod reader;
 mod stream;
+#[cfg(test)]
+mod typed_tests;
 mod units;
 
 pub use error::ProviderError;
