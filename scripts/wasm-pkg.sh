@@ -1,7 +1,8 @@
 # Sourced by scripts/test-wasm.sh and scripts/test-ai-sdk.sh: builds the npm package in
 # crates/wasm/pkg (web + nodejs builds of the .wasm with books, the entry that needs no init(),
-# citeflow/ai-sdk and citeflow/react) once; a second call in the same run, or a run whose
-# .wasm and npm files have not changed, only checks. Expects `root` (the repository).
+# and the integrations — citeflow/ai-sdk, citeflow/react, … — compiled from the TypeScript of
+# crates/wasm/npm/src by its pinned tsc, strict) once; a second call in the same run, or a run
+# whose .wasm and npm sources have not changed, only checks. Expects `root` (the repository).
 
 ensure_wasm_bindgen() {
   if command -v rustup >/dev/null && ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
@@ -21,6 +22,21 @@ ensure_wasm_bindgen() {
   fi
 }
 
+# npm ci in DIR, unless DIR/node_modules already holds exactly what its lockfile says.
+npm_ci_if_changed() {
+  if [ -f "$1/node_modules/.package-lock.json" ] &&
+    node -e '
+      const [a, b] = process.argv.slice(1).map((f) => JSON.parse(require("fs").readFileSync(f, "utf8")).packages);
+      delete a[""];
+      const keys = (o) => Object.keys(o).sort().map((k) => k + "@" + (o[k].version ?? o[k].resolved)).join("\n");
+      process.exit(keys(a) === keys(b) ? 0 : 1);
+    ' "$1/package-lock.json" "$1/node_modules/.package-lock.json"; then
+    echo "$1: node_modules matches package-lock.json"
+  else
+    (cd "$1" && npm ci --no-audit --no-fund)
+  fi
+}
+
 # build_wasm_pkg: sets `wasm_target_dir` (cargo's target directory) too.
 build_wasm_pkg() {
   local crate="$root/crates/wasm" pkg="$root/crates/wasm/pkg" wasm stamp f
@@ -29,7 +45,8 @@ build_wasm_pkg() {
   wasm_target_dir="$(cd "$root" && cargo metadata --format-version 1 --no-deps \
     | node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => console.log(JSON.parse(s).target_directory))')"
   wasm="$wasm_target_dir/wasm32-unknown-unknown/wasm-release/citeflow_wasm.wasm"
-  stamp="$(cat "$wasm" "$crate"/npm/* "$crate/README.md" | sha256sum | cut -c1-16)"
+  stamp="$( (cat "$wasm" "$crate/README.md"
+    cd "$crate/npm" && find . -path ./node_modules -prune -o -type f -print0 | sort -z | xargs -0 cat) | sha256sum | cut -c1-16)"
   if [ -f "$pkg/.stamp" ] && [ "$(cat "$pkg/.stamp")" = "$stamp" ]; then
     echo "npm package in $pkg is up to date ($stamp)"
     return 0
@@ -39,11 +56,17 @@ build_wasm_pkg() {
   for t in web nodejs; do
     wasm-bindgen --target "$t" --out-dir "$pkg/${t%js}" --remove-name-section --remove-producers-section "$wasm"
   done
-  cp "$crate/npm/package.json" "$pkg/package.json"
+  # The published manifest: the package's own, without the build's devDependencies.
+  node -e 'const fs = require("fs"); const p = JSON.parse(fs.readFileSync(process.argv[1], "utf8"));
+    delete p.devDependencies; fs.writeFileSync(process.argv[2], JSON.stringify(p, null, 2) + "\n");' \
+    "$crate/npm/package.json" "$pkg/package.json"
   cp "$crate/npm/node-package.json" "$pkg/node/package.json"
-  for f in ai-sdk.js ai-sdk.d.ts react.js react.d.ts; do cp "$crate/npm/$f" "$pkg/$f"; done
   cp "$crate/README.md" "$pkg/README.md"
   cp "$root/LICENSE-MIT" "$root/LICENSE-APACHE" "$pkg/"
   node "$crate/npm/build-inline.mjs" "$pkg"
+  # The integrations: src/*.ts → PKG/*.js + .d.ts (crates/wasm/npm/tsconfig.json reads the
+  # types of "citeflow" from PKG/inline, written just above).
+  npm_ci_if_changed "$crate/npm"
+  (cd "$crate/npm" && ./node_modules/.bin/tsc -p tsconfig.json --outDir "$pkg")
   echo "$stamp" >"$pkg/.stamp"
 }

@@ -1,9 +1,13 @@
-// Types of citeflow/ai-sdk. Structural, with no import of `ai` or `@ai-sdk/provider`: the
-// middleware is accepted by `wrapLanguageModel` of AI SDK 6 (LanguageModelV3Middleware) and
+// The public types of citeflow/ai-sdk. Structural, with no import of `ai` or `@ai-sdk/provider`:
+// the middleware is accepted by `wrapLanguageModel` of AI SDK 6 (LanguageModelV3Middleware) and
 // AI SDK 7 (LanguageModelV4Middleware), the transform by `streamText`'s `experimental_transform`.
 import type { Anchor, ListedSource, NumberEntry, PromptMarker, Report, Round, Settings, Source, Sources } from "citeflow";
 
-export type { Anchor, Quote, Verdict } from "citeflow";
+/** A stream part of the AI SDK (model parts and `streamText` parts): read by its `type`. */
+export interface Part {
+  type: string;
+  [key: string]: any;
+}
 
 /** What the prompt gets when `instruct` is on: the citation instruction and the context block. */
 export interface InstructOptions {
@@ -82,6 +86,14 @@ export interface CiteflowOptions {
   onFinish?: (result: CiteflowFinishMetadata) => void;
 }
 
+/** The options each hook of a language model middleware is called with. */
+export interface WrapOptions {
+  doGenerate: () => PromiseLike<any>;
+  doStream: () => PromiseLike<any>;
+  params: any;
+  model: any;
+}
+
 /**
  * A language model middleware (structurally an AI SDK 6 `LanguageModelV3Middleware` and an
  * AI SDK 7 `LanguageModelV4Middleware`).
@@ -90,19 +102,9 @@ export interface CiteflowMiddleware {
   // The version tag each AI SDK checks by type; neither checks it at run time.
   readonly specificationVersion: any;
   transformParams: (options: { type: "generate" | "stream"; params: any; model: any }) => PromiseLike<any>;
-  wrapStream: (options: { doGenerate: () => PromiseLike<any>; doStream: () => PromiseLike<any>; params: any; model: any }) => PromiseLike<any>;
-  wrapGenerate: (options: { doGenerate: () => PromiseLike<any>; doStream: () => PromiseLike<any>; params: any; model: any }) => PromiseLike<any>;
+  wrapStream: (options: WrapOptions) => PromiseLike<any>;
+  wrapGenerate: (options: WrapOptions) => PromiseLike<any>;
 }
-
-/**
- * The AI SDK middleware: stable `[n]` numbers in the streamed text, one numbered `source` part
- * per number before the text that first shows it, the final list at `finish`.
- *
- * ```ts
- * const model = wrapLanguageModel({ model: openai("gpt-4.1"), middleware: citeflow({ sources }) });
- * ```
- */
-export declare function citeflow(options?: CiteflowOptions): CiteflowMiddleware;
 
 export interface CiteflowTransformOptions {
   /** Sources known before the first step (more come from tool results). */
@@ -116,25 +118,9 @@ export interface CiteflowTransformOptions {
   onFinish?: (result: CiteflowFinishMetadata) => void;
 }
 
-/**
- * The agent transform for `streamText({ experimental_transform })`: one numbering across every
- * step; a tool result carrying documents (an array of `{ id, title?, url?, text? }`, or a
- * `sources` / `documents` field) registers a search round named by the tool call's input.
- */
-export declare function citeflowTransform(
-  options?: CiteflowTransformOptions,
-): (options: { tools: any; stopStream: () => void }) => TransformStream<any, any>;
-
 /** The UI message stream part `citeflowDataParts()` makes of each anchor. */
 export interface CiteflowAnchorDataPart {
   type: "data-citeflow-anchor";
   id: string;
   data: Anchor;
 }
-
-/**
- * A transform for `result.toUIMessageStream()`: each anchor (an empty `text-delta` carrying
- * `providerMetadata.citeflow.anchor`) becomes a `data-citeflow-anchor` part, which `useChat`
- * keeps in the message (`citeflow/react`'s `anchorOf(n)` reads it); every other chunk passes.
- */
-export declare function citeflowDataParts<T extends { type: string } = any>(): TransformStream<T, T | CiteflowAnchorDataPart>;

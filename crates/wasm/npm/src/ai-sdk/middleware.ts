@@ -1,0 +1,300 @@
+// The AI SDK middleware `citeflow(options)`: the model's parts in, the same parts out with the
+// text rewritten by the core and one `source` part per new number; the final list at `finish`.
+// Provider citations are read from the raw chunks (one ProviderStream call per chunk); a
+// provider the core does not read, or `providerCitations: false`, rewrites the text-deltas.
+import { ProviderStream, Rewriter, citationInstruction, contextBlock } from "citeflow";
+import type { Event, NumberEntry, Settings, Sources } from "citeflow";
+
+import { jsonSafe, mergeDone } from "../shared/done.js";
+import { toSources } from "../shared/sources.js";
+import { PartEmitter } from "./parts.js";
+import type { CiteflowFinishMetadata, CiteflowMiddleware, CiteflowOptions, InstructOptions, Part, WrapOptions } from "./types.js";
+
+/** The settings with `anchors` on when the option asks for them. */
+export function withAnchors(settings: Settings | undefined, anchors: boolean | undefined): Settings | undefined {
+  return anchors ? { ...(settings ?? {}), anchors: true } : settings;
+}
+
+function instructOptions(instruct: CiteflowOptions["instruct"], hasSources: boolean): Required<InstructOptions> | null {
+  if (instruct === false || (instruct === undefined && !hasSources)) return null;
+  const o = typeof instruct === "object" && instruct !== null ? instruct : {};
+  return { marker: o.marker ?? "double_bracket", maxCharsPerSource: o.maxCharsPerSource ?? 1200 };
+}
+
+interface CallOptions {
+  sources: Sources;
+  settings: Settings | undefined;
+  numbering: NumberEntry[] | undefined;
+}
+
+/** How a call reads the answer: the provider's raw chunks, or the text-deltas (one Rewriter per text id). */
+type Mode = "raw" | "text" | null;
+
+/** The per-call state of the middleware. */
+class CallState {
+  mode: Mode = null;
+  private readonly sources: Sources;
+  private readonly settings: Settings | undefined;
+  private numbering: NumberEntry[];
+  private ps: ProviderStream | null = null;
+  private lastText: string | null = null;
+  private readonly rewriters = new Map<string, Rewriter>();
+  private readonly parts = new PartEmitter("delta");
+  private failed: unknown = null;
+
+  constructor(
+    opts: CallOptions,
+    private readonly keepRaw: boolean,
+  ) {
+    this.sources = opts.sources;
+    this.settings = opts.settings;
+    this.numbering = opts.numbering ?? [];
+  }
+
+  private currentNumbering = (): NumberEntry[] => (this.ps ? this.ps.numbering() : this.numbering);
+
+  /** Feeds one raw provider chunk; a provider the core cannot read turns the call to text mode. */
+  private feedRaw(rawValue: unknown, out: Part[]): void {
+    if (this.mode === "text" || this.failed) return;
+    try {
+      this.ps ??= new ProviderStream(this.sources, { settings: this.settings, numbering: this.numbering });
+      this.mode = "raw";
+      // Its JSON text: cheaper across the boundary than the object.
+      this.parts.emit(this.ps.feedEvent(JSON.stringify(rawValue)), out, null, this.currentNumbering);
+    } catch (e) {
+      this.failed = e;
+      if (this.parts.dones.length === 0 && !this.ps?.dialect) {
+        // Not a provider the core reads: rewrite the text-deltas instead.
+        this.ps = null;
+        this.mode = "text";
+        this.failed = null;
+      } else {
+        throw e;
+      }
+    }
+  }
+
+  private rewriterFor(id: string): Rewriter {
+    let rw = this.rewriters.get(id);
+    if (!rw) {
+      rw = new Rewriter(this.sources, { settings: this.settings, numbering: this.numbering });
+      this.rewriters.set(id, rw);
+    }
+    return rw;
+  }
+
+  private endText(id: string, out: Part[]): void {
+    const rw = this.rewriters.get(id);
+    if (!rw) return;
+    this.parts.emit(rw.finish(), out, id, () => rw.numbering());
+    this.numbering = rw.numbering();
+    this.rewriters.delete(id);
+    rw.free();
+  }
+
+  transform(part: Part, out: Part[]): void {
+    switch (part.type) {
+      case "raw":
+        this.feedRaw(part.rawValue, out);
+        if (this.keepRaw) out.push(part);
+        return;
+      case "text-start":
+        if (this.mode === null) this.mode = "text";
+        this.parts.openText = part.id;
+        this.lastText = part.id;
+        out.push(part);
+        this.parts.flushPending(part.id, out);
+        return;
+      case "text-delta":
+        if (this.mode === null) this.mode = "text";
+        if (this.mode === "raw") {
+          this.parts.flushPending(part.id, out);
+        } else {
+          const rw = this.rewriterFor(part.id);
+          this.parts.emit(rw.feed(part.delta), out, part.id, () => rw.numbering());
+        }
+        return;
+      case "text-end":
+        if (this.mode === "text") this.endText(part.id, out);
+        this.parts.flushPending(part.id, out);
+        this.parts.openText = null;
+        out.push(part);
+        return;
+      case "source":
+        // The provider's own per-citation sources: replaced by the core's numbered ones.
+        return;
+      case "finish":
+        this.finish(out);
+        out.push(this.withMetadata(part));
+        return;
+      default:
+        out.push(part);
+    }
+  }
+
+  private finish(out: Part[]): void {
+    if (this.mode === "text") {
+      for (const id of [...this.rewriters.keys()]) this.endText(id, out);
+    } else if (this.ps) {
+      let events: Event[];
+      try {
+        events = this.ps.finish();
+      } catch (e) {
+        // A step without answer text (tool calls only) is not an error here.
+        if ((e as { code?: unknown } | null)?.code !== "no_text") throw e;
+        events = [];
+      }
+      this.numbering = this.ps.numbering();
+      this.parts.emit(events, out, this.parts.openText, this.currentNumbering);
+      this.ps.free();
+      this.ps = null;
+    }
+    this.parts.releaseSources(out);
+    if (this.parts.hasPending) {
+      // Text (and anchors) the core released after the provider's last text part ended.
+      const id = `${this.lastText ?? "citeflow"}-tail`;
+      out.push({ type: "text-start", id });
+      this.parts.flushPending(id, out);
+      out.push({ type: "text-end", id });
+    }
+  }
+
+  metadata(): CiteflowFinishMetadata {
+    const dones = this.parts.dones;
+    const merged = mergeDone(dones);
+    const meta: CiteflowFinishMetadata = {
+      sources: jsonSafe(merged.sources),
+      report: jsonSafe(dones.length === 1 ? dones[0]!.report : (merged.report as CiteflowFinishMetadata["report"])),
+      numbering: jsonSafe(this.numbering),
+    };
+    if (this.parts.finalText != null) meta.text = this.parts.finalText;
+    if (this.parts.anchors.length) meta.anchors = jsonSafe(this.parts.anchors);
+    return meta;
+  }
+
+  private withMetadata(part: Part): Part {
+    return { ...part, providerMetadata: { ...(part.providerMetadata ?? {}), citeflow: this.metadata() } };
+  }
+}
+
+/** `generateText`'s result collected from the middleware's stream. */
+async function collectGenerate(stream: ReadableStream<Part>, request: unknown, response: Record<string, unknown> | undefined) {
+  const content: Part[] = [];
+  const texts = new Map<string, number>();
+  const reasoning = new Map<string, number>();
+  let finish: Part | null = null;
+  let meta: Record<string, unknown> = {};
+  const warnings: unknown[] = [];
+  const into = (index: Map<string, number>, type: string, id: string): Part => {
+    let i = index.get(id);
+    if (i === undefined) index.set(id, (i = content.push({ type, text: "" }) - 1));
+    return content[i]!;
+  };
+  const reader = stream.getReader();
+  for (;;) {
+    const { done, value: p } = await reader.read();
+    if (done) break;
+    switch (p.type) {
+      case "text-start":
+        texts.set(p.id, content.push({ type: "text", text: "" }) - 1);
+        break;
+      case "text-delta":
+        into(texts, "text", p.id).text += p.delta;
+        break;
+      case "reasoning-start":
+        reasoning.set(p.id, content.push({ type: "reasoning", text: "" }) - 1);
+        break;
+      case "reasoning-delta":
+        into(reasoning, "reasoning", p.id).text += p.delta;
+        break;
+      case "source":
+      case "tool-call":
+      case "tool-result":
+      case "file":
+        content.push(p);
+        break;
+      case "stream-start":
+        warnings.push(...(p.warnings ?? []));
+        break;
+      case "response-metadata": {
+        const { type: _t, ...rest } = p;
+        meta = rest;
+        break;
+      }
+      case "finish":
+        finish = p;
+        break;
+      case "error":
+        throw p.error;
+      default:
+    }
+  }
+  return {
+    content,
+    finishReason: finish?.finishReason,
+    usage: finish?.usage,
+    providerMetadata: finish?.providerMetadata,
+    request,
+    response: { ...response, ...meta },
+    warnings,
+  };
+}
+
+/**
+ * The AI SDK middleware: stable `[n]` numbers in the streamed text, one numbered `source` part
+ * per number before the text that first shows it, the final list at `finish`.
+ *
+ * ```ts
+ * const model = wrapLanguageModel({ model: openai("gpt-4.1"), middleware: citeflow({ sources }) });
+ * ```
+ */
+export function citeflow(options: CiteflowOptions = {}): CiteflowMiddleware {
+  const sources = toSources(options.sources);
+  const hasSources = sources.length > 0;
+  const instruct = instructOptions(options.instruct, hasSources);
+  const opts: CallOptions = { sources, settings: withAnchors(options.settings, options.anchors), numbering: options.numbering };
+  const providerCitations = options.providerCitations !== false;
+  const onFinish = options.onFinish;
+
+  const wrapStream = async ({ params, model }: Pick<WrapOptions, "params" | "model">) => {
+    const keepRaw = params.includeRawChunks === true;
+    const result = await model.doStream({ ...params, includeRawChunks: keepRaw || providerCitations });
+    const state = new CallState(opts, keepRaw);
+    if (!providerCitations) state.mode = "text";
+    const stream = (result.stream as ReadableStream<Part>).pipeThrough(
+      new TransformStream<Part, Part>({
+        transform(part, controller) {
+          const out: Part[] = [];
+          try {
+            state.transform(part, out);
+          } catch (error) {
+            for (const p of out) controller.enqueue(p);
+            controller.enqueue({ type: "error", error });
+            return;
+          }
+          for (const p of out) controller.enqueue(p);
+          if (part.type === "finish" && onFinish) onFinish(state.metadata());
+        },
+      }),
+    );
+    return { ...result, stream };
+  };
+
+  return {
+    specificationVersion: "v3",
+    async transformParams({ params }) {
+      if (!instruct) return params;
+      const system =
+        citationInstruction(sources, instruct.marker) +
+        "\n\n" +
+        contextBlock(sources, instruct.marker, instruct.maxCharsPerSource);
+      return { ...params, prompt: [{ role: "system", content: system }, ...params.prompt] };
+    },
+    wrapStream,
+    async wrapGenerate({ params, model }) {
+      // generateText: the same stream, collected into a result.
+      const { stream, request, response } = await wrapStream({ params, model });
+      return collectGenerate(stream, request, response);
+    },
+  };
+}
