@@ -9,7 +9,8 @@ edge a -> b between two children of `provider` is a path to `provider::b` in a's
 (`super::b`, `super::super::b` from a grandchild, `crate::provider::b`); a child's use of its
 parent's own items is not an edge. Prints each crate's module and edge counts and any cycle (a
 strongly connected component of more than one module), nested ones named `parent/child`, and
-exits 1 when a cycle is not in the allowed list.
+exits 1 when a cycle is not in the allowed list. Without arguments it also checks the Python
+package (scripts/py-module-cycles.py: import circles between crates/py/python/citeflow's modules).
 
     python3 scripts/module-cycles.py [--allow "crate:a b c"]... [crates/*/src ...]
 """
@@ -151,7 +152,8 @@ def main() -> int:
         else:
             dirs.append(pathlib.Path(a))
     root = pathlib.Path(__file__).resolve().parent.parent
-    if not dirs:
+    default = not dirs
+    if default:
         dirs = sorted(p for p in (root / "crates").glob("**/src") if "node_modules" not in p.parts
                       and (p.parent / "Cargo.toml").exists())
     bad = 0
@@ -173,6 +175,11 @@ def main() -> int:
                 line += f"; CYCLE {' '.join(c)}"
                 bad += 1
         print(line)
+    if default:
+        # The Python package too (issue 44 §5): its sibling script, same rule.
+        import subprocess
+
+        bad += subprocess.run([sys.executable, str(root / "scripts/py-module-cycles.py")]).returncode
     return 1 if bad else 0
 
 

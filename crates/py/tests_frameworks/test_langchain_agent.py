@@ -228,9 +228,10 @@ def test_agent_anchors_quote_the_sentences_of_the_tools_documents(replay_url: st
     # The answer's AIMessage in the agent state carries them (after_model of the middleware).
     state = graph.get_state(config("anchors")).values
     answer = state["messages"][-1]
-    assert answer.type == "ai" and "[[seine]]" in answer.text
     record = answer.additional_kwargs[CITEFLOW_KEY]
-    assert record["text"] == text
+    # The answer as the model wrote it is kept; its content is the numbered text (issue 46 §1).
+    assert answer.type == "ai" and "[[seine]]" in record["raw"]
+    assert answer.text == record["text"] == text
     assert record["anchors"] == [a.to_dict() for a in anchors]
     assert [(s["number"], [a["verdict"] for a in s["anchors"]]) for s in record["sources"]] == [
         (1, [seine.verdict]),

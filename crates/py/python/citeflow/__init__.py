@@ -37,15 +37,18 @@ Errors derive from ``CiteflowError``: ``SettingsError``, ``SourceError``, ``Numb
 ``RewriteError``, ``RestoreError``, ``SseError`` and ``ProviderError``, each with the core's
 message and a stable ``code``.
 
-Adapters for the OpenAI, Anthropic and LangChain streams are in ``citeflow.adapters``.
+Adapters for the OpenAI, Anthropic and LangChain streams are in ``citeflow.adapters``; the
+framework integrations are ``citeflow.langchain`` (agents, LangGraph), ``citeflow.chainlit`` and
+``citeflow.llamaindex``, each with its extra (``pip install 'citeflow[langchain]'``).
+
+This module only re-exports (the native module's classes and ``Event``); no module of the
+package imports it back.
 
 Books (EPUB) are in ``citeflow.epub`` (``EpubError``, ``CfiError``); their passages become
 LangChain documents through ``citeflow.langchain`` and LlamaIndex nodes through
 ``citeflow.llamaindex`` (neither library is imported by ``import citeflow``); retrieved documents
 become the prompt's context and a session through ``citeflow.context``.
 """
-
-from typing import Union
 
 from ._citeflow import (
     MIN_PENDING_BYTES,
@@ -94,17 +97,7 @@ from ._citeflow import (
     render_list,
     rewrite_str,
 )
-
-#: Any event a ``Rewriter`` emits; narrow it on ``.type``.
-Event = Union[
-    SourceEvent,
-    TextEvent,
-    CitationEvent,
-    UnresolvedEvent,
-    NumberNeededEvent,
-    AnchorEvent,
-    DoneEvent,
-]
+from ._event import Event
 
 __all__ = [
     "MIN_PENDING_BYTES",

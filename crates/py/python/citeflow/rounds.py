@@ -46,6 +46,7 @@ from ._citeflow import (
     prompt_settings,
     render_list,
 )
+from ._event import Event
 from .context import to_sources
 
 if TYPE_CHECKING:
@@ -55,7 +56,6 @@ else:
     _ListFormatName = str
     _DialectName = str
 
-Event = Union[SourceEvent, TextEvent, CitationEvent, UnresolvedEvent, NumberNeededEvent, AnchorEvent, DoneEvent]
 
 __all__ = [
     "CITEFLOW_KEY",

@@ -1,5 +1,6 @@
-"""``CiteflowMiddleware`` and ``CiteflowTransformer`` (imported through ``citeflow.langchain``;
-needs ``langchain`` v1 and ``langgraph``)."""
+"""``CiteflowMiddleware`` (an ``AgentMiddleware`` for ``create_agent``) and
+``CiteflowTransformer`` (a LangGraph stream transformer); needs ``langchain`` v1 and
+``langgraph``."""
 
 from __future__ import annotations
 
@@ -7,32 +8,31 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
-from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, SystemMessage, ToolMessage
+from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.stream import StreamChannel, StreamTransformer
 from langgraph.types import Command
 from typing_extensions import NotRequired
 
-from ._citeflow import Session
-from .langchain import NUMBERING_KEY, _step, session_from_state
-from .rounds import (
+from .._citeflow import Session
+from .._event import Event
+from ..rounds import (
     CITEFLOW_KEY,
     ROUND_KEY,
-    Event,
-    RoundStream,
     agent_instruction,
     answer_record,
-    new_session,
     round_query,
     round_record,
     sources_from_result,
     tool_block,
 )
+from .messages import NUMBERING_KEY, SOURCES_KEY, THREAD_KEY, MessagesFeed, session_from_state, thread_record
 
 if TYPE_CHECKING:
     from langchain.agents.middleware.types import ToolCallRequest
     from langgraph.runtime import Runtime
 
-    from ._citeflow import _PromptMarkerName
+    from .._citeflow import _PromptMarkerName
 else:
     _PromptMarkerName = str
 
@@ -43,6 +43,7 @@ class CiteflowState(AgentState[Any]):
     """The agent state with the numbering (``Numbering`` JSON), kept by a checkpointer."""
 
     citeflow_numbering: NotRequired[str]
+    citeflow_sources: NotRequired[list[dict[str, Any]]]
 
 
 class CiteflowMiddleware(AgentMiddleware[CiteflowState, Any, Any]):
@@ -128,43 +129,114 @@ class CiteflowMiddleware(AgentMiddleware[CiteflowState, Any, Any]):
 
     # -- model -----------------------------------------------------------------------------
 
-    def _instructed(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
+    def _session(self, state: Any) -> Session:
+        return session_from_state(state, style=self.style, session=self.session, anchors=self.anchors)
+
+    def _request(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
+        """The model's request: the citation instruction added to the system message, and the
+        thread's earlier answers as the model wrote them (markers, not numbers)."""
         base = request.system_message.text if request.system_message is not None else ""
         text = f"{base}\n\n{self.instruction}" if base else self.instruction
-        return request.override(system_message=SystemMessage(content=text))
+        return request.override(
+            system_message=SystemMessage(content=text), messages=[_as_written(m) for m in request.messages]
+        )
+
+    def _thread_config(self, request: ModelRequest[Any]) -> Any:
+        """The run config of the model call with the thread's session in its metadata
+        (``THREAD_KEY``): LangGraph hands it out with each streamed chunk, so ``messages_stream``
+        continues the thread's numbers without being given a session."""
+        config = var_child_runnable_config.get()
+        if config is None:
+            return None
+        session = self._session(request.state)
+        record = thread_record(
+            request.state, style=session.settings.style, marker=self.marker, anchors=session.settings.anchors
+        )
+        metadata = {**(config.get("metadata") or {}), THREAD_KEY: record}
+        return var_child_runnable_config.set({**config, "metadata": metadata})
 
     def wrap_model_call(
         self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]
     ) -> ModelResponse[Any]:
-        return handler(self._instructed(request))
+        token = self._thread_config(request)
+        try:
+            return handler(self._request(request))
+        finally:
+            if token is not None:
+                var_child_runnable_config.reset(token)
 
     async def awrap_model_call(
         self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]]
     ) -> ModelResponse[Any]:
-        return await handler(self._instructed(request))
+        token = self._thread_config(request)
+        try:
+            return await handler(self._request(request))
+        finally:
+            if token is not None:
+                var_child_runnable_config.reset(token)
 
     def after_model(self, state: CiteflowState, runtime: Runtime[Any]) -> Optional[dict[str, Any]]:
+        """Numbers the model's answer: its ``AIMessage``'s content becomes the rendered text
+        (``[1]``), the answer as written kept in ``additional_kwargs["citeflow"]["raw"]`` with
+        the rendered text, anchors and cited sources; the numbering and the cited sources go
+        into the state (``citeflow_numbering``, ``citeflow_sources``)."""
         messages = state.get("messages") or []
         if not messages or not isinstance(messages[-1], AIMessage):
             return None
-        text = messages[-1].text
+        answer = messages[-1]
+        if CITEFLOW_KEY in answer.additional_kwargs:
+            return None
+        text = answer.text
         if not text:
             return None
-        session = session_from_state(state, style=self.style, session=self.session, anchors=self.anchors)
+        session = self._session(state)
         before = session.numbering.to_json()
         rw = session.rewriter()
         events = rw.feed(text) + rw.finish()
         after = session.numbering.to_json()
-        update: dict[str, Any] = {} if after == before else {NUMBERING_KEY: after}
-        answer = messages[-1]
-        if session.settings.anchors and answer.id is not None:
-            # The same id: the state's reducer replaces the message with this copy.
-            kwargs = {**answer.additional_kwargs, CITEFLOW_KEY: answer_record(events)}
-            update["messages"] = [answer.model_copy(update={"additional_kwargs": kwargs})]
-        return update or None
+        record = answer_record(events)
+        update: dict[str, Any] = {SOURCES_KEY: record["sources"]}
+        if after != before:
+            update[NUMBERING_KEY] = after
+        if answer.id is not None:
+            # The same id: the state's reducer replaces the message with this copy (and
+            # LangGraph's messages stream, which has shown the model's chunks, skips it).
+            record["raw"] = answer.content
+            kwargs = {**answer.additional_kwargs, CITEFLOW_KEY: record}
+            content = _numbered_content(answer.content, record["text"])
+            update["messages"] = [answer.model_copy(update={"content": content, "additional_kwargs": kwargs})]
+        return update
 
     async def aafter_model(self, state: CiteflowState, runtime: Runtime[Any]) -> Optional[dict[str, Any]]:
         return self.after_model(state, runtime)
+
+
+def _numbered_content(content: Union[str, list[Any]], text: str) -> Union[str, list[Any]]:
+    """An answer's content with its text rendered: a str becomes ``text``; a list of blocks
+    keeps its other blocks (tool calls, reasoning) and gets one text block where its first was."""
+    if isinstance(content, str):
+        return text
+    out: list[Any] = []
+    placed = False
+    for block in content:
+        is_text = isinstance(block, str) or (isinstance(block, dict) and block.get("type") == "text")
+        if not is_text:
+            out.append(block)
+        elif not placed:
+            out.append({"type": "text", "text": text})
+            placed = True
+    return out if placed else [*out, {"type": "text", "text": text}]
+
+
+def _as_written(message: AnyMessage) -> AnyMessage:
+    """An answer numbered by ``after_model`` as the model wrote it (for the model's next call)."""
+    if not isinstance(message, AIMessage):
+        return message
+    record = message.additional_kwargs.get(CITEFLOW_KEY)
+    if not isinstance(record, dict) or "raw" not in record:
+        return message
+    kwargs = {k: v for k, v in message.additional_kwargs.items() if k != CITEFLOW_KEY}
+    return message.model_copy(update={"content": record["raw"], "additional_kwargs": kwargs})
 
 
 class CiteflowTransformer(StreamTransformer):
@@ -172,9 +244,11 @@ class CiteflowTransformer(StreamTransformer):
     ["citeflow"]``) is a channel of citeflow's events for the run, as ``messages_stream`` gives
     them (tool messages become rounds, the chat model's text deltas are rewritten).
 
-    ``session`` (a session-scope one; new when None) carries the thread's numbering in;
-    ``anchors`` turns claim anchors on for a new one (``AnchorEvent``s in the channel). Works
-    under ``stream_events(version="v3")`` and its async form."""
+    ``session`` carries a thread's numbering in; when None, the thread's session that
+    ``CiteflowMiddleware`` hands to its model calls (so a checkpointed thread's next run
+    continues its numbers), else a new session-scope one; ``anchors`` turns claim anchors on
+    for a new one (``AnchorEvent``s in the channel). Works under
+    ``stream_events(version="v3")`` and its async form."""
 
     required_stream_modes = ("messages", "updates")
     supports_sync = True
@@ -184,7 +258,7 @@ class CiteflowTransformer(StreamTransformer):
     ) -> None:
         super().__init__(scope)
         self._scope_list = list(scope)
-        self._rs = RoundStream(session if session is not None else new_session(anchors=anchors))
+        self._feed = MessagesFeed(session, anchors=anchors)
         self._log: StreamChannel[Event] = StreamChannel()
 
     def init(self) -> dict[str, Any]:
@@ -208,17 +282,19 @@ class CiteflowTransformer(StreamTransformer):
                 messages = update.get("messages") if isinstance(update, dict) else None
                 for m in messages or ():
                     if isinstance(m, ToolMessage):
-                        self._push(_step(self._rs, m))
+                        self._push(self._feed.message(m))
             return True
-        payload, _metadata = params["data"]
+        payload, metadata = params["data"]
+        # The first model call's metadata holds the thread's session (CiteflowMiddleware).
+        self._feed.stream(metadata)
         if isinstance(payload, dict) and "event" in payload:
             if payload.get("event") == "content-block-delta":
                 delta = payload.get("delta") or {}
                 if delta.get("type") == "text-delta" and delta.get("text"):
-                    self._push(self._rs.feed(delta["text"]))
+                    self._push(self._feed.text(delta["text"], metadata))
             return True
-        self._push(_step(self._rs, payload))
+        self._push(self._feed.message(payload, metadata))
         return True
 
     def finalize(self) -> None:
-        self._push(self._rs.finish())
+        self._push(self._feed.finish())
