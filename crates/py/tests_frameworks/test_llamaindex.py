@@ -18,7 +18,7 @@ from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.llms.openai_like import OpenAILike
 
 from citeflow import AnchorEvent, CitationEvent, DoneEvent, SourceEvent, TextEvent
-from citeflow.llamaindex import acitation_stream, citation_stream
+from citeflow.llamaindex import acitation_stream, citation_stream, cite_response
 
 
 class HashEmbedding(BaseEmbedding):
@@ -59,10 +59,10 @@ NODES = [
 ]
 
 
-def engine(url: str, model: str) -> CitationQueryEngine:
+def engine(url: str, model: str, streaming: bool = True) -> CitationQueryEngine:
     index = VectorStoreIndex(NODES, embed_model=HashEmbedding())
     llm = OpenAILike(model=model, api_base=url, api_key="test", is_chat_model=True, context_window=8192, max_retries=0)
-    return CitationQueryEngine.from_args(index, llm=llm, streaming=True, similarity_top_k=3)
+    return CitationQueryEngine.from_args(index, llm=llm, streaming=streaming, similarity_top_k=3)
 
 
 def expected_numbers(response: Any) -> list[int]:
@@ -93,6 +93,25 @@ def test_citation_query_engine_one_number_per_document(replay_url: str) -> None:
     assert isinstance(done, DoneEvent)
     assert [(s.number, s.source.title) for s in done.sources] == sorted(
         (n, "Seine" if k == "doc:seine" else "Louvre") for n, k in new
+    )
+
+
+def test_citation_query_engine_not_streamed_is_numbered(replay_url: str) -> None:
+    # issue 46 §1: engine.query(...) without streaming, numbered in place.
+    question = "What does the Seine river do in Paris?"
+    response = cite_response(engine(replay_url, "cite-sources", streaming=False).query(question), query=question)
+    numbers = expected_numbers(response)
+    assert sorted(set(numbers)) == [1, 2]
+    assert str(response) == (
+        f"Paris sits on the Seine [{numbers[0]}]. Its museums are famous [{numbers[1]}]. "
+        f"The river divides the city [{numbers[2]}]."
+    )
+    record = response.metadata["citeflow"]
+    assert record["raw"] == "Paris sits on the Seine [3]. Its museums are famous [2]. The river divides the city [1]."
+    assert record["text"] == str(response)
+    docs = {response.source_nodes[r - 1].node.ref_doc_id: n for r, n in zip((3, 2, 1), numbers)}
+    assert [(s["number"], s["source"]["key"]) for s in record["sources"]] == sorted(
+        (n, f"doc:{d}") for d, n in docs.items()
     )
 
 

@@ -24,6 +24,10 @@ response's ``metadata["citeflow"]`` holds the rendered answer, its anchors and t
 with theirs (the core's JSON forms). ``workflow_events(..., session)`` streams the anchors of a
 session with anchors on the same way.
 
+Not streamed: ``cite_response(engine.query(question), query=question)`` numbers the response
+in place (``str(response)`` shows ``[1]``; ``metadata["citeflow"]["raw"]`` keeps the model's
+own answer).
+
 Agent workflows (``FunctionAgent``, ``AgentWorkflow``): ``workflow_events`` /
 ``aworkflow_events`` turn ``handler.stream_events()`` into citeflow's events, each
 ``ToolCallResult`` whose output holds sources becoming a round (named by the call's arguments)
@@ -75,6 +79,7 @@ __all__ = [
     "acitation_stream",
     "aworkflow_events",
     "cite_callback",
+    "cite_response",
     "citation_stream",
     "load_nodes",
     "node_sources",
@@ -184,6 +189,35 @@ async def acitation_stream(
     _record(response, rs.session, events)
     for ev in out:
         yield ev
+
+
+def cite_response(
+    response: Any,
+    session: Optional[Session] = None,
+    *,
+    marker: _PromptMarkerName = "rank",
+    style: str = "brackets",
+    query: Optional[str] = None,
+    anchors: Optional[bool] = None,
+) -> Any:
+    """A non-streamed ``CitationQueryEngine`` response (``engine.query(...)`` without
+    ``streaming``) numbered in place, and returned: its ``response`` (what ``str(response)``
+    shows) becomes the answer with one number per document, and ``metadata["citeflow"]`` holds
+    the answer as the model wrote it (``raw``), the rendered ``text``, the cited ``sources``
+    and the claim ``anchors`` (with ``anchors=True``). ``session`` (when given) continues its
+    numbering; the round is named ``query``."""
+    rs = RoundStream(_citation_session(response, session, marker, style, query, anchors))
+    raw = response.response or ""
+    events = rs.feed(raw) + rs.finish()
+    record = answer_record(events)
+    record["raw"] = raw
+    metadata = getattr(response, "metadata", None)
+    if metadata is None:
+        metadata = {}
+        response.metadata = metadata
+    metadata[CITEFLOW_KEY] = record
+    response.response = record["text"]
+    return response
 
 
 def _workflow_step(rs: RoundStream, event: Any) -> list[Event]:
