@@ -10,7 +10,9 @@
 // time per text-delta of each is compared. Streams:
 // - openai-text.chunks.txt (OpenAI chat, 303 token-sized deltas) with a `[[source_k]]` marker cut
 //   into five deltas after every 20th delta (the SmolLM2 recordings cut every marker so);
-// - anthropic-web-search-tool.1.chunks.txt (14 provider citations, read from the raw chunks).
+// - anthropic-web-search-tool.1.chunks.txt (14 provider citations, read from the raw chunks);
+// - then every recording with provider citations the middleware tests read (support.mjs
+//   `recordings`), each through its provider package, citeflow against the no-op.
 // citeflow runs as apps use it (the raw chunks read for provider citations) and with
 // `providerCitations: false` (the text-deltas alone, for models that only write markers).
 import { createAnthropic } from "@ai-sdk/anthropic";
@@ -18,7 +20,7 @@ import { createOpenAI } from "@ai-sdk/openai";
 import { wrapLanguageModel } from "ai";
 import { citeflow } from "citeflow/ai-sdk";
 
-import { payloads } from "./support.mjs";
+import { payloads, recordings } from "./support.mjs";
 
 const rounds = Number(process.argv[2] ?? 60);
 const prompt = [{ role: "user", content: [{ type: "text", text: "x" }] }];
@@ -89,9 +91,9 @@ const regexRenumberer = {
 
 function model(api, body) {
   const fetch = async () => new Response(body, { headers: { "content-type": "text/event-stream" } });
-  return api === "anthropic"
-    ? createAnthropic({ baseURL: "http://bench.invalid/v1", apiKey: "x", fetch })("m")
-    : createOpenAI({ baseURL: "http://bench.invalid/v1", apiKey: "x", fetch }).chat("m");
+  if (api === "anthropic") return createAnthropic({ baseURL: "http://bench.invalid/v1", apiKey: "x", fetch })("m");
+  const openai = createOpenAI({ baseURL: "http://bench.invalid/v1", apiKey: "x", fetch });
+  return api === "responses" ? openai.responses("m") : openai.chat("m");
 }
 
 async function once(api, body, middleware) {
@@ -157,3 +159,6 @@ await compare("Anthropic web search, provider citations", "anthropic", payloads(
   noop,
   citeflow: citeflow(),
 });
+for (const rec of recordings) {
+  await compare(`${rec.file} (${rec.api}), provider citations`, rec.api, payloads(rec.file), { noop, citeflow: citeflow() });
+}

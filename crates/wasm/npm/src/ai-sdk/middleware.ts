@@ -57,10 +57,12 @@ class CallState {
   private feedRaw(rawValue: unknown, out: Part[]): void {
     if (this.mode === "text" || this.failed) return;
     try {
-      this.ps ??= new ProviderStream(this.sources, { settings: this.settings, numbering: this.numbering });
+      this.ps ??= new ProviderStream(this.sources, { settings: this.settings, numbering: this.numbering, framing: "jsonl" });
       this.mode = "raw";
-      // Its JSON text: cheaper across the boundary than the object.
-      this.parts.emit(this.ps.feedEvent(JSON.stringify(rawValue)), out, null, this.currentNumbering);
+      // One call per chunk, as a JSON line: the core reads its text with the dialect's typed
+      // reader (feedEvent parses a tree first), and the text crosses the boundary cheaper than
+      // the object. JSON.stringify escapes every line break, so the chunk is one line.
+      this.parts.emit(this.ps.feedBytes(JSON.stringify(rawValue) + "\n"), out, null, this.currentNumbering);
     } catch (e) {
       this.failed = e;
       if (this.parts.dones.length === 0 && !this.ps?.dialect) {
