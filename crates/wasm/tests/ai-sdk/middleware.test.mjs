@@ -209,6 +209,31 @@ test("middleware_generate_text: the same numbers through generateText", async ()
   ]);
 });
 
+// generateText beside streamText (issue 46 item 1): for each recording with provider
+// citations, the same answer, numbers and numbered sources either way.
+for (const rec of recordings) {
+  test(`middleware_generate_text_equals_stream_text: ${rec.file}`, async () => {
+    const tools = rec.api === "anthropic" ? { web_search: createAnthropic({ baseURL: replayUrl, apiKey: "test" }).tools.webSearch_20250305() } : undefined;
+    const wrapped = () => wrapLanguageModel({ model: model(rec.api, rec.file), middleware: citeflow() });
+    const streamed = streamText({ model: wrapped(), prompt: "Tech news today?", tools });
+    const streamedText = await streamed.text;
+    const streamedSources = await streamed.sources;
+    const streamedMeta = (await streamed.providerMetadata)?.citeflow;
+    const r = await generateText({ model: wrapped(), prompt: "Tech news today?", tools });
+    assert.ok(numbersIn(r.text).length > 0, `${rec.file}: no [n] in generateText's text: ${r.text.slice(0, 300)}`);
+    assert.equal(r.text, streamedText, `${rec.file}: generateText's text is not streamText's`);
+    const numbered = (list) => list.map((s) => [s.providerMetadata.citeflow.number, s.providerMetadata.citeflow.sourceId, s.url ?? s.title]);
+    assert.deepEqual(numbered(r.sources), numbered(streamedSources));
+    // Every number the text shows has its source, numbered 1..n in order.
+    assert.deepEqual(r.sources.map((s) => s.providerMetadata.citeflow.number), r.sources.map((_, i) => i + 1));
+    assert.deepEqual([...new Set(numbersIn(r.text))].sort((a, b) => a - b), r.sources.map((_, i) => i + 1).filter((n) => numbersIn(r.text).includes(n)));
+    const meta = r.providerMetadata.citeflow;
+    assert.deepEqual(meta.sources.map((l) => [l.number, l.source.id, l.citations]), streamedMeta.sources.map((l) => [l.number, l.source.id, l.citations]));
+    assert.equal(meta.report.verified, true, JSON.stringify(meta.report));
+    if (meta.text != null) assert.equal(meta.text, streamedMeta.text);
+  });
+}
+
 test("middleware_session_numbering_continues", async () => {
   const openai = createOpenAI({ baseURL: replayUrl, apiKey: "test" });
   const sources = [{ id: "source_3", title: "The Seine" }, { id: "source_7", title: "Paris" }];
