@@ -38,7 +38,7 @@ pub enum AgentReply {
 }
 
 /// Bytes per content delta of the streamed answer: shorter than any marker, so each is cut.
-const DELTA_CHARS: usize = 7;
+pub(crate) const DELTA_CHARS: usize = 7;
 
 /// The agent model's reply to a request body, or `None` when `model` is not one of
 /// [`AGENT_MODELS`].

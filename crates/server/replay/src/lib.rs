@@ -9,7 +9,8 @@
 //!
 //! Besides the scripts, every `Replay` answers the scripted agent models (`agent-search`,
 //! `agent-search-ja`, see [`agent_reply`]): they read the request to decide whether to call a
-//! tool or to answer citing the markers of the tool results; and the RAG models
+//! tool or to answer citing the markers of the tool results (on `/v1/responses` in the
+//! Responses API's shapes, see [`responses_agent_reply`]); and the RAG models
 //! (`cite-sources`, `cite-sources-ja`, see [`cite_sources_reply`]) that cite by rank the
 //! `Source N:` labels of their prompt.
 
@@ -29,8 +30,10 @@ use serde_json::{json, Value};
 
 mod agent;
 mod cite_sources;
+mod responses_agent;
 pub use agent::{agent_reply, answer_text, marker_ids, AgentReply, AGENT_MODELS};
 pub use cite_sources::{cite_sources_reply, cite_sources_text, source_labels, CITE_SOURCES_MODELS};
+pub use responses_agent::responses_agent_reply;
 
 /// One step of a scripted answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -265,7 +268,7 @@ impl Replay {
         Router::new()
             .route("/v1/chat/completions", post(answer))
             .route("/v1/completions", post(answer))
-            .route("/v1/responses", post(answer))
+            .route("/v1/responses", post(answer_responses))
             .route("/v1/messages", post(answer))
             .route("/v1/models", axum::routing::get(models))
             .route("/v1/embeddings", post(embeddings))
@@ -288,6 +291,15 @@ impl Replay {
 }
 
 async fn answer(State(replay): State<Replay>, body: axum::body::Bytes) -> Response {
+    serve(replay, body, false).await
+}
+
+/// `POST /v1/responses`: the agent models answer in the Responses API's shapes.
+async fn answer_responses(State(replay): State<Replay>, body: axum::body::Bytes) -> Response {
+    serve(replay, body, true).await
+}
+
+async fn serve(replay: Replay, body: axum::body::Bytes, responses: bool) -> Response {
     let req: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let model = req
         .get("model")
@@ -306,7 +318,12 @@ async fn answer(State(replay): State<Replay>, body: axum::body::Bytes) -> Respon
         .last()
         .cloned()
         .unwrap_or(Value::Null);
-    let scripted = match agent::agent_reply(&last).or_else(|| cite_sources_reply(&last)) {
+    let agent = if responses {
+        responses_agent_reply(&last)
+    } else {
+        agent::agent_reply(&last)
+    };
+    let scripted = match agent.or_else(|| cite_sources_reply(&last)) {
         Some(AgentReply::Json(v)) => return axum::Json(v).into_response(),
         Some(AgentReply::Stream(script)) => Some(script.paced(replay.agent_pace_ms)),
         None => None,
