@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from agents import Agent, RunConfig, Runner, function_tool
+from agents import Agent, RunConfig, Runner, WebSearchTool, function_tool
 from agents.models.openai_responses import OpenAIResponsesModel
 from openai import AsyncOpenAI
 
@@ -127,5 +127,40 @@ def test_tool_returning_documents_gives_rounds(replay_url: str) -> None:
             ("Seine river Paris", ["seine", "louvre", "bridges"]),
             ("Paris museums", ["louvre", "orsay"]),
         ]
+
+    _with_client(replay_url, body)
+
+
+WEB = " The Seine is 777 kilometres long.[1][4]"
+
+
+def test_url_citations_join_the_tool_rounds_numbering(replay_url: str) -> None:
+    """With the hosted web search tool the scripted answer ends with a sentence carrying two
+    ``url_citation`` annotations: the Seine page a tool round already numbered [1], and a page
+    no tool returned, which gets the next number."""
+
+    async def body(client: AsyncOpenAI) -> None:
+        agent = _agent(client)
+        agent.tools.append(WebSearchTool())
+        streamed = Runner.run_streamed(agent, "What is in Paris?", run_config=NO_TRACING)
+        events = [ev async for ev in cite_stream(streamed)]
+        # The annotations come after their text was shown: the streamed text has no numbers
+        # for them, the DoneEvent's text is the final answer with them.
+        shown = "".join(e.text for e in events if isinstance(e, TextEvent))
+        assert shown == FIRST + " The Seine is 777 kilometres long."
+        done = events[-1]
+        assert isinstance(done, DoneEvent)
+        assert done.text == FIRST + WEB
+        expected = [
+            (1, "seine", "https://example.org/seine"),
+            (2, "louvre", "https://example.org/louvre"),
+            (3, "orsay", "https://example.org/orsay"),
+            (4, "https://en.wikipedia.org/wiki/Seine", "https://en.wikipedia.org/wiki/Seine"),
+        ]
+        assert [(s.number, s.source.id, s.source.url) for s in done.sources] == expected
+
+        answer = cite_output(await Runner.run(agent, "What is in Paris?", run_config=NO_TRACING))
+        assert answer.text == FIRST + WEB
+        assert [(s.number, s.source.id, s.source.url) for s in answer.sources] == expected
 
     _with_client(replay_url, body)

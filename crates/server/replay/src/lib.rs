@@ -33,7 +33,7 @@ mod cite_sources;
 mod responses_agent;
 pub use agent::{agent_reply, answer_text, marker_ids, AgentReply, AGENT_MODELS};
 pub use cite_sources::{cite_sources_reply, cite_sources_text, source_labels, CITE_SOURCES_MODELS};
-pub use responses_agent::responses_agent_reply;
+pub use responses_agent::{responses_agent_reply, WEB_SENTENCE, WEB_URLS};
 
 /// One step of a scripted answer.
 #[derive(Debug, Clone, PartialEq, Eq)]

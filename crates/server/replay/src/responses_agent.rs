@@ -7,11 +7,26 @@
 //! markers of the outputs. Streamed (`"stream": true`: `response.created`, the output item's
 //! events, `response.output_text.delta` in pieces that cut every marker, `response.completed`)
 //! or not (one `response` object).
+//!
+//! With a hosted web search tool in `tools` (`{"type": "web_search"}`, or
+//! `web_search_preview`), the answer ends with [`WEB_SENTENCE`] carrying two `url_citation`
+//! annotations over it (streamed as `response.output_text.annotation.added` after the text):
+//! [`WEB_URLS`], the first the url of a page the `search` tool of the tests returns, the second
+//! a page no tool returned.
 
 use serde_json::{json, Value};
 
 use crate::agent::{agent_reply, AgentReply, DELTA_CHARS};
 use crate::{Script, Step};
+
+/// The sentence the answer ends with when the request offers a hosted web search.
+pub const WEB_SENTENCE: &str = "The Seine is 777 kilometres long.";
+
+/// The urls the [`WEB_SENTENCE`] cites (`url_citation` annotations, in this order).
+pub const WEB_URLS: [&str; 2] = [
+    "https://example.org/seine",
+    "https://en.wikipedia.org/wiki/Seine",
+];
 
 /// The Responses reply of the agent models to a `/v1/responses` request, or `None` when its
 /// `model` is not one of [`crate::AGENT_MODELS`].
@@ -29,16 +44,46 @@ pub fn responses_agent_reply(req: &Value) -> Option<AgentReply> {
             "call_id": call["id"], "name": call["function"]["name"],
             "arguments": call["function"]["arguments"], "status": "completed"
         }),
-        None => json!({
-            "type": "message", "id": "msg_agent", "role": "assistant", "status": "completed",
-            "content": [{"type": "output_text", "text": message["content"], "annotations": []}]
-        }),
+        None => {
+            let mut text = message["content"].as_str().unwrap_or_default().to_owned();
+            let mut annotations = Vec::new();
+            if offers_web_search(req) {
+                text.push(' ');
+                let start = text.chars().count();
+                text.push_str(WEB_SENTENCE);
+                let end = text.chars().count();
+                annotations = WEB_URLS
+                    .iter()
+                    .map(|url| {
+                        json!({"type": "url_citation", "url": url, "title": "Seine",
+                        "start_index": start, "end_index": end})
+                    })
+                    .collect();
+            }
+            json!({
+                "type": "message", "id": "msg_agent", "role": "assistant", "status": "completed",
+                "content": [{"type": "output_text", "text": text, "annotations": annotations}]
+            })
+        }
     };
     Some(if stream {
         AgentReply::Stream(stream_script(model, &item))
     } else {
         AgentReply::Json(response(model, "completed", vec![item]))
     })
+}
+
+/// Whether `tools` holds a hosted web search tool.
+fn offers_web_search(req: &Value) -> bool {
+    req.get("tools")
+        .and_then(Value::as_array)
+        .is_some_and(|ts| {
+            ts.iter().any(|t| {
+                t.get("type")
+                    .and_then(Value::as_str)
+                    .is_some_and(|k| k.starts_with("web_search"))
+            })
+        })
 }
 
 /// The Responses request as the chat request the agent model reads.
@@ -169,6 +214,17 @@ fn stream_script(model: &str, item: &Value) -> Script {
                 json!({"item_id": id, "output_index": 0, "content_index": 0, "delta": piece, "logprobs": []}),
             );
         }
+        let annotations = item["content"][0]["annotations"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for (i, a) in annotations.into_iter().enumerate() {
+            event(
+                "response.output_text.annotation.added",
+                json!({"item_id": id, "output_index": 0, "content_index": 0,
+                    "annotation_index": i, "annotation": a}),
+            );
+        }
         event(
             "response.output_text.done",
             json!({"item_id": id, "output_index": 0, "content_index": 0, "text": text, "logprobs": []}),
@@ -261,5 +317,44 @@ mod tests {
             .map(|v| v["delta"].as_str().unwrap_or_default().to_owned())
             .collect();
         assert_eq!(marker_ids(&deltas), ["doc_1", "doc_2", "doc_3"]);
+        assert!(!body.contains("annotation.added"), "{body}");
+    }
+
+    #[test]
+    fn responses_agent_with_web_search_ends_with_a_sentence_citing_two_urls() {
+        let mut req = request(&["[[a]]", "[[b]]"], false);
+        req["tools"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"type": "web_search"}));
+        let Some(AgentReply::Json(done)) = responses_agent_reply(&req) else {
+            panic!("expected JSON");
+        };
+        let part = &done["output"][0]["content"][0];
+        let text = part["text"].as_str().unwrap();
+        assert!(text.ends_with(&format!(" {WEB_SENTENCE}")), "{text}");
+        let a = &part["annotations"];
+        assert_eq!(a[0]["url"], WEB_URLS[0]);
+        assert_eq!(a[1]["url"], WEB_URLS[1]);
+        let (start, end) = (
+            a[0]["start_index"].as_u64().unwrap(),
+            a[0]["end_index"].as_u64().unwrap(),
+        );
+        let cited: String = text
+            .chars()
+            .skip(start as usize)
+            .take((end - start) as usize)
+            .collect();
+        assert_eq!(cited, WEB_SENTENCE);
+        req["stream"] = json!(true);
+        let Some(AgentReply::Stream(script)) = responses_agent_reply(&req) else {
+            panic!("expected a stream");
+        };
+        let added = script
+            .steps
+            .iter()
+            .filter(|s| matches!(s, Step::Bytes(b) if b.starts_with(b"event: response.output_text.annotation.added")))
+            .count();
+        assert_eq!(added, 2);
     }
 }
