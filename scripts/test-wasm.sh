@@ -117,7 +117,7 @@ tar -tzf "$tarball" | sort >"$packdir/list"
 for f in package.json README.md LICENSE-MIT LICENSE-APACHE node/package.json node/citeflow_wasm.js \
   node/citeflow_wasm.d.ts node/citeflow_wasm_bg.wasm web/citeflow_wasm.js web/citeflow_wasm.d.ts \
   web/citeflow_wasm_bg.wasm inline/citeflow.js inline/citeflow.d.ts inline/citeflow_wasm_bg.js ai-sdk.js ai-sdk.d.ts \
-  react.js react.d.ts; do
+  react.js react.d.ts langchain.js langchain.d.ts; do
   grep -qxF "package/$f" "$packdir/list" || { echo "the tarball has no $f" >&2; exit 1; }
 done
 for f in LICENSE-MIT LICENSE-APACHE; do
@@ -144,6 +144,14 @@ const r = rewrite(
 );
 assert.equal(r.text, "Paris [1] is in France [2], see [1].");
 assert.equal(r.events.filter((e) => e.type === "citation").length, 3);
+// The integrations' entries (compiled from crates/wasm/npm/src by tsc) resolve through the
+// exports map and load without their frameworks installed.
+const ai = await import("citeflow/ai-sdk");
+const react = await import("citeflow/react");
+const lc = await import("citeflow/langchain");
+assert.deepEqual([typeof ai.citeflow, typeof ai.citeflowTransform, typeof ai.citeflowDataParts], ["function", "function", "function"]);
+assert.equal(react.citeflowMessage({ parts: [{ type: "text", text: "x" }] }).segments[0].text, "x");
+assert.deepEqual([typeof lc.citeflowMiddleware, typeof lc.citeflowStream], ["function", "function"]);
 console.log(`import "citeflow" ${installed.version} from ${where}: ${JSON.stringify(r.text)}`);
 EOF
 (cd "$packdir/app" && node check.mjs "$version" "$packdir/app")
