@@ -77,6 +77,17 @@ pub(crate) const LOCAL_MODEL_PROMPT: citeflow_server::PromptDefaults =
         max_chars_per_source: 400,
     };
 
+/// The agent policy for `tool_choice: "auto"` (crates/llm/README.md, "Tool calls"):
+/// `CITEFLOW_AGENT_POLICY=search` (the default) or `off`.
+#[cfg(feature = "local-model")]
+fn agent_policy() -> Result<citeflow_llm::AgentPolicy> {
+    match std::env::var("CITEFLOW_AGENT_POLICY").as_deref() {
+        Err(_) | Ok("" | "search") => Ok(citeflow_llm::AgentPolicy::Search),
+        Ok("off") => Ok(citeflow_llm::AgentPolicy::Off),
+        Ok(other) => anyhow::bail!("CITEFLOW_AGENT_POLICY={other:?} is not search or off"),
+    }
+}
+
 /// A running local model server; dropping it stops it.
 pub(crate) struct LocalUpstream {
     base_url: String,
@@ -111,7 +122,8 @@ pub(crate) async fn start(model: Option<PathBuf>) -> Result<LocalUpstream> {
         .context("model load task")?
         .with_context(|| format!("cannot load {}", path.display()))?
     };
-    let state = citeflow_llm::ModelState::new(std::sync::Arc::new(loaded), 512);
+    let state = citeflow_llm::ModelState::new(std::sync::Arc::new(loaded), 512)
+        .with_agent_policy(agent_policy()?);
     let server = citeflow_llm::LocalServer::start_loopback(state).await?;
     eprintln!(
         "citeflow: local model {} serving at {} (metrics at http://{}/metrics)",

@@ -28,6 +28,9 @@ pub enum GenerateError {
         /// What llama.cpp said.
         reason: String,
     },
+    /// A tool's schema cannot be honoured (code `unsupported_schema` or `invalid_schema`).
+    #[error(transparent)]
+    Schema(#[from] SchemaError),
     /// The model worker is gone or llama.cpp failed (a 500).
     #[error("the model failed: {reason}")]
     Model {
@@ -43,6 +46,8 @@ impl GenerateError {
             GenerateError::Invalid { .. } => "invalid_request",
             GenerateError::ContextLength { .. } => "context_length_exceeded",
             GenerateError::Grammar { .. } => "invalid_grammar",
+            GenerateError::Schema(SchemaError::Unsupported { .. }) => "unsupported_schema",
+            GenerateError::Schema(_) => "invalid_schema",
             GenerateError::Model { .. } => "model_error",
         }
     }
@@ -51,6 +56,29 @@ impl GenerateError {
     pub fn is_client_error(&self) -> bool {
         !matches!(self, GenerateError::Model { .. })
     }
+}
+
+/// Why a tool's JSON schema cannot become a grammar (a 400 with code `unsupported_schema` or
+/// `invalid_schema`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemaError {
+    /// A keyword or form the grammar cannot honour.
+    #[error("unsupported JSON schema feature {feature} at {path}")]
+    Unsupported {
+        /// The keyword (and what about it).
+        feature: String,
+        /// Where, e.g. `tools[0].function.parameters.properties.q`.
+        path: String,
+    },
+    /// The schema is malformed.
+    #[error("invalid JSON schema at {path}: {message}")]
+    Invalid {
+        /// What is wrong.
+        message: String,
+        /// Where.
+        path: String,
+    },
 }
 
 /// Why a model could not be loaded or served.

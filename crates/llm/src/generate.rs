@@ -105,6 +105,8 @@ pub enum FinishReason {
     Stop,
     /// `max_tokens` was reached.
     Length,
+    /// The turn is tool calls (set by the HTTP layer, which reads them).
+    ToolCalls,
 }
 
 impl FinishReason {
@@ -113,6 +115,7 @@ impl FinishReason {
         match self {
             FinishReason::Stop => "stop",
             FinishReason::Length => "length",
+            FinishReason::ToolCalls => "tool_calls",
         }
     }
 }

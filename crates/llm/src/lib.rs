@@ -51,20 +51,28 @@
 mod engine;
 mod error;
 mod fetch;
+mod gbnf;
 mod generate;
 mod openai;
+mod policy;
+mod schema_grammar;
 mod serve;
 mod stats;
+mod tool_calls;
+mod tools;
 
 pub use citeflow_wheel::{fetch_model, sha256_file, FetchError, FetchProgress, ModelSpec};
 #[cfg(feature = "local-model")]
 pub use engine::{LlamaModel, ModelSettings};
-pub use error::{GenerateError, ModelError};
+pub use error::{GenerateError, ModelError, SchemaError};
 pub use fetch::DEFAULT_MODEL;
 pub use generate::{ChatMessage, FinishReason, Generate, Job, Piece, Sampling};
 pub use openai::{ChatRequest, ChunkMeta};
+pub use policy::{AgentPolicy, POLICY_CHARS_PER_SOURCE};
+pub use schema_grammar::MAX_SCHEMA_BOUND;
 pub use serve::{router, LocalServer, ModelState};
 pub use stats::{GenerationStats, ModelMetrics};
+pub use tools::{Tool, ToolChoice, Tools, MAX_PARALLEL_CALLS};
 
 /// Whether this build can run a local model (the `local-model` feature).
 pub const HAS_LOCAL_MODEL: bool = cfg!(feature = "local-model");

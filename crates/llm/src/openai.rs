@@ -7,7 +7,9 @@ use serde_json::{json, Value};
 
 use crate::error::GenerateError;
 use crate::generate::{ChatMessage, FinishReason, Job, Sampling};
+use crate::policy::{plan, AgentPolicy, Said, Turn};
 use crate::stats::GenerationStats;
+use crate::tools::{call_text, Tools};
 
 /// A parsed `POST /v1/chat/completions` body.
 #[derive(Debug, Clone)]
@@ -16,6 +18,9 @@ pub struct ChatRequest {
     pub job: Job,
     /// Whether to answer with SSE.
     pub stream: bool,
+    /// Whether the answer may be tool calls (the request has `tools` and the turn allows a
+    /// call): the model's text is then read as calls or prose.
+    pub tool_calls: bool,
 }
 
 fn invalid(message: impl Into<String>) -> GenerateError {
@@ -50,6 +55,51 @@ fn number(body: &Value, key: &str) -> Result<Option<f64>, GenerateError> {
     }
 }
 
+/// One request message as the policy sees it: tool calls written as the model writes them.
+fn said(i: usize, m: &Value) -> Result<Said, GenerateError> {
+    let role = m
+        .get("role")
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid(format!("messages[{i}].role must be a string")))?;
+    let role = if role == "developer" { "system" } else { role };
+    let mut text = content_text(m.get("content").unwrap_or(&Value::Null))?;
+    if let Some(calls) = m.get("tool_calls").filter(|c| !c.is_null()) {
+        let calls = calls
+            .as_array()
+            .ok_or_else(|| invalid(format!("messages[{i}].tool_calls must be an array")))?;
+        for (j, c) in calls.iter().enumerate() {
+            let name = c.pointer("/function/name").and_then(Value::as_str);
+            let args = c.pointer("/function/arguments").and_then(Value::as_str);
+            let (Some(name), Some(args)) = (name, args) else {
+                return Err(invalid(format!(
+                    "messages[{i}].tool_calls[{j}] needs function.name and function.arguments (a string)"
+                )));
+            };
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(&call_text(name, args.trim()));
+        }
+    }
+    Ok(Said {
+        role: role.to_owned(),
+        text,
+    })
+}
+
+/// A message for the chat template: a tool result becomes a user message inside
+/// `<tool_response>`.
+fn rendered(m: &Said) -> ChatMessage {
+    if m.role == "tool" {
+        ChatMessage::new(
+            "user",
+            format!("<tool_response>\n{}\n</tool_response>", m.text),
+        )
+    } else {
+        ChatMessage::new(m.role.clone(), m.text.clone())
+    }
+}
+
 impl ChatRequest {
     /// Parses a request body. Honoured: `messages`, `stream`, `temperature`, `top_p`, `seed`,
     /// `max_tokens` (or `max_completion_tokens`), `frequency_penalty`, `presence_penalty`,
@@ -59,26 +109,78 @@ impl ChatRequest {
     /// # Errors
     /// [`GenerateError::Invalid`] naming the bad field.
     pub fn parse(body: &Value, default_max_tokens: usize) -> Result<Self, GenerateError> {
+        Self::parse_with(body, default_max_tokens, AgentPolicy::default())
+    }
+
+    /// As [`ChatRequest::parse`], with `tools`, `tool_choice` and `parallel_tool_calls`
+    /// shaped by `policy` ([`AgentPolicy`]). An assistant message's `tool_calls` and a
+    /// `tool` message are shown to the model in the form it writes calls in (a tool result
+    /// as a user message inside `<tool_response>`).
+    ///
+    /// # Errors
+    /// [`GenerateError::Invalid`] naming the bad field; [`GenerateError::Schema`] naming a
+    /// tool schema's unsupported keyword and its path.
+    pub fn parse_with(
+        body: &Value,
+        default_max_tokens: usize,
+        policy: AgentPolicy,
+    ) -> Result<Self, GenerateError> {
         let Some(messages) = body.get("messages").and_then(Value::as_array) else {
             return Err(invalid("messages must be an array"));
         };
         if messages.is_empty() {
             return Err(invalid("messages must not be empty"));
         }
-        let messages = messages
+        let said = messages
             .iter()
-            .map(|m| {
-                let role = m
-                    .get("role")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| invalid("messages[].role must be a string"))?;
-                let role = if role == "developer" { "system" } else { role };
-                Ok(ChatMessage::new(
-                    role,
-                    content_text(m.get("content").unwrap_or(&Value::Null))?,
-                ))
-            })
+            .enumerate()
+            .map(|(i, m)| said(i, m))
             .collect::<Result<Vec<_>, GenerateError>>()?;
+        let tools = Tools::parse(body)?;
+        let request_grammar = match body.get("grammar") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(g)) if g.trim().is_empty() => None,
+            Some(Value::String(g)) => Some(g.clone()),
+            Some(_) => return Err(invalid("grammar must be a GBNF string")),
+        };
+        let mut messages: Vec<ChatMessage> = said.iter().map(rendered).collect();
+        let mut grammar = request_grammar.clone();
+        let mut tool_calls = false;
+        if let Some(tools) = &tools {
+            match plan(tools, &said, policy) {
+                Turn::Calls {
+                    calls,
+                    sequence,
+                    answer,
+                } => {
+                    if request_grammar.is_some() {
+                        return Err(invalid(
+                            "grammar cannot be combined with tools unless tool_choice is none",
+                        ));
+                    }
+                    grammar = Some(tools.grammar(&calls, sequence, answer));
+                    tool_calls = true;
+                    match messages.first_mut().filter(|m| m.role == "system") {
+                        Some(m) => {
+                            m.content.push_str("\n\n");
+                            m.content.push_str(&tools.prompt());
+                        }
+                        None => messages.insert(0, ChatMessage::new("system", tools.prompt())),
+                    }
+                }
+                Turn::Answer {
+                    messages: asked,
+                    grammar: cite,
+                } => {
+                    if let Some(asked) = asked {
+                        messages = asked;
+                    }
+                    if cite.is_some() {
+                        grammar = cite;
+                    }
+                }
+            }
+        }
         let mut sampling = Sampling {
             max_tokens: default_max_tokens,
             ..Sampling::default()
@@ -113,12 +215,6 @@ impl ChatRequest {
         if let Some(f) = number(body, "presence_penalty")? {
             sampling.presence_penalty = f as f32;
         }
-        let grammar = match body.get("grammar") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(g)) if g.trim().is_empty() => None,
-            Some(Value::String(g)) => Some(g.clone()),
-            Some(_) => return Err(invalid("grammar must be a GBNF string")),
-        };
         let stream = match body.get("stream") {
             None | Some(Value::Null) => false,
             Some(Value::Bool(b)) => *b,
@@ -132,6 +228,7 @@ impl ChatRequest {
                 received: Instant::now(),
             },
             stream,
+            tool_calls,
         })
     }
 }
@@ -175,6 +272,55 @@ impl ChunkMeta {
         c["usage"] = stats.usage_json();
         c["timings"] = stats.timings_json();
         c
+    }
+
+    /// The id of this answer's tool call `index`.
+    pub fn call_id(&self, index: usize) -> String {
+        let base = self.id.strip_prefix("chatcmpl-").unwrap_or(&self.id);
+        format!("call_{base}_{index}")
+    }
+
+    /// The chunk that opens tool call `index`: its id, type and name, empty arguments.
+    pub fn call_start_chunk(&self, index: usize, name: &str) -> Value {
+        let call = json!({"index": index, "id": self.call_id(index), "type": "function",
+            "function": {"name": name, "arguments": ""}});
+        self.chunk(json!([{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": null}]))
+    }
+
+    /// A chunk with more of tool call `index`'s arguments.
+    pub fn call_arguments_chunk(&self, index: usize, fragment: &str) -> Value {
+        let call = json!({"index": index, "function": {"arguments": fragment}});
+        self.chunk(json!([{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": null}]))
+    }
+
+    /// A whole (non-streamed) answer that is tool calls: (name, arguments) each.
+    pub fn completion_calls(
+        &self,
+        calls: &[(String, String)],
+        finish: FinishReason,
+        stats: &GenerationStats,
+    ) -> Value {
+        let calls: Vec<Value> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, (name, args))| {
+                json!({"id": self.call_id(i), "type": "function",
+                    "function": {"name": name, "arguments": args}})
+            })
+            .collect();
+        json!({
+            "id": self.id,
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": null, "tool_calls": calls},
+                "finish_reason": finish.as_str(),
+            }],
+            "usage": stats.usage_json(),
+            "timings": stats.timings_json(),
+        })
     }
 
     /// A whole (non-streamed) answer.

@@ -17,9 +17,11 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::{GenerateError, ModelError};
-use crate::generate::{Generate, Piece};
+use crate::generate::{FinishReason, Generate, Piece};
 use crate::openai::{ChatRequest, ChunkMeta};
+use crate::policy::AgentPolicy;
 use crate::stats::ModelMetrics;
+use crate::tool_calls::{read_whole, CallEvent, CallReader};
 
 /// What the handlers share.
 #[derive(Clone)]
@@ -27,6 +29,7 @@ pub struct ModelState {
     generator: Arc<dyn Generate>,
     metrics: Arc<ModelMetrics>,
     default_max_tokens: usize,
+    policy: AgentPolicy,
 }
 
 impl ModelState {
@@ -36,7 +39,17 @@ impl ModelState {
             generator,
             metrics: Arc::new(ModelMetrics::default()),
             default_max_tokens,
+            policy: AgentPolicy::default(),
         }
+    }
+
+    /// How `tool_choice: "auto"` turns are shaped ([`AgentPolicy`]).
+    ///
+    /// ### Default
+    /// [`AgentPolicy::Search`].
+    pub fn with_agent_policy(mut self, policy: AgentPolicy) -> Self {
+        self.policy = policy;
+        self
     }
 
     /// The metrics the handlers update.
@@ -50,6 +63,7 @@ impl std::fmt::Debug for ModelState {
         f.debug_struct("ModelState")
             .field("model", &self.generator.model_id())
             .field("default_max_tokens", &self.default_max_tokens)
+            .field("policy", &self.policy)
             .finish_non_exhaustive()
     }
 }
@@ -119,7 +133,9 @@ async fn completions(
             message: format!("the body is not JSON: {e}"),
         })
     })?;
-    let req = ChatRequest::parse(&value, state.default_max_tokens).map_err(ErrorResponse)?;
+    let req = ChatRequest::parse_with(&value, state.default_max_tokens, state.policy)
+        .map_err(ErrorResponse)?;
+    let tool_calls = req.tool_calls;
     let mut rx = state.generator.start(req.job).map_err(|e| {
         state.metrics.observe_failure();
         ErrorResponse(e)
@@ -134,9 +150,9 @@ async fn completions(
     };
     let meta = meta(&state);
     if req.stream {
-        Ok(stream(state, meta, first, rx))
+        Ok(stream(state, meta, first, rx, tool_calls))
     } else {
-        whole(state, meta, first, rx).await
+        whole(state, meta, first, rx, tool_calls).await
     }
 }
 
@@ -145,6 +161,7 @@ async fn whole(
     meta: ChunkMeta,
     first: Option<Piece>,
     mut rx: mpsc::Receiver<Piece>,
+    tool_calls: bool,
 ) -> Result<Response, ErrorResponse> {
     let mut text = String::new();
     let mut next = first;
@@ -153,7 +170,11 @@ async fn whole(
             Piece::Text(t) => text.push_str(&t),
             Piece::Done { finish, stats } => {
                 state.metrics.observe(&stats);
-                return Ok(Json(meta.completion(&text, finish, &stats)).into_response());
+                let body = match read_whole(&text, tool_calls) {
+                    Ok(calls) => meta.completion_calls(&calls, calls_finish(finish), &stats),
+                    Err(text) => meta.completion(&text, finish, &stats),
+                };
+                return Ok(Json(body).into_response());
             }
             Piece::Failed(e) => {
                 state.metrics.observe_failure();
@@ -168,6 +189,14 @@ async fn whole(
     }))
 }
 
+/// A turn of calls that ended by itself finishes with `tool_calls`.
+fn calls_finish(finish: FinishReason) -> FinishReason {
+    match finish {
+        FinishReason::Stop => FinishReason::ToolCalls,
+        other => other,
+    }
+}
+
 fn sse(data: &str) -> Result<axum::body::Bytes, Infallible> {
     Ok(axum::body::Bytes::from(format!("data: {data}\n\n")))
 }
@@ -177,6 +206,7 @@ fn stream(
     meta: ChunkMeta,
     first: Option<Piece>,
     mut rx: mpsc::Receiver<Piece>,
+    tool_calls: bool,
 ) -> Response {
     let (tx, body_rx) = mpsc::channel::<Result<axum::body::Bytes, Infallible>>(64);
     tokio::spawn(async move {
@@ -185,12 +215,39 @@ fn stream(
         }
         let mut finished = false;
         let mut next = first;
+        let mut reader = CallReader::new(tool_calls);
         while let Some(piece) = next {
             let data = match piece {
-                Piece::Text(t) => meta.text_chunk(&t).to_string(),
+                Piece::Text(t) => {
+                    reader.write(&t);
+                    let mut frames = String::new();
+                    while let Some(e) = reader.poll_event() {
+                        let chunk = match e {
+                            CallEvent::Text(t) => meta.text_chunk(&t),
+                            CallEvent::Start { index, name } => meta.call_start_chunk(index, &name),
+                            CallEvent::Arguments { index, fragment } => {
+                                meta.call_arguments_chunk(index, &fragment)
+                            }
+                        };
+                        if !frames.is_empty() {
+                            frames.push_str("\n\ndata: ");
+                        }
+                        frames.push_str(&chunk.to_string());
+                    }
+                    if frames.is_empty() {
+                        next = rx.recv().await;
+                        continue;
+                    }
+                    frames
+                }
                 Piece::Done { finish, stats } => {
                     state.metrics.observe(&stats);
                     finished = true;
+                    let finish = if reader.has_calls() {
+                        calls_finish(finish)
+                    } else {
+                        finish
+                    };
                     meta.finish_chunk(finish, &stats).to_string()
                 }
                 Piece::Failed(e) => {

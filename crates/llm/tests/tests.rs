@@ -5,3 +5,4 @@ mod http;
 #[cfg(feature = "local-model")]
 mod real;
 mod support;
+mod tools;
