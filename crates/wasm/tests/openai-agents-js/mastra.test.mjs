@@ -1,0 +1,52 @@
+// The AI SDK middleware (citeflow/ai-sdk) inside a Mastra agent: @mastra/core (pinned in
+// package.json) takes an AI SDK model, so `wrapLanguageModel({ model, middleware: citeflow(...) })`
+// is its model, and Mastra's `stream` / `generate` give the numbered answer. The model is the
+// replaying upstream's `chat-demo` over HTTP (@ai-sdk/openai, chat API): "Paris is the capital of
+// France [[source_7]]. The Seine flows through it [[source_3]] and its museums draw millions
+// [[source_7]]." Runs on Node 22 (Mastra needs ≥ 22.13).
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { createOpenAI } from "@ai-sdk/openai";
+import { Agent } from "@mastra/core/agent";
+import { wrapLanguageModel } from "ai";
+
+import { citeflow } from "citeflow/ai-sdk";
+
+const replayUrl = process.env.CITEFLOW_REPLAY_URL;
+if (!replayUrl) throw new Error("CITEFLOW_REPLAY_URL is not set (scripts/test-agents-js.sh starts the replaying upstream)");
+
+const SOURCES = [
+  { id: "source_3", title: "The Seine", url: "https://example.org/seine", text: "The Seine flows through Paris." },
+  { id: "source_7", title: "Paris", url: "https://example.org/paris", text: "Paris is the capital of France; its museums draw millions." },
+];
+const ANSWER = "Paris is the capital of France [1]. The Seine flows through it [2] and its museums draw millions [1].";
+
+function agent(onFinish) {
+  const provider = createOpenAI({ baseURL: replayUrl, apiKey: "test" });
+  const model = wrapLanguageModel({ model: provider.chat("chat-demo"), middleware: citeflow({ sources: SOURCES, onFinish }) });
+  return new Agent({ id: "paris", name: "paris", instructions: "Answer from the sources.", model });
+}
+
+test("a Mastra agent's streamed answer carries the middleware's numbers and source parts", async () => {
+  let finished;
+  const out = await agent((m) => (finished = m)).stream("Tell me about Paris.");
+  let text = "";
+  for await (const t of out.textStream) text += t;
+  assert.equal(text, ANSWER);
+  const sources = await out.sources;
+  // Mastra's chunks carry the AI SDK source part as their payload: one per number, in order.
+  assert.deepEqual(
+    sources.map((s) => [s.type, s.payload.url, s.payload.title, s.payload.providerMetadata.citeflow]),
+    [
+      ["source", "https://example.org/paris", "Paris", { number: 1, sourceId: "source_7", round: 1 }],
+      ["source", "https://example.org/seine", "The Seine", { number: 2, sourceId: "source_3", round: 1 }],
+    ],
+  );
+  assert.deepEqual(finished.sources.map((s) => [s.number, s.source.id]), [[1, "source_7"], [2, "source_3"]]);
+});
+
+test("a Mastra agent's generate() gives the numbered text", async () => {
+  const result = await agent().generate("Tell me about Paris.");
+  assert.equal(result.text, ANSWER);
+});
