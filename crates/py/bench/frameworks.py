@@ -8,6 +8,8 @@ same stream. Printed per adapter: CPU time of this process per text chunk (``tim
 so the upstream's own work is not counted), best of ``--repeat`` runs taken alternately, and the
 ratio.
 
+- ``openai``: the ``openai`` SDK's chat stream (a recorded 200-chunk answer), reading each
+  chunk's ``delta.content`` against ``citeflow.adapters.openai_stream``;
 - ``langchain``: ``create_agent`` + ``CiteflowMiddleware`` (two tool rounds, then the answer),
   ``agent.stream(stream_mode="messages")`` against ``messages_stream`` over it (the bare run
   uses the same agent, middleware included, so the ratio is the stream adapter's cost);
@@ -20,7 +22,10 @@ ratio.
   side elements, the list), under Chainlit's HTTP context (its emitter sends nothing, so the
   bare loop here is far cheaper than a real socket's; the ratio is an upper bound).
 
-    CITEFLOW_REPLAY_BIN=target/debug/examples/replay_upstream python crates/py/bench/frameworks.py
+    CITEFLOW_REPLAY_BIN=target/debug/examples/replay_upstream python crates/py/bench/frameworks.py [PAIR ...]
+    ... frameworks.py --ab DIR [--rounds N] [PAIR ...]   # DIR holds the tree before's citeflow package
+
+Per chunk is per text chunk of the stream as the bare loop counts them (both runs divided by it).
 """
 
 from __future__ import annotations
@@ -40,18 +45,50 @@ sys.path.insert(0, str(ROOT / "crates/py/tests_frameworks"))
 
 
 def best(fn: Callable[[], int], other: Callable[[], int], repeat: int) -> tuple[float, float]:
-    """Best CPU seconds per chunk of ``fn`` and ``other``, run alternately."""
+    """Best CPU seconds per chunk of ``fn`` (the bare loop, which returns the stream's chunk
+    count) and ``other`` (the adapter over the same stream), run alternately; both are divided
+    by the bare loop's count, so that an adapter that merges or holds text is not counted as
+    having fewer chunks."""
     a = b = float("inf")
+    chunks = 1
     for _ in range(repeat):
         for which in (0, 1):
             t0 = time.process_time()
             n = (fn if which == 0 else other)()
-            dt = (time.process_time() - t0) / max(n, 1)
+            dt = time.process_time() - t0
             if which == 0:
-                a = min(a, dt)
+                chunks = max(n, 1)
+                a = min(a, dt / chunks)
             else:
-                b = min(b, dt)
+                b = min(b, dt / chunks)
     return a, b
+
+
+def openai_pair(url: str) -> tuple[Callable[[], int], Callable[[], int]]:
+    import openai
+
+    from citeflow import Rewriter
+    from citeflow.adapters import openai_stream
+
+    client = openai.OpenAI(base_url=url, api_key="test", max_retries=0)
+
+    def stream() -> Any:
+        # A recorded SmolLM2 answer: 200 chunks of text, one token each.
+        return client.chat.completions.create(
+            model="smollm2-01.sse", messages=[{"role": "user", "content": "hi"}], stream=True
+        )
+
+    def bare() -> int:
+        n = 0
+        for chunk in stream():
+            if chunk.choices and chunk.choices[0].delta.content:
+                n += 1
+        return n
+
+    def adapted() -> int:
+        return sum(ev.type == "text" for ev in openai_stream(stream(), Rewriter()))
+
+    return bare, adapted
 
 
 def langchain_pair(url: str) -> tuple[Callable[[], int], Callable[[], int]]:
@@ -109,7 +146,7 @@ def langgraph_pair(url: str) -> tuple[Callable[[], int], Callable[[], int]]:
             if ev.get("method") == "messages":
                 payload = ev["params"]["data"][0]
                 if isinstance(payload, dict) and payload.get("event") == "content-block-delta":
-                    n += 1
+                    n += (payload.get("delta") or {}).get("type") == "text-delta"
         return n
 
     def adapted() -> int:
@@ -186,32 +223,83 @@ def llamaindex_pair(url: str) -> tuple[Callable[[], int], Callable[[], int]]:
     return bare, adapted
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--repeat", type=int, default=7)
-    args = parser.parse_args()
-    warnings.simplefilter("ignore")
+PAIRS: dict[str, Callable[[str], tuple[Callable[[], int], Callable[[], int]]]] = {
+    "openai": openai_pair,
+    "langchain": langchain_pair,
+    "langgraph": langgraph_pair,
+    "llamaindex": llamaindex_pair,
+    "chainlit": chainlit_pair,
+}
+
+
+def measure(names: list[str], repeat: int) -> dict[str, tuple[float, float]]:
+    """(bare, adapter) CPU seconds per chunk of each pair, against a replaying upstream started
+    here."""
     binary = os.environ.get("CITEFLOW_REPLAY_BIN") or str(ROOT / "target/debug/examples/replay_upstream")
     shared = os.environ.get("CITEFLOW_SHARED_DIR") or str(ROOT.parent / "shared")
     proc = subprocess.Popen([binary, f"{shared}/fixtures/streams"], stdout=subprocess.PIPE, text=True)
+    out = {}
     try:
         assert proc.stdout is not None
         url = proc.stdout.readline().strip()
-        print(f"framework adapters, per text chunk, best of {args.repeat} (CPU time of this process):")
-        pairs = (
-            ("langchain", langchain_pair),
-            ("langgraph", langgraph_pair),
-            ("llamaindex", llamaindex_pair),
-            ("chainlit", chainlit_pair),
-        )
-        for name, make in pairs:
-            bare, adapted = make(url)
+        for name in names:
+            bare, adapted = PAIRS[name](url)
             bare(), adapted()  # warm up (imports, connections)
-            b, a = best(bare, adapted, args.repeat)
-            print(f"  {name:<11} {a / b:5.2f}x  adapter {a * 1e6:7.1f} us/chunk, bare loop {b * 1e6:7.1f} us/chunk")
+            out[name] = best(bare, adapted, repeat)
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+    return out
+
+
+def ab(before: str, names: list[str], repeat: int, rounds: int) -> None:
+    """The tree before (``before``: a directory holding its ``citeflow`` package) against this
+    one, each in its own process, alternately ``rounds`` times; prints each pair's median
+    ratio (adapter / bare loop) for both."""
+    import json
+    import statistics
+
+    ratios: dict[str, dict[str, list[float]]] = {"before": {}, "after": {}}
+    added: dict[str, dict[str, list[float]]] = {"before": {}, "after": {}}
+    for _ in range(rounds):
+        for label in ("before", "after"):
+            env = dict(os.environ)
+            if label == "before":
+                env["PYTHONPATH"] = before + os.pathsep + env.get("PYTHONPATH", "")
+            cmd = [sys.executable, __file__, "--repeat", str(repeat), "--json", *names]
+            got = json.loads(subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout)
+            for name, (b, a) in got.items():
+                ratios[label].setdefault(name, []).append(a / b)
+                added[label].setdefault(name, []).append((a - b) * 1e6)
+    print(f"framework adapters / bare loop, per text chunk, median of {rounds} rounds (A/B, {before} first):")
+    print("  (the adapter's added CPU per chunk: adapter minus bare loop, median)")
+    for name in names:
+        bf, af = (statistics.median(ratios[k][name]) for k in ("before", "after"))
+        bd, ad = (statistics.median(added[k][name]) for k in ("before", "after"))
+        print(f"  {name:<11} before {bf:5.2f}x ({bd:+6.1f} us)  after {af:5.2f}x ({ad:+6.1f} us)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--ab", metavar="DIR", help="A/B against the citeflow package in DIR")
+    parser.add_argument("--rounds", type=int, default=3, help="A/B rounds")
+    parser.add_argument("pairs", nargs="*", default=list(PAIRS), help=f"of {', '.join(PAIRS)}")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    if args.ab:
+        ab(args.ab, args.pairs, args.repeat, args.rounds)
+        return
+    got = measure(args.pairs, args.repeat)
+    if args.json:
+        import json
+
+        print(json.dumps(got))
+        return
+    print(f"framework adapters, per text chunk, best of {args.repeat} (CPU time of this process):")
+    for name, (b, a) in got.items():
+        print(f"  {name:<11} {a / b:5.2f}x  adapter {a * 1e6:7.1f} us/chunk, bare loop {b * 1e6:7.1f} us/chunk")
 
 
 if __name__ == "__main__":

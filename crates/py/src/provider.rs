@@ -292,6 +292,21 @@ impl ProviderStream {
         r.map(|()| events)
     }
 
+    /// Feeds a chunk of answer text that the caller read from a provider event holding text
+    /// alone (the core's `ProviderStream::write_text`: what the dialect's reader would have
+    /// given for it, without reading the event), and returns the events it released. For
+    /// adapters whose SDK objects make the event's JSON form costly (`model_dump`); every other
+    /// event goes to `feed_event`.
+    fn feed_text<'py>(&mut self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
+        if let State::Failed(m) = &self.state {
+            return Err(raise::<RewriteError>(py, "failed", m.clone()));
+        }
+        self.payloads += 1;
+        let r = self.call(py, |s| s.write_text(text));
+        let events = self.drain(py)?;
+        r.map(|()| events)
+    }
+
     /// Feeds one provider event (a dict, JSON text, or an SDK event object: pydantic models
     /// are read with `model_dump(mode="json")`, else `to_dict()`) and returns the events it
     /// released. A JSON string (e.g. `'"some text"'`) is a chunk of answer text.

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any, Optional
 
 import httpx
+import pytest
 import openai
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
@@ -163,3 +164,38 @@ def test_langchain_generic_fake_model_and_content_blocks() -> None:
     blocks = [AIMessageChunk(content=[{"type": "text", "text": t}]) for t in tokens()]
     assert merged(adapters.langchain_stream(blocks, new_rewriter())) == expected()
     assert text_of(events).count("[1]") >= 1
+
+
+# issue 45 §2: openai_stream hands an SDK chunk of text alone to the engine as a text payload
+# (no model_dump); every other chunk (role, finish, tool calls, annotations, Perplexity's
+# citations, usage) takes the core's reader. The events must be exactly the reader's.
+@pytest.mark.parametrize(
+    "name",
+    ["openai-text.chunks.txt", "perplexity-citations.chunks.txt", "perplexity-text.chunks.txt", "smollm2-01.sse",
+     "openai-web-search-tool.1.chunks.txt"],
+)
+def test_openai_stream_of_sdk_chunks_equals_the_reader_of_their_json(name: str) -> None:
+    import json
+
+    from openai._models import construct_type
+    from openai.types.chat import ChatCompletionChunk
+
+    from conftest import streams_dir
+    from test_chat_provider import responses_as_chat
+
+    if name.startswith("openai-web-search"):
+        payloads = responses_as_chat(name)  # text deltas and url_citation annotations
+    else:
+        text = (streams_dir() / name).read_text(encoding="utf-8")
+        lines = [ln[6:] if ln.startswith("data: ") else ln for ln in text.splitlines()]
+        payloads = [json.loads(ln) for ln in lines if ln.startswith("{")]
+    # The SDK builds its chunks this way (``Stream`` -> ``construct_type``), extra fields kept.
+    sdk = [construct_type(type_=ChatCompletionChunk, value=p) for p in payloads]
+    sources = [citeflow.Source("doc1", title="Mine")]
+
+    def events(items: list[Any]) -> list[dict[str, Any]]:
+        return [e.to_dict() for e in adapters.openai_stream(iter(items), citeflow.Rewriter(sources))]
+
+    want = events(payloads)
+    assert events(sdk) == want
+    assert want[-1]["type"] == "done" and sum(e["type"] == "text" for e in want) > 3

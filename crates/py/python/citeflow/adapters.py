@@ -153,6 +153,30 @@ def rewrite_stream(
     yield from rewriter.finish()
 
 
+def _openai_text_alone(chunk: Any) -> Optional[str]:
+    """The text of an SDK chat chunk that holds text and nothing else the core's reader reads
+    (one choice, index 0, no role, finish reason, tool call, refusal or extra field: no
+    ``url_citation`` annotation, no Perplexity ``citations``), else None. Its text goes to
+    ``ProviderStream.feed_text`` (what the reader would have given), which skips
+    ``model_dump`` and the dict's conversion. Plain dicts and every other chunk take the
+    reader."""
+    if getattr(chunk, "model_extra", None) != {}:
+        return None  # not an SDK model, or one with fields beyond its type's (citations)
+    choices = getattr(chunk, "choices", None)
+    if not isinstance(choices, list) or len(choices) != 1:
+        return None
+    choice = choices[0]
+    if choice.index != 0 or choice.finish_reason is not None or choice.model_extra:
+        return None
+    delta = getattr(choice, "delta", None)  # legacy completions have none
+    if delta is None or delta.role is not None or delta.tool_calls or delta.refusal or delta.model_extra:
+        return None
+    if getattr(delta, "function_call", None) is not None:
+        return None
+    content = delta.content
+    return content if isinstance(content, str) else None
+
+
 def openai_stream(
     stream: Iterable[Union[ChatCompletionChunk, Completion, Mapping[str, Any]]],
     rewriter: Rewriter,
@@ -164,7 +188,8 @@ def openai_stream(
     rewriter holds the final state afterwards."""
     ps = rewriter.provider_stream(dialect="openai-chat")
     for chunk in stream:
-        yield from ps.feed_event(chunk)
+        text = None if isinstance(chunk, Mapping) else _openai_text_alone(chunk)
+        yield from ps.feed_event(chunk) if text is None else ps.feed_text(text)
     yield from ps.finish()
 
 
@@ -175,7 +200,8 @@ async def openai_astream(
     """``openai_stream`` for an OpenAI SDK ``AsyncStream``."""
     ps = rewriter.provider_stream(dialect="openai-chat")
     async for chunk in stream:
-        for event in ps.feed_event(chunk):
+        text = None if isinstance(chunk, Mapping) else _openai_text_alone(chunk)
+        for event in ps.feed_event(chunk) if text is None else ps.feed_text(text):
             yield event
     for event in ps.finish():
         yield event
