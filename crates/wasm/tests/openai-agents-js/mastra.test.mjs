@@ -50,3 +50,34 @@ test("a Mastra agent's generate() gives the numbered text", async () => {
   const result = await agent().generate("Tell me about Paris.");
   assert.equal(result.text, ANSWER);
 });
+
+// A Mastra tool loop calls the model once per step, and the middleware numbers each call on its
+// own: the last call's markers name documents of tool results it was not given, so they show
+// `[?]`. This pins the measured reason the middleware alone is not enough for tool-calling
+// Mastra agents (docs/mastra.md: give the documents up front, or an output processor).
+test("in a Mastra tool loop the middleware alone cannot number the tool results' documents", async () => {
+  const { createTool } = await import("@mastra/core/tools");
+  const { z } = await import("zod");
+  const { Sources, contextBlock } = await import("citeflow");
+  const pages = { "Seine river Paris": SOURCES, "Paris museums": [...SOURCES].reverse() };
+  const search = createTool({
+    id: "search",
+    description: "Searches the pages.",
+    inputSchema: z.object({ query: z.string() }),
+    execute: async ({ query }) => {
+      const documents = pages[query] ?? [];
+      return { documents, context: contextBlock(Sources.fromArray(documents), "double_bracket", 600) };
+    },
+  });
+  const provider = createOpenAI({ baseURL: replayUrl, apiKey: "test" });
+  const model = wrapLanguageModel({ model: provider.chat("agent-search"), middleware: citeflow({}) });
+  const a = new Agent({ id: "loop", name: "loop", instructions: "Answer from the search results.", model, tools: { search } });
+  const out = await a.stream("Tell me about Paris.", { maxSteps: 5 });
+  let text = "";
+  for await (const t of out.textStream) text += t;
+  assert.equal(
+    text,
+    "The Seine flows through the heart of Paris [?], and its banks are lined with landmarks [?]. " +
+      "The city's museums hold vast collections [?], and they draw visitors from everywhere [?].",
+  );
+});
