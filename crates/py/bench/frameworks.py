@@ -10,6 +10,8 @@ ratio.
 
 - ``openai``: the ``openai`` SDK's chat stream (a recorded 200-chunk answer), reading each
   chunk's ``delta.content`` against ``citeflow.adapters.openai_stream``;
+- ``openai-own`` / ``langchain-own``: the adapter's own cost, over the items of a stream
+  collected once (a loop that reads each chunk's text against the adapter over the list);
 - ``langchain``: ``create_agent`` + ``CiteflowMiddleware`` (two tool rounds, then the answer),
   ``agent.stream(stream_mode="messages")`` against ``messages_stream`` over it (the bare run
   uses the same agent, middleware included, so the ratio is the stream adapter's cost);
@@ -223,12 +225,62 @@ def llamaindex_pair(url: str) -> tuple[Callable[[], int], Callable[[], int]]:
     return bare, adapted
 
 
+def openai_own_pair(url: str) -> tuple[Callable[[], int], Callable[[], int]]:
+    """``openai_stream``'s own cost: the SDK's chunks of a recorded answer built once (as its
+    ``Stream`` builds them), then read from a list."""
+    import json
+
+    from openai._models import construct_type
+    from openai.types.chat import ChatCompletionChunk
+
+    from citeflow import Rewriter
+    from citeflow.adapters import openai_stream
+
+    shared = os.environ.get("CITEFLOW_SHARED_DIR") or str(ROOT.parent / "shared")
+    lines = Path(shared, "fixtures/streams/smollm2-01.sse").read_text(encoding="utf-8").splitlines()
+    chunks = [construct_type(type_=ChatCompletionChunk, value=json.loads(ln[6:])) for ln in lines if ln.startswith("data: {")]
+    chunks = chunks * 10
+
+    def bare() -> int:
+        return sum(1 for c in chunks if c.choices and c.choices[0].delta.content)
+
+    def adapted() -> int:
+        return sum(ev.type == "text" for ev in openai_stream(chunks, Rewriter()))
+
+    return bare, adapted
+
+
+def langchain_own_pair(url: str) -> tuple[Callable[[], int], Callable[[], int]]:
+    """``messages_stream``'s own cost: one agent run's ``stream_mode="messages"`` items
+    collected once, then read from a list."""
+    from langchain_core.messages import AIMessageChunk
+    from test_langchain_agent import agent
+
+    from citeflow.langchain import messages_stream
+
+    cfg = {"configurable": {"thread_id": "bench-own"}}
+    items = list(agent(url, "agent-search").stream({"messages": [("user", "Tell me about Paris")]}, cfg, stream_mode="messages"))
+
+    def bare() -> int:
+        return sum(20 for m, _ in items if isinstance(m, AIMessageChunk) and m.content)
+
+    def adapted() -> int:
+        for _ in range(20):
+            for _ev in messages_stream(items):
+                pass
+        return 0
+
+    return bare, adapted
+
+
 PAIRS: dict[str, Callable[[str], tuple[Callable[[], int], Callable[[], int]]]] = {
     "openai": openai_pair,
     "langchain": langchain_pair,
     "langgraph": langgraph_pair,
     "llamaindex": llamaindex_pair,
     "chainlit": chainlit_pair,
+    "openai-own": openai_own_pair,
+    "langchain-own": langchain_own_pair,
 }
 
 
@@ -276,7 +328,7 @@ def ab(before: str, names: list[str], repeat: int, rounds: int) -> None:
     for name in names:
         bf, af = (statistics.median(ratios[k][name]) for k in ("before", "after"))
         bd, ad = (statistics.median(added[k][name]) for k in ("before", "after"))
-        print(f"  {name:<11} before {bf:5.2f}x ({bd:+6.1f} us)  after {af:5.2f}x ({ad:+6.1f} us)")
+        print(f"  {name:<13} before {bf:5.2f}x ({bd:+6.1f} us)  after {af:5.2f}x ({ad:+6.1f} us)")
 
 
 def main() -> None:
