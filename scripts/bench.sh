@@ -200,6 +200,13 @@ row "Python: LlamaIndex CitationQueryEngine stream, citation_stream against the 
     "$(fw_ratio llamaindex)" "python crates/py/bench/frameworks.py"
 row "Python: Chainlit CitedMessage against stream_token alone, no-op emitter (goal ≤ 1.5×)" \
     "$(fw_ratio chainlit)" "python crates/py/bench/frameworks.py"
+CITEFLOW_REPLAY_BIN="$TARGET_DIR/debug/examples/replay_upstream" \
+    "$FW_VENV/bin/python" crates/py/bench/agent_sdks.py --repeat 7 > "$OUT/agents.txt"
+agents_ratio() { grep -E "^  $1 " "$OUT/agents.txt" | sed -E 's/^ +[a-z-]+ +([0-9.]+x) +/\1: /'; }
+row "Python: Pydantic AI run_stream, cite_stream against stream_text (goal ≤ 1.5×)" \
+    "$(agents_ratio pydantic-ai)" "python crates/py/bench/agent_sdks.py"
+row "Python: OpenAI Agents SDK run_streamed, cite_stream against its text deltas (goal ≤ 1.5×)" \
+    "$(agents_ratio openai-agents)" "python crates/py/bench/agent_sdks.py"
 
 # --- JS: the AI SDK middleware (crates/wasm/tests/ai-sdk/bench.mjs) -----------------------
 # The npm package (scripts/wasm-pkg.sh) and the AI SDK 6 test project's packages.
