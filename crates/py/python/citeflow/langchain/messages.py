@@ -174,15 +174,17 @@ class MessagesFeed:
             sources = [Source.from_dict(s) for s in r.get("sources") or []]
             return self.stream(metadata).add_round(sources, r.get("query"))
         if isinstance(message, (AIMessageChunk, AIMessage)):
+            # The first model call (a tool call, often without text) carries the thread.
+            rs = self.stream(metadata)
             content = message.content
             if isinstance(content, str):
                 # Text alone (a str content has no citation annotations): straight to the
                 # engine, without LangChain's block translation or an event dict per chunk.
-                return self.stream(metadata).feed(content) if content else []
+                return rs.feed(content) if content else []
             # The text blocks with their provider-native citations (LangChain's standard
             # ``citation`` annotations, from Anthropic's ``citations`` or OpenAI's
             # ``annotations``), read by a ProviderStream: numbered in the session's table.
-            return self.stream(metadata).feed_provider_events(langchain_provider_events(message))
+            return rs.feed_provider_events(langchain_provider_events(message))
         return []
 
     def text(self, text: str, metadata: Any = None) -> list[Event]:
