@@ -89,7 +89,7 @@ pub fn agent_reply(req: &Value) -> Option<AgentReply> {
 }
 
 /// A message's `content` as text: a string, or the `text` of its content parts.
-fn content_text(content: Option<&Value>) -> String {
+pub(crate) fn content_text(content: Option<&Value>) -> String {
     match content {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Array(parts)) => parts
@@ -187,7 +187,11 @@ fn completion(message: Value, finish: &str) -> Value {
 }
 
 fn tool_call(name: &str, query: &str, n: usize, stream: bool) -> AgentReply {
-    let id = format!("call_agent_{n}");
+    tool_call_named(name, query, &format!("call_agent_{n}"), stream)
+}
+
+/// A call to the tool `name` with `{"query": query}`, id `id`.
+pub(crate) fn tool_call_named(name: &str, query: &str, id: &str, stream: bool) -> AgentReply {
     let args = json!({ "query": query }).to_string();
     if !stream {
         return AgentReply::Json(completion(

@@ -29,9 +29,11 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 
 mod agent;
+mod book_agent;
 mod cite_sources;
 mod responses_agent;
 pub use agent::{agent_reply, answer_text, marker_ids, AgentReply, AGENT_MODELS};
+pub use book_agent::{book_answer, book_reply, ANSWER_SENTENCES, BOOK_MODEL};
 pub use cite_sources::{cite_sources_reply, cite_sources_text, source_labels, CITE_SOURCES_MODELS};
 pub use responses_agent::{responses_agent_reply, WEB_SENTENCE, WEB_URLS};
 
@@ -321,7 +323,7 @@ async fn serve(replay: Replay, body: axum::body::Bytes, responses: bool) -> Resp
     let agent = if responses {
         responses_agent_reply(&last)
     } else {
-        agent::agent_reply(&last)
+        agent::agent_reply(&last).or_else(|| book_reply(&last))
     };
     let scripted = match agent.or_else(|| cite_sources_reply(&last)) {
         Some(AgentReply::Json(v)) => return axum::Json(v).into_response(),
