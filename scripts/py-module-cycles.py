@@ -8,11 +8,12 @@ edge a -> b is an import of b anywhere in a (top level, inside functions, under
 `import citeflow.b`, `from citeflow.b import x`; importing a submodule also imports its parent
 packages, so `from .langchain.agent import X` is an edge to `langchain/agent` and to
 `langchain` (not to a package that contains a itself, which is already importing). Prints the
-module and edge counts and each cycle (a strongly connected component of more than one module),
-and exits 1 when there is one.
+module and edge counts, each cycle (a strongly connected component of more than one module) and
+each module that imports a name from a package containing it (BACK: a leaf importing its front
+module back), and exits 1 when there is either.
 
     python3 scripts/py-module-cycles.py [PACKAGE_DIR ...]   (default: crates/py/python/citeflow)
-    python3 scripts/py-module-cycles.py --self-test         (a planted circle must fail)
+    python3 scripts/py-module-cycles.py --self-test         (planted circle and leaf->front must fail)
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import pathlib
 import subprocess
 import sys
 import tempfile
+from typing import Optional
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -42,16 +44,21 @@ def module_name(pkg: pathlib.Path, f: pathlib.Path) -> str:
     return ".".join(parts)
 
 
-def graph_of(pkg: pathlib.Path) -> dict[str, list[str]]:
+def graph_of(pkg: pathlib.Path, back: Optional[list[str]] = None) -> dict[str, list[str]]:
+    """The import graph; ``back`` collects ``a -> package`` for a module that imports a name
+    from a package that contains it (a leaf importing its front module)."""
     files = {module_name(pkg, f): f for f in sorted(pkg.rglob("*.py"))}
     graph: dict[str, list[str]] = {}
     for name, f in files.items():
         is_pkg = f.name == "__init__.py"
         here = name.split(".") if is_pkg else name.split(".")[:-1]
+        ancestors = {".".join(name.split(".")[:i]) for i in range(1, len(name.split(".")))}
         targets: set[str] = set()
         for node in ast.walk(ast.parse(f.read_text(), str(f))):
             if isinstance(node, ast.Import):
                 targets.update(a.name for a in node.names)
+                if back is not None:
+                    back.extend(f"{name} -> {a.name}" for a in node.names if a.name in ancestors)
             elif isinstance(node, ast.ImportFrom):
                 if node.level:
                     base = here[: len(here) - (node.level - 1)]
@@ -60,8 +67,9 @@ def graph_of(pkg: pathlib.Path) -> dict[str, list[str]]:
                     mod = node.module or ""
                 targets.add(mod)
                 targets.update(f"{mod}.{a.name}" for a in node.names)
+                if back is not None and mod in ancestors:
+                    back.extend(f"{name} -> {mod}" for a in node.names if f"{mod}.{a.name}" not in files)
         deps: set[str] = set()
-        ancestors = {".".join(name.split(".")[:i]) for i in range(1, len(name.split(".")))}
         for t in targets:
             parts = t.split(".")
             for i in range(1, len(parts) + 1):
@@ -73,13 +81,16 @@ def graph_of(pkg: pathlib.Path) -> dict[str, list[str]]:
 
 
 def check(pkg: pathlib.Path) -> int:
-    g = graph_of(pkg)
+    back: list[str] = []
+    g = graph_of(pkg, back)
     cs = _cycles()(g)
     line = f"{pkg.name} (python): {len(g)} modules, {sum(map(len, g.values()))} edges"
     for c in cs:
         line += f"; CYCLE {' '.join(c)}"
+    for b in sorted(set(back)):
+        line += f"; BACK {b}"
     print(line)
-    return 1 if cs else 0
+    return 1 if cs or back else 0
 
 
 def self_test() -> int:
@@ -99,6 +110,16 @@ def self_test() -> int:
         return 1
     if bad.returncode != 1 or "CYCLE planted.a planted.sub.b" not in bad.stdout:
         print(f"self-test: a planted circle passed: {bad.stdout}{bad.stderr}")
+        return 1
+    with tempfile.TemporaryDirectory() as tmp:
+        pkg = pathlib.Path(tmp) / "planted"
+        (pkg / "sub").mkdir(parents=True)
+        (pkg / "__init__.py").write_text("A = 1\n")
+        (pkg / "sub" / "__init__.py").write_text("")
+        (pkg / "sub" / "b.py").write_text("from .. import A\n")
+        up = subprocess.run([sys.executable, __file__, str(pkg)], capture_output=True, text=True)
+    if up.returncode != 1 or "BACK planted.sub.b -> planted" not in up.stdout:
+        print(f"self-test: a leaf importing its front module passed: {up.stdout}{up.stderr}")
         return 1
     print(f"self-test: ok (planted circle found: {bad.stdout.strip()})")
     return 0
