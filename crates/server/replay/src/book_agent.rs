@@ -119,7 +119,18 @@ fn sentences(text: &str) -> Vec<&str> {
             quoted = false;
             next = chars.get(k + 1).map(|&(_, n)| n);
         }
-        if matches!(c, '.' | '!' | '?') && !quoted && next.is_none_or(char::is_whitespace) {
+        // `"Who are you?" said the Caterpillar.`: a lowercase word after the mark continues
+        // the sentence.
+        let continues = chars[k + 1..]
+            .iter()
+            .map(|&(_, n)| n)
+            .find(|n| !n.is_whitespace())
+            .is_some_and(char::is_lowercase);
+        if matches!(c, '.' | '!' | '?')
+            && !quoted
+            && !continues
+            && next.is_none_or(char::is_whitespace)
+        {
             let s = text[start..end].trim();
             if !s.is_empty() {
                 out.push(s);
@@ -217,10 +228,14 @@ mod tests {
             "Burning with curiosity, she ran across the field after it, and was just in time to see it pop down a large rabbit-hole under the hedge. [[b#p3]]"
         );
         // Quotations are kept whole; the heading the text repeats from its title is not quoted.
-        let quoted = "[[q#p1]] Book \u{2014} The Rabbit: The Rabbit Alice heard the Rabbit say, \"Oh dear! I shall be late!\" Then it ran.";
+        let quoted = "[[q#p1]] Book \u{2014} The Rabbit: The Rabbit Alice heard the Rabbit say, \"Oh dear! I shall be late!\" Then it ran. \"Late?\" said the Rabbit.";
         assert_eq!(
             book_answer("What did the Rabbit say?", &[quoted.to_owned()]),
             "Alice heard the Rabbit say, \"Oh dear! I shall be late!\" [[q#p1]]"
+        );
+        assert_eq!(
+            book_answer("What is late, said the Rabbit?", &[quoted.to_owned()]),
+            "\"Late?\" said the Rabbit. [[q#p1]]"
         );
         assert_eq!(
             book_answer("Who baked the tarts?", &[RESULTS.to_owned()]),
