@@ -196,6 +196,14 @@ def test_openai_stream_of_sdk_chunks_equals_the_reader_of_their_json(name: str) 
     def events(items: list[Any]) -> list[dict[str, Any]]:
         return [e.to_dict() for e in adapters.openai_stream(iter(items), citeflow.Rewriter(sources))]
 
+    async def aevents(items: list[Any]) -> list[dict[str, Any]]:
+        async def agen() -> AsyncIterator[Any]:
+            for i in items:
+                yield i
+
+        return [e.to_dict() async for e in adapters.openai_astream(agen(), citeflow.Rewriter(sources))]
+
     want = events(payloads)
     assert events(sdk) == want
+    assert asyncio.run(aevents(sdk)) == want
     assert want[-1]["type"] == "done" and sum(e["type"] == "text" for e in want) > 3
