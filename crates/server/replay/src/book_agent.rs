@@ -12,7 +12,7 @@
 //!   marker (only the sentences with the highest count: a passage that shares one word does
 //!   not stand beside one that shares three). A tool result is its text, or the `context` field of a JSON object (the examples'
 //!   search tool returns `{documents, context}`); its passages are the lines that start with a
-//!   marker (`[[id]] title: text`, the core's context block). Headings (most words capitalised)
+//!   marker (`[[id]] (chapter: …, CFI: …) title: text`, the core's context block). Headings (most words capitalised)
 //!   and a passage's unfinished first and last sentences (passages overlap; the context block
 //!   cuts them) are never quoted. No
 //!   sentence shares a word with the question → "The book does not say."
@@ -142,9 +142,32 @@ fn sentences(text: &str) -> Vec<&str> {
     out
 }
 
-/// A context-block line's passage text: after its title (`title: text`), without the heading
+/// The line without its locator note (`(chapter: …, CFI: epubcfi(…)) `), whose parentheses
+/// nest.
+fn skip_locator(body: &str) -> &str {
+    if !body.starts_with('(') {
+        return body;
+    }
+    let mut depth = 0usize;
+    for (i, c) in body.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return body[i + 1..].trim_start();
+                }
+            }
+            _ => {}
+        }
+    }
+    body
+}
+
+/// A context-block line's passage text (after its locator note): after its title (`title: text`), without the heading
 /// the text repeats from the title's last part (`Book — Chapter: Chapter …`).
 fn passage_text(body: &str) -> &str {
+    let body = skip_locator(body);
     let Some((title, text)) = body.split_once(": ") else {
         return body;
     };
@@ -228,7 +251,7 @@ mod tests {
             "Burning with curiosity, she ran across the field after it, and was just in time to see it pop down a large rabbit-hole under the hedge. [[b#p3]]"
         );
         // Quotations are kept whole; the heading the text repeats from its title is not quoted.
-        let quoted = "[[q#p1]] Book \u{2014} The Rabbit: The Rabbit Alice heard the Rabbit say, \"Oh dear! I shall be late!\" Then it ran. \"Late?\" said the Rabbit.";
+        let quoted = "[[q#p1]] (chapter: The Rabbit, CFI: epubcfi(/6/8!/4/2/1:0)) Book \u{2014} The Rabbit: The Rabbit Alice heard the Rabbit say, \"Oh dear! I shall be late!\" Then it ran. \"Late?\" said the Rabbit.";
         assert_eq!(
             book_answer("What did the Rabbit say?", &[quoted.to_owned()]),
             "Alice heard the Rabbit say, \"Oh dear! I shall be late!\" [[q#p1]]"
