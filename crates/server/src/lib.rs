@@ -31,43 +31,23 @@
 //! # }
 //! ```
 
-mod ai_sdk;
-mod auth;
-mod body;
-mod books;
-mod chat;
+mod answer;
 mod code;
-mod conn;
-mod engine;
 mod error;
-mod generate;
-mod guard;
 mod ids;
+mod intake;
 mod library;
-mod live;
-mod messages;
 mod metrics;
-mod passthrough;
-mod plain_chunk;
+mod ops;
 mod plan;
-mod proxy;
 mod quota;
-mod quotes;
-mod relay;
-mod request_id;
-mod responses;
 mod routes;
-mod runner;
-mod sessions;
 mod settings;
-mod shutdown;
 mod sse;
 mod state;
-mod streams;
 mod tenancy;
 mod unrecorded;
-mod upstream_body;
-mod web;
+mod upstream;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -79,12 +59,12 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use citeflow_store::{MemoryStore, Store, StoreError};
 
+pub use answer::stream::recover_interrupted;
 pub use error::ApiError;
 pub use metrics::Metrics;
 pub use routes::{Route, FORWARDED, ROUTES};
 pub use settings::{Limits, PromptDefaults, ServerSettings, StoreLocation};
 pub use state::AppState;
-pub use streams::recover_interrupted;
 
 /// The OpenAPI document served at `GET /openapi.json`.
 pub const OPENAPI_JSON: &str = include_str!("openapi.json");
@@ -96,18 +76,18 @@ pub fn router(state: AppState) -> Router {
         .method_not_allowed_fallback(wrong_method)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            conn::body_deadline,
+            intake::conn::body_deadline,
         ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            guard::browser_guard,
+            intake::guard::browser_guard,
         ))
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&state.metrics),
             metrics::track,
         ))
         .layer(tower_http::trace::TraceLayer::new_for_http())
-        .layer(axum::middleware::from_fn(request_id::request_id))
+        .layer(axum::middleware::from_fn(intake::request_id::request_id))
         .with_state(state)
 }
 
@@ -328,9 +308,9 @@ pub async fn launch(
         }
     };
     let limits = state.settings.limits.clone();
-    shutdown::drive(
+    ops::shutdown::drive(
         &state,
-        conn::serve(listener, app, &limits, stop_accepting),
+        intake::conn::serve(listener, app, &limits, stop_accepting),
         signalled,
     )
     .await;

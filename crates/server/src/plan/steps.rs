@@ -10,9 +10,9 @@ use citeflow_core::{
     Sources, Style, UnknownPolicy,
 };
 
-use crate::books;
+use super::passages;
+use super::session::{add_round, owned_session};
 use crate::error::ApiError;
-use crate::sessions::{add_round, owned_session};
 use crate::state::{now_ms, AppState};
 use crate::tenancy::Owner;
 
@@ -166,7 +166,7 @@ async fn book_passages(
         }
         (Some(key), _) => key,
     };
-    let k = books::top_k(top_k, limits, "citeflow.top_k")?;
+    let k = passages::top_k(top_k, limits, "citeflow.top_k")?;
     let q = question.ok_or_else(|| {
         ApiError::invalid(
             "citeflow.book needs a user message with text to search the book for",
@@ -174,7 +174,7 @@ async fn book_passages(
         )
     })?;
     let mut added = Vec::new();
-    for p in books::retrieve(state, owner, key, &q, k, Some("citeflow.book")).await? {
+    for p in passages::retrieve(state, owner, key, &q, k, Some("citeflow.book")).await? {
         if !given.iter().any(|s| s.id == p.id) {
             added.push(p.clone());
             given.push(p);

@@ -9,6 +9,14 @@
 //! with `Allow` (both in [`ApiError`](crate::ApiError)'s envelope); nothing unknown reaches
 //! the upstream.
 
+pub(crate) mod books;
+pub(crate) mod chat;
+pub(crate) mod messages;
+pub(crate) mod passthrough;
+pub(crate) mod responses;
+pub(crate) mod sessions;
+pub(crate) mod web;
+
 use axum::routing::{on, MethodFilter, MethodRouter};
 use axum::Router;
 
@@ -148,37 +156,51 @@ impl Route {
 
 /// Every route the server serves; [`crate::router`] is built from exactly these rows.
 pub const ROUTES: &[Route] = &[
-    Route::api(Get, "/", |m| on(m, crate::web::index)),
-    Route::page("/assets/{file}", |m| on(m, crate::web::asset)),
-    Route::page("/wasm/{file}", |m| on(m, crate::web::wasm)),
+    Route::api(Get, "/", |m| on(m, crate::routes::web::index)),
+    Route::page("/assets/{file}", |m| on(m, crate::routes::web::asset)),
+    Route::page("/wasm/{file}", |m| on(m, crate::routes::web::wasm)),
     Route::api(Get, "/healthz", |m| on(m, crate::healthz)),
     Route::api(Get, "/readyz", |m| on(m, crate::readyz)),
     Route::api(Get, "/metrics", |m| on(m, crate::metrics)),
     Route::api(Get, "/openapi.json", |m| on(m, crate::openapi)),
-    Route::api(Get, "/v1/books", |m| on(m, crate::books::list)),
-    Route::api(Post, "/v1/books", |m| on(m, crate::books::upload)),
-    Route::api(Get, "/v1/books/{key}/read", |m| on(m, crate::books::read)),
+    Route::api(Get, "/v1/books", |m| on(m, crate::routes::books::list)),
+    Route::api(Post, "/v1/books", |m| on(m, crate::routes::books::upload)),
+    Route::api(Get, "/v1/books/{key}/read", |m| {
+        on(m, crate::routes::books::read)
+    }),
     Route::api(Post, "/v1/books/{key}/search", |m| {
-        on(m, crate::books::search)
+        on(m, crate::routes::books::search)
     }),
     Route::api(Post, "/v1/chat/completions", |m| {
-        on(m, crate::chat::completions)
+        on(m, crate::routes::chat::completions)
     }),
-    Route::api(Post, "/v1/sessions", |m| on(m, crate::sessions::create)),
-    Route::api(Get, "/v1/sessions/{id}", |m| on(m, crate::sessions::get)),
+    Route::api(Post, "/v1/sessions", |m| {
+        on(m, crate::routes::sessions::create)
+    }),
+    Route::api(Get, "/v1/sessions/{id}", |m| {
+        on(m, crate::routes::sessions::get)
+    }),
     Route::api(Delete, "/v1/sessions/{id}", |m| {
-        on(m, crate::sessions::delete)
+        on(m, crate::routes::sessions::delete)
     }),
     Route::api(Post, "/v1/sessions/{id}/rounds", |m| {
-        on(m, crate::sessions::append_round)
+        on(m, crate::routes::sessions::append_round)
     }),
-    Route::api(Get, "/v1/streams/{id}", |m| on(m, crate::streams::resume)),
-    Route::api(Post, "/v1/responses", |m| on(m, crate::responses::create)),
+    Route::api(Get, "/v1/streams/{id}", |m| {
+        on(m, crate::routes::chat::resume)
+    }),
+    Route::api(Post, "/v1/responses", |m| {
+        on(m, crate::routes::responses::create)
+    }),
     Route::api(Get, "/v1/responses/{id}", |m| {
-        on(m, crate::responses::resume)
+        on(m, crate::routes::responses::resume)
     }),
-    Route::api(Post, "/v1/messages", |m| on(m, crate::messages::create)),
-    Route::api(Get, "/v1/messages/{id}", |m| on(m, crate::messages::resume)),
+    Route::api(Post, "/v1/messages", |m| {
+        on(m, crate::routes::messages::create)
+    }),
+    Route::api(Get, "/v1/messages/{id}", |m| {
+        on(m, crate::routes::messages::resume)
+    }),
     Route::forward(Get, "/v1/{resource}"),
     Route::forward(Post, "/v1/{resource}"),
     Route::forward(Delete, "/v1/{resource}"),
@@ -198,7 +220,7 @@ pub(crate) fn add_all(mut router: Router<AppState>) -> Router<AppState> {
             }
             Serve::Forward => {
                 for path in r.served_paths() {
-                    router = router.route(&path, on(filter, crate::passthrough::forward));
+                    router = router.route(&path, on(filter, crate::routes::passthrough::forward));
                 }
             }
         }

@@ -6,8 +6,8 @@ use axum::extract::{FromRequest, Request};
 use citeflow_core::Source;
 use serde_json::{Map, Value};
 
-use crate::conn::body_error;
 use crate::error::ApiError;
+use crate::intake::conn::body_error;
 use crate::settings::Limits;
 use crate::state::AppState;
 

@@ -1,31 +1,21 @@
-//! `POST /v1/responses`: the OpenAI Responses API, forwarded to `{upstream}/responses`.
-//!
-//! The upstream is always asked to stream; its events go through a `ProviderStream` of
-//! dialect `openai-responses`. Text deltas are re-emitted with the rewritten text, the
-//! provider's `annotation.added` events are replaced by citeflow's citations as standard
+//! The Responses wire ([`ResponsesWire`], an [`Answer`]): each upstream event through the
+//! [`Engine`] (dialect `openai-responses`); text deltas re-emitted with the rewritten text, the
+//! provider's `annotation.added` events replaced by citeflow's citations as standard
 //! `url_citation` (or `file_citation`) annotations whose `start_index`/`end_index` are
-//! characters of the rewritten part, `sequence_number`s count the events sent, and the done
-//! events and `response.completed` carry the rewritten text. Citeflow's own events ride in a
-//! `citeflow` field. A non-streaming request gets `response.completed`'s response.
+//! characters of the rewritten part, `sequence_number`s counting the events sent, the done
+//! events and `response.completed` carrying the rewritten text, citeflow's own events in a
+//! `citeflow` field. Its frames are named by each event's `type` ([`named`]).
 
-use axum::extract::{Path, Query, State};
-use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
-use axum::Json;
-use citeflow_core::provider::{apply_late_edits, Dialect, LateEdit};
-use serde_json::{json, Map, Value};
+use bytes::Bytes;
+use citeflow_core::provider::{apply_late_edits, LateEdit};
+use citeflow_store::{StoreError, StoredEvent};
+use serde_json::{json, Value};
 
-use crate::ai_sdk::AiSdkWire;
-use crate::body::ApiJson;
+use super::engine::{Cite, Drained, Engine};
+use super::named;
+use super::{parse_object, texts, Answer};
 use crate::code::ErrorCode;
-use crate::engine::{Cite, Drained, Engine, Wire};
-use crate::error::{ApiError, StreamError};
-use crate::proxy::{self, answer_scope, upstream_key};
-use crate::relay::{
-    citeflow_of, collect, named_stream, open_stream, resume_named, ui_stream, Relayed,
-};
-use crate::state::AppState;
-use crate::tenancy::Owner;
+use crate::error::StreamError;
 
 /// One text part of the answer (`item_id`, `content_index`).
 #[derive(Debug, Clone)]
@@ -49,6 +39,7 @@ fn byte_of_char(s: &str, chars: u64) -> u64 {
 
 /// The Responses wire format.
 pub(crate) struct ResponsesWire {
+    engine: Engine,
     stream_id: Option<String>,
     seq: u64,
     chars: u64,
@@ -69,8 +60,9 @@ fn is_text_part_event(t: &str) -> bool {
 }
 
 impl ResponsesWire {
-    pub(crate) fn new(stream_id: Option<String>) -> Self {
+    pub(crate) fn new(engine: Engine, stream_id: Option<String>) -> Self {
         ResponsesWire {
+            engine,
             stream_id,
             seq: 0,
             chars: 0,
@@ -256,7 +248,7 @@ fn annotation(c: &Cite, base: u64) -> Value {
     }
 }
 
-impl Wire for ResponsesWire {
+impl ResponsesWire {
     fn before(&mut self, v: &Value) {
         let t = v.get("type").and_then(Value::as_str).unwrap_or_default();
         if !is_text_part_event(t) {
@@ -358,7 +350,7 @@ impl Wire for ResponsesWire {
         Ok(self.stamp(out))
     }
 
-    fn error_event(&mut self, e: &StreamError) -> Value {
+    fn error_value(&mut self, e: &StreamError) -> Value {
         let seq = self.seq;
         self.seq += 1;
         json!({"type": "error", "code": e.code.as_str(), "message": e.message, "param": null,
@@ -366,84 +358,32 @@ impl Wire for ResponsesWire {
     }
 }
 
-/// `POST /v1/responses`.
-pub(crate) async fn create(
-    State(state): State<AppState>,
-    owner: Result<Owner, ApiError>,
-    headers: HeaderMap,
-    ApiJson(body): ApiJson<Map<String, Value>>,
-) -> Result<Response, ApiError> {
-    // The body is read before the key is checked (as this route always did).
-    let mut plan = proxy::plan(&state, owner?, &headers, body).await?;
-    if let Some(system) = &plan.system {
-        let instructions = match plan.body.get("instructions").and_then(Value::as_str) {
-            Some(i) if !i.is_empty() => format!("{system}\n\n{i}"),
-            _ => system.clone(),
-        };
-        plan.body
-            .insert("instructions".into(), Value::String(instructions));
+impl Answer for ResponsesWire {
+    async fn on_data(&mut self, data: &str) -> Result<Vec<String>, StreamError> {
+        let v = parse_object(data)?;
+        self.before(&v);
+        let d = self.engine.step(&v, self.is_boundary(&v)).await?;
+        Ok(texts(self.after(v, d)))
     }
-    plan.body.insert("stream".into(), Value::Bool(true));
-    let mut req = state
-        .http
-        .post(format!("{}/responses", state.settings.upstream))
-        .json(&plan.body);
-    if let Some(k) = upstream_key(&state, &headers) {
-        req = req.bearer_auth(k);
-    }
-    // A slot of the key's quota, taken before the upstream is called; it goes with the
-    // generation task (or ends with this request when not streaming).
-    let slot = state
-        .quota
-        .acquire(&plan.owner, state.settings.limits.max_streams_per_key)?;
-    let resp = proxy::send(&state, req).await?;
-    if plan.stream {
-        let (stream_id, engine) = open_stream(&state, &plan, Dialect::OpenaiResponses).await?;
-        if plan.ai_sdk {
-            let wire = AiSdkWire::new(Some(stream_id.clone()), |v: &Value| {
-                v.get("type").and_then(Value::as_str) == Some("response.output_text.done")
-            });
-            return Ok(ui_stream(&state, stream_id, engine, wire, resp, slot));
-        }
-        let wire = ResponsesWire::new(Some(stream_id.clone()));
-        let session = plan.session_id.as_deref();
-        let r = named_stream(&state, stream_id, engine, wire, resp, slot, session);
-        return Ok(r);
-    }
-    let engine = Engine::new(&state, &plan, answer_scope(&plan), Dialect::OpenaiResponses).await?;
-    let mut answer = Relayed {
-        engine,
-        wire: ResponsesWire::new(None),
-    };
-    let events = collect(&state, &mut answer, resp).await?;
-    let mut answer = events
-        .last()
-        .and_then(|e| e.get("response"))
-        .cloned()
-        .ok_or_else(|| ApiError::UpstreamMalformed("no response.completed".into()))?;
-    answer["citeflow"] = citeflow_of(&events, plan.session_id.as_deref());
-    state.metrics.completions.inc(crate::metrics::OPENAI);
-    Ok(Json(answer).into_response())
-}
 
-#[derive(Debug, serde::Deserialize)]
-pub(crate) struct ResumeQuery {
-    last_event_id: Option<String>,
-    /// The Responses API's resume cursor: the `sequence_number` of the last event seen.
-    starting_after: Option<u64>,
-}
+    async fn on_end(&mut self, _done: bool) -> Result<Vec<String>, StreamError> {
+        let d = self.engine.finish().await?;
+        Ok(texts(self.end(d)?))
+    }
 
-/// `GET /v1/responses/{stream_id}`: the stream again after `Last-Event-ID` (or
-/// `starting_after`, a `sequence_number`), with named events.
-pub(crate) async fn resume(
-    State(state): State<AppState>,
-    owner: Owner,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-    Query(q): Query<ResumeQuery>,
-) -> Result<Response, ApiError> {
-    let last = q
-        .last_event_id
-        .or_else(|| q.starting_after.map(|s| s.saturating_add(1).to_string()));
-    resume_named(&state, &owner, &headers, id, last.as_deref()).await
+    fn error_event(&mut self, e: &StreamError) -> String {
+        self.error_value(e).to_string()
+    }
+
+    fn frame(e: Result<&StoredEvent, &StoreError>) -> Bytes {
+        named::frame(e)
+    }
+
+    fn failure_frame(data: &str) -> Bytes {
+        named::failure(data)
+    }
+
+    fn shutdown_frame() -> Bytes {
+        named::shutdown_frame()
+    }
 }

@@ -12,16 +12,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
-use serde_json::json;
 
 use crate::code::ErrorCode;
-use crate::error::StreamError;
-use crate::sse;
 use crate::state::AppState;
 
-/// The code of the error event an interrupted stream ends with.
+/// The code of the error event an interrupted stream ends with (each output format frames it:
+/// [`Answer::shutdown_frame`](crate::answer::Answer::shutdown_frame)).
 pub(crate) const CODE: ErrorCode = ErrorCode::ShuttingDown;
 
 /// Its message.
@@ -30,23 +27,6 @@ pub(crate) const MESSAGE: &str = "the server is shutting down before this answer
 
 /// How long the open responses get to send their last event once interrupted.
 const FLUSH: Duration = Duration::from_secs(2);
-
-/// The final event of a chat completions stream (the envelope of every stream error).
-pub(crate) fn chat_event() -> Bytes {
-    sse::event(None, None, &StreamError::new(CODE, MESSAGE).payload())
-}
-
-/// The final event of a responses or messages stream (named `error`, as their errors are).
-pub(crate) fn named_event() -> Bytes {
-    let data = json!({"type": "error", "error": {"type": "api_error", "code": CODE.as_str(), "message": MESSAGE}});
-    sse::event(None, Some("error"), &data.to_string())
-}
-
-/// The final event of an AI SDK UI message stream.
-pub(crate) fn ui_event() -> Bytes {
-    let data = json!({"type": "error", "errorText": format!("{CODE}: {MESSAGE}")});
-    sse::event(None, None, &data.to_string())
-}
 
 /// `feed` until the server interrupts its streams ([`AppState::begin_shutdown`]), then `last`;
 /// a feed that ends by itself ends without it.
@@ -155,6 +135,8 @@ pub(crate) async fn drive(
 
 #[cfg(test)]
 mod tests {
+    use bytes::Bytes;
+
     use std::sync::Arc;
 
     use super::*;
@@ -177,12 +159,16 @@ mod tests {
         let ended = until_interrupted(
             &s,
             futures_util::stream::iter([Bytes::from_static(b"data: a\n\n")]),
-            chat_event(),
+            Bytes::from_static(b"data: end\n\n"),
         );
         assert_eq!(ended.collect::<Vec<_>>().await.len(), 1);
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Bytes>();
         tx.send(Bytes::from_static(b"data: a\n\n")).expect("send");
-        let open = until_interrupted(&s, tokio_stream_of(rx), chat_event());
+        let open = until_interrupted(
+            &s,
+            tokio_stream_of(rx),
+            Bytes::from_static(b"data: end\n\n"),
+        );
         let reader = tokio::spawn(open.count());
         tokio::time::sleep(Duration::from_millis(20)).await;
         s.begin_shutdown();

@@ -13,9 +13,9 @@ use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 
 use crate::error::ApiError;
-use crate::proxy::upstream_key;
 use crate::state::AppState;
 use crate::tenancy::Owner;
+use crate::upstream::upstream_key;
 
 /// Request headers passed on (besides the key, which is this server's unless
 /// `--forward-client-key`).

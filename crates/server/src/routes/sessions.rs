@@ -4,48 +4,15 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::Json;
-use citeflow_core::{Source, Sources};
+use citeflow_core::Sources;
 use citeflow_store::{NumberScope, SessionRecord};
 use serde_json::{json, Value};
 
-use crate::body::{sources, ApiJson, ApiRequest};
 use crate::error::ApiError;
+use crate::intake::body::{sources, ApiJson, ApiRequest};
+use crate::plan::session::{add_round, owned_session};
 use crate::state::{now_ms, random_id, AppState};
 use crate::tenancy::Owner;
-
-/// The session if it exists and belongs to `owner` (else 404, whoever owns it).
-pub(crate) async fn owned_session(
-    state: &AppState,
-    owner: &Owner,
-    id: &str,
-) -> Result<SessionRecord, ApiError> {
-    let s = state.store.session(id).await?;
-    if s.owner != owner.0 {
-        return Err(ApiError::NotFound {
-            what: "session",
-            id: id.to_owned(),
-        });
-    }
-    Ok(s)
-}
-
-/// Appends a round of sources to session `s`, refused with 429 `too_many_rounds` when it holds
-/// [`Limits::max_rounds_per_session`](crate::Limits::max_rounds_per_session) already.
-pub(crate) async fn add_round(
-    state: &AppState,
-    s: &SessionRecord,
-    query: Option<String>,
-    sources: Vec<Source>,
-) -> Result<SessionRecord, ApiError> {
-    let max = state.settings.limits.max_rounds_per_session;
-    if s.sources.rounds().len() >= max {
-        return Err(ApiError::TooManyRounds { max });
-    }
-    Ok(state
-        .store
-        .append_round(&s.id, query, sources, now_ms())
-        .await?)
-}
 
 /// The body of `POST /v1/sessions` and `POST /v1/sessions/{id}/rounds`: a round of sources
 /// and the query it answers. Other fields are ignored; a body that is not an object names

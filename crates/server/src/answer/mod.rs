@@ -1,7 +1,8 @@
 //! The one answer runner. Every answer of the server — chat completions streamed and not,
-//! Responses, Messages, and the AI SDK UI message stream over them — is an [`Answer`] (a wire
-//! format: how an upstream event becomes the events the client gets) driven by this module:
-//! the upstream's SSE events in, each batch of rewritten events out to a [`Sink`], the
+//! Responses, Messages, and the AI SDK UI message stream over them — is an [`Answer`] (one
+//! type per output format: how an upstream event becomes the events the client gets, and how
+//! a logged event, a read error, a failure and the shutdown are framed for it) driven by this
+//! module: the upstream's SSE events in, each batch of rewritten events out to a [`Sink`], the
 //! upstream's end or cut, panics, metrics.
 //!
 //! A streamed answer ([`spawn`]) runs in a task of its own, so it goes on when the client
@@ -11,27 +12,62 @@
 //! and retried apart ([`crate::unrecorded`]). A non-streamed answer ([`collect`],
 //! [`collect_whole`]) runs in the request and its sink is a list.
 
+pub(crate) mod ai_sdk;
+pub(crate) mod chat;
+pub(crate) mod engine;
+pub(crate) mod live;
+pub(crate) mod messages;
+mod named;
+mod plain_chunk;
+pub(crate) mod responses;
 mod sink;
+pub(crate) mod stream;
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 
-use citeflow_store::StreamStatus;
+use axum::http::HeaderMap;
+use bytes::Bytes;
+use citeflow_store::{StoreError, StoredEvent, StreamStatus};
 use futures_util::FutureExt;
 use serde_json::Value;
 
+use crate::answer::live::LiveTx;
 use crate::code::ErrorCode;
 use crate::error::StreamError;
-use crate::live::LiveTx;
 use crate::quota::StreamSlot;
 use crate::state::AppState;
-use crate::upstream_body::UpstreamEvents;
+use crate::upstream::events::UpstreamEvents;
 
 pub(crate) use sink::{Log, Sink};
 
-/// One answer's wire format: upstream events in, the events to send out (as their JSON text;
-/// a bare `[DONE]` as it is).
+/// One output format: upstream events in, the events to send out (as their JSON text; a bare
+/// `[DONE]` as it is), and how the response frames them.
 pub(crate) trait Answer: Send + 'static {
+    /// The SSE frame of a logged event, or of the log's read error (a clear error event
+    /// without an id, so that `Last-Event-ID` stays on the last event sent).
+    fn frame(e: Result<&StoredEvent, &StoreError>) -> Bytes
+    where
+        Self: Sized;
+
+    /// The frame of a failure's event (`data`, as logged, or the error envelope when the
+    /// store took none) that the store did not take.
+    fn failure_frame(data: &str) -> Bytes
+    where
+        Self: Sized;
+
+    /// The last frame of a response the shutdown interrupts.
+    fn shutdown_frame() -> Bytes
+    where
+        Self: Sized;
+
+    /// Headers the format's response carries besides the stream's id.
+    fn headers(_headers: &mut HeaderMap)
+    where
+        Self: Sized,
+    {
+    }
+
     /// One upstream SSE event's `data` (never `[DONE]`): the events it gives.
     fn on_data(
         &mut self,
@@ -194,6 +230,11 @@ where
             )))
         }
     }
+}
+
+/// A wire's events as the texts the runner logs.
+pub(crate) fn texts(events: Vec<Value>) -> Vec<String> {
+    events.iter().map(Value::to_string).collect()
 }
 
 /// An upstream event's `data` as a JSON object.

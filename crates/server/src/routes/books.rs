@@ -12,27 +12,16 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use citeflow_core::Source;
 use citeflow_epub::{Cfi, PageProgression, Reading};
 use citeflow_index::BookInfo;
 use serde_json::{json, Value};
 
-use crate::body::{ApiJson, ApiRequest};
 use crate::error::ApiError;
+use crate::intake::body::{ApiJson, ApiRequest};
 use crate::library::Ingest;
-use crate::settings::Limits;
+use crate::plan::passages::{blocking, retrieve, top_k};
 use crate::state::AppState;
 use crate::tenancy::Owner;
-
-/// Runs blocking library work off the async threads.
-async fn blocking<T: Send + 'static, E: Into<ApiError> + Send + 'static>(
-    f: impl FnOnce() -> Result<T, E> + Send + 'static,
-) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| ApiError::Internal(format!("book index task: {e}")))?
-        .map_err(Into::into)
-}
 
 /// A book as the API shows it.
 fn view(b: &BookInfo) -> Value {
@@ -82,7 +71,7 @@ pub(crate) async fn upload(
     // turn in the pool below, however many wait (issue 38 §1).
     let spool = lib
         .spool(body, max_bytes, |e| {
-            crate::conn::body_error(e, ApiError::BodyTooLarge { max_bytes })
+            crate::intake::conn::body_error(e, ApiError::BodyTooLarge { max_bytes })
         })
         .await?;
     if spool.len() == 0 {
@@ -282,26 +271,6 @@ fn segments(text: &str, mark: Option<(usize, usize)>, ruby: &[(usize, usize, &st
         .collect()
 }
 
-/// Passages retrieved from a book when `top_k` is not given.
-const DEFAULT_TOP_K: usize = 6;
-
-/// How many passages to retrieve: `top_k` or the default, refused outside 1 to
-/// `max_top_k` (`field` names the request field in the error).
-pub(crate) fn top_k(
-    top_k: Option<usize>,
-    limits: &Limits,
-    field: &'static str,
-) -> Result<usize, ApiError> {
-    let k = top_k.unwrap_or(DEFAULT_TOP_K);
-    if k == 0 || k > limits.max_top_k {
-        return Err(ApiError::invalid(
-            format!("{field} {k} is out of range (1 to {})", limits.max_top_k),
-            Some(field),
-        ));
-    }
-    Ok(k)
-}
-
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct SearchRequest {
@@ -340,49 +309,9 @@ pub(crate) async fn search(
     })))
 }
 
-/// The passages of book `key` that best match `query` (at most `k`), as sources. A key the
-/// index does not hold, or a server without an index, gives `book_not_found` naming
-/// `param`, the request field that named the book (`None`: the path).
-pub(crate) async fn retrieve(
-    state: &AppState,
-    owner: &Owner,
-    key: &str,
-    query: &str,
-    k: usize,
-    param: Option<&'static str>,
-) -> Result<Vec<Source>, ApiError> {
-    let Some(lib) = state.books.clone() else {
-        return Err(ApiError::BookNotFound {
-            key: key.to_owned(),
-            param,
-        });
-    };
-    let (owner, key, query) = (owner.clone(), key.to_owned(), query.to_owned());
-    blocking(move || lib.retrieve(&owner, &key, &query, k, param)).await
-}
-
-/// The text of the last user message (a string, or the `text` parts of a content array).
-pub(crate) fn last_user_text(messages: &Value) -> Option<String> {
-    let m = messages
-        .as_array()?
-        .iter()
-        .rev()
-        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))?;
-    let text = match m.get("content")? {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => return None,
-    };
-    Some(text).filter(|t| !t.trim().is_empty())
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{last_user_text, segments};
+    use super::segments;
     use serde_json::json;
 
     #[test]
@@ -411,21 +340,5 @@ mod tests {
             segments("abc", Some((0, 3)), &[]),
             [json!({"text": "abc", "marked": true})]
         );
-    }
-
-    #[test]
-    fn the_question_is_the_last_user_message() {
-        let m = json!([
-            {"role": "user", "content": "first"},
-            {"role": "assistant", "content": "answer"},
-            {"role": "user", "content": [{"type": "text", "text": "second"}, {"type": "image_url"}]},
-            {"role": "system", "content": "be brief"},
-        ]);
-        assert_eq!(last_user_text(&m).as_deref(), Some("second"));
-        assert_eq!(
-            last_user_text(&json!([{"role": "user", "content": "  "}])),
-            None
-        );
-        assert_eq!(last_user_text(&json!([])), None);
     }
 }

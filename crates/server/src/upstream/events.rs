@@ -3,7 +3,7 @@
 //! between chunks (`upstream_idle_timeout_ms`, `upstream_timeout`), total bytes
 //! (`max_upstream_bytes`, `upstream_too_large`) and line length (`max_upstream_line_bytes`,
 //! `upstream_malformed`); a body that breaks is `upstream_cut`. The one answer runner
-//! ([`crate::runner`]) reads every streamed upstream answer through it, whatever its wire
+//! ([`crate::answer`]) reads every streamed upstream answer through it, whatever its wire
 //! format (chat completions, Responses, Messages); an answer that comes whole (one JSON body)
 //! does not pass here.
 

@@ -1,50 +1,45 @@
 //! The chat completions wire ([`Generation`], an [`Answer`] of the runner): upstream chunks
-//! in, rewritten chunks out, each choice through its own rewriter, its citations as standard
+//! in, rewritten chunks out, each choice through its own [`Engine`], its citations as standard
 //! `annotations`; a non-streamed completion is the same answer come whole.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use citeflow_core::provider::{Dialect, ProviderStream};
-use citeflow_core::{CitationDetail, Event, NumberSource, Numbering, Rewriter, Settings, Sources};
-use citeflow_store::NumberScope;
+use bytes::Bytes;
+use citeflow_core::provider::Dialect;
+use citeflow_core::{Settings, Sources};
+use citeflow_store::{NumberScope, StoreError, StoredEvent};
 use serde_json::{json, Value};
 
+use crate::answer::engine::{Cite, Drained, Engine};
+use crate::answer::plain_chunk::{self, Plain, META_KEYS};
+use crate::answer::{parse_object, Answer};
 use crate::code::ErrorCode;
-use crate::error::StreamError;
+use crate::error::{ApiError, StreamError};
 use crate::metrics::OPENAI;
-use crate::plain_chunk::{self, Plain, META_KEYS};
-use crate::quotes::BookQuotes;
-use crate::runner::{parse_object, Answer};
+use crate::ops::shutdown;
+use crate::plan::quotes::BookQuotes;
+use crate::sse;
 use crate::state::AppState;
 
 /// One choice of the answer (`choices[].index`; `n > 1` streams several): its text and the
-/// upstream's own citations (`annotations`) through the core's `ProviderStream`, which numbers
-/// them (a cited link held until its citation comes, a citation of text already shown bound
-/// late into the `done` event's final `text`).
+/// upstream's own citations (`annotations`) through an [`Engine`], which numbers them (a
+/// cited link held until its citation comes, a citation of text already shown bound late
+/// into the `done` event's final `text`).
 struct Choice {
     index: u64,
-    ps: ProviderStream,
+    engine: Engine,
     /// Its `finish_reason` came (or the upstream ended): later content is dropped.
     ended: bool,
-}
-
-impl Choice {
-    fn new(index: u64, rewriter: Rewriter) -> Self {
-        Choice {
-            index,
-            ps: ProviderStream::from_rewriter(rewriter).with_dialect(Dialect::OpenaiChat),
-            ended: false,
-        }
-    }
 }
 
 /// One running stream.
 pub(crate) struct Generation {
     state: AppState,
     stream_id: String,
-    scope: NumberScope,
-    /// The choices seen, in order of arrival; choice 0's rewriter is made up front.
+    /// The session's scope when numbers are shared (`None`: each choice numbers its own).
+    scope: Option<NumberScope>,
+    /// The choices seen, in order of arrival; choice 0's engine is made up front.
     choices: Vec<Choice>,
     /// The settings and sources every choice starts with.
     base: (Settings, Sources),
@@ -66,45 +61,21 @@ pub(crate) struct Generation {
     quotes: Option<Arc<BookQuotes>>,
 }
 
-/// What draining one choice's rewriter gave.
-#[derive(Default)]
-struct Drained {
-    text: String,
-    events: Vec<Value>,
-    /// Citeflow's citations as Chat Completions `url_citation` annotations, in characters of
-    /// the choice's rewritten content.
-    annotations: Vec<Value>,
-    done: Option<Value>,
-}
-
 /// A citation as a standard Chat Completions annotation (`None` for a source without url):
 /// `start_index`..`end_index` are characters of the rewritten content that show the number,
 /// or, for a citation bound after its text was shown, the cited text.
-pub(crate) fn annotation_of(
-    rw: &Rewriter,
-    number: u32,
-    source_id: &str,
-    at: u64,
-    provider: Option<&CitationDetail>,
-) -> Option<Value> {
-    let source = rw.sources().get(source_id)?;
-    let url = source.url.as_deref()?;
-    // A citation bound after its text was shown spans the cited text (no number was drawn).
-    let (start, end) = match provider.and_then(|p| p.span.filter(|_| p.late)) {
-        Some(span) => (span.start.chars, span.end.chars),
-        None => {
-            let mut shown = String::new();
-            rw.settings()
-                .style()
-                .render_number(number, source, &mut shown);
-            (at, at + shown.chars().count() as u64)
-        }
-    };
-    let mut a = json!({"start_index": start, "end_index": end, "url": url});
-    if let Some(t) = &source.title {
+fn annotation(c: &Cite) -> Option<Value> {
+    let url = c.url.as_deref()?;
+    let mut a = json!({"start_index": c.start, "end_index": c.end, "url": url});
+    if let Some(t) = &c.title {
         a["title"] = json!(t);
     }
     Some(json!({"type": "url_citation", "url_citation": a}))
+}
+
+/// The citations of one step as annotations.
+fn annotations(cites: &[Cite]) -> Vec<Value> {
+    cites.iter().filter_map(annotation).collect()
 }
 
 /// Where a choice's content is: its `delta` (a chunk), its `message` (a whole answer), or
@@ -165,40 +136,46 @@ impl Speed {
     }
 }
 
-/// Counts citations and unresolved markers.
-pub(crate) fn count(state: &AppState, e: &Event) {
-    match e {
-        Event::Citation { .. } => {
-            state.metrics.citations.inc();
-        }
-        Event::Unresolved { .. } => {
-            state.metrics.unresolved.inc();
-        }
-        _ => {}
-    }
-}
-
 impl Generation {
-    pub(crate) fn new(
+    /// The answer of stream `stream_id`: choice 0 made up front (its numbering read from the
+    /// store when `scope` is the session's), the later ones on first sight; `requested` is
+    /// when the upstream was asked.
+    ///
+    /// # Errors
+    /// The store's, when the session's numbering table cannot be read.
+    pub(crate) async fn new(
         state: AppState,
         stream_id: String,
-        scope: NumberScope,
-        rewriter: Rewriter,
+        (settings, sources): (Settings, Sources),
+        scope: Option<NumberScope>,
+        quotes: Option<Arc<BookQuotes>>,
         requested: Instant,
-    ) -> Self {
+    ) -> Result<Self, ApiError> {
         let citeflow_empty = json_text(&citeflow_member(&stream_id, Vec::new()));
-        let base = (rewriter.settings().clone(), rewriter.sources().clone());
-        Generation {
+        let first = Engine::new(
+            &state,
+            settings.clone(),
+            sources.clone(),
+            scope.clone(),
+            Dialect::OpenaiChat,
+        )
+        .await?
+        .with_quotes(quotes.clone());
+        Ok(Generation {
             citeflow_empty,
             state,
             stream_id,
             scope,
-            choices: vec![Choice::new(0, rewriter)],
-            base,
+            choices: vec![Choice {
+                index: 0,
+                engine: first,
+                ended: false,
+            }],
+            base: (settings, sources),
             saw_finish: false,
             whole: false,
             meta: json!({"object": "chat.completion.chunk"}),
-            quotes: None,
+            quotes,
             meta_text: Default::default(),
             speed: Speed {
                 requested,
@@ -207,13 +184,7 @@ impl Generation {
                 chunks: 0,
                 usage_tokens: None,
             },
-        }
-    }
-
-    /// With the book passages among the sources, whose anchors' quotes get a CFI.
-    pub(crate) fn with_quotes(mut self, quotes: Option<Arc<BookQuotes>>) -> Self {
-        self.quotes = quotes;
-        self
+        })
     }
 
     /// For an upstream answer that came whole (`choices[].message`, not streamed).
@@ -242,7 +213,7 @@ impl Generation {
         json_text(&c)
     }
 
-    /// The position in `choices` of choice `index`, made on first sight: its own rewriter
+    /// The position in `choices` of choice `index`, made on first sight: its own engine
     /// over the same sources, numbered in the session's table when the scope is the
     /// session's, else on its own (each choice is a whole answer).
     async fn choice(&mut self, index: u64) -> Result<usize, StreamError> {
@@ -250,23 +221,21 @@ impl Generation {
             return Ok(at);
         }
         let (settings, sources) = self.base.clone();
-        let rewriter = match &self.scope {
-            NumberScope::Session(_) => {
-                let numbering = self
-                    .state
-                    .store
-                    .numbering(&self.scope)
-                    .await
-                    .map_err(|e| StreamError::store(&e))?;
-                Rewriter::new(settings, sources, numbering)
-            }
-            _ => Rewriter::new(
-                settings.with_number_source(NumberSource::Local),
-                sources,
-                Numbering::new(),
-            ),
-        };
-        self.choices.push(Choice::new(index, rewriter));
+        let engine = Engine::new(
+            &self.state,
+            settings,
+            sources,
+            self.scope.clone(),
+            Dialect::OpenaiChat,
+        )
+        .await
+        .map_err(|e| StreamError::store(&e))?
+        .with_quotes(self.quotes.clone());
+        self.choices.push(Choice {
+            index,
+            engine,
+            ended: false,
+        });
         Ok(self.choices.len() - 1)
     }
 
@@ -279,7 +248,7 @@ impl Generation {
         text: Option<&str>,
         annotations: &[Value],
     ) -> Result<(), StreamError> {
-        let ps = &mut self.choices[at].ps;
+        let ps = &mut self.choices[at].engine.ps;
         if annotations.is_empty() {
             if let Some(t) = text {
                 ps.write_text(t)?;
@@ -291,58 +260,13 @@ impl Generation {
         Ok(())
     }
 
-    /// Drains choice `at`'s stream: answers number requests from the store, returns the
-    /// text, the other events as JSON, the citations as annotations; `Done` (with the final
-    /// text when a number was bound late) apart.
+    /// Drains choice `at`'s engine; a whole answer's events name their choice.
     async fn drain(&mut self, at: usize) -> Result<Drained, StreamError> {
-        let mut d = Drained::default();
-        while let Some(mut ev) = self.choices[at].ps.poll_event() {
-            if let Some(q) = &self.quotes {
-                q.fill(&mut ev);
-            }
-            match ev {
-                Event::NumberNeeded { key, source_id } => {
-                    let a = self
-                        .state
-                        .store
-                        .allocate(&self.scope, &key, &source_id)
-                        .await
-                        .map_err(|e| StreamError::store(&e))?;
-                    self.choices[at]
-                        .ps
-                        .provide_number(&key, a.number)
-                        .map_err(|e| StreamError::internal(&e))?;
-                }
-                Event::Text { text: t } => d.text.push_str(&t),
-                e @ Event::Done { .. } => {
-                    d.done = Some(serde_json::to_value(&e).map_err(|e| StreamError::internal(&e))?);
-                }
-                e => {
-                    count(&self.state, &e);
-                    if let Event::Citation {
-                        number,
-                        source_id,
-                        char_offset,
-                        provider,
-                        ..
-                    } = &e
-                    {
-                        if let Some(rw) = self.choices[at].ps.rewriter() {
-                            d.annotations.extend(annotation_of(
-                                rw,
-                                *number,
-                                source_id,
-                                *char_offset,
-                                provider.as_deref(),
-                            ));
-                        }
-                    }
-                    let v = serde_json::to_value(&e).map_err(|e| StreamError::internal(&e))?;
-                    d.events.push(match self.whole {
-                        true => with_choice(v, self.choices[at].index),
-                        false => v,
-                    });
-                }
+        let mut d = self.choices[at].engine.drain().await?;
+        if self.whole {
+            let index = self.choices[at].index;
+            for e in &mut d.events {
+                *e = with_choice(e.take(), index);
             }
         }
         Ok(d)
@@ -405,13 +329,14 @@ impl Generation {
         if !text.is_empty() {
             self.saw_content();
         }
-        self.choices[0].ps.write_text(text)?;
+        self.choices[0].engine.ps.write_text(text)?;
         let d = self.drain(0).await?;
+        let annotations = annotations(&d.cites);
         let data = if d.events.is_empty() {
-            p.splice(data, &d.text, &d.annotations, &self.citeflow_empty)
+            p.splice(data, &d.text, &annotations, &self.citeflow_empty)
         } else {
             let citeflow = json_text(&self.citeflow(d.events));
-            p.splice(data, &d.text, &d.annotations, &citeflow)
+            p.splice(data, &d.text, &annotations, &citeflow)
         };
         let mut out = vec![data];
         if let Some(done) = d.done {
@@ -513,11 +438,12 @@ impl Generation {
             let c = &mut self.choices[at];
             if finished {
                 c.ended = true;
-                if let Err(e) = c.ps.end() {
+                if let Err(e) = c.engine.ps.end() {
                     tracing::warn!(error = %e, "rewrite check failed");
                 }
             }
             let d = self.drain(at).await?;
+            let annotations = annotations(&d.cites);
             let (slot, field) = match ["delta", "message"]
                 .into_iter()
                 .find(|k| choice.get(k).is_some())
@@ -530,8 +456,8 @@ impl Generation {
                     m.insert(field.to_owned(), Value::String(d.text));
                 }
                 m.remove("annotations");
-                if !d.annotations.is_empty() {
-                    m.insert("annotations".to_owned(), Value::Array(d.annotations));
+                if !annotations.is_empty() {
+                    m.insert("annotations".to_owned(), Value::Array(annotations));
                 }
             }
             first_index.get_or_insert(index);
@@ -576,14 +502,15 @@ impl Generation {
             }
             c.ended = true;
             let index = c.index;
-            if let Err(e) = c.ps.end() {
+            if let Err(e) = c.engine.ps.end() {
                 tracing::warn!(error = %e, "rewrite check failed");
             }
             let d = self.drain(at).await?;
             if !d.text.is_empty() || !d.events.is_empty() {
                 let mut delta = json!({"content": d.text});
-                if !d.annotations.is_empty() {
-                    delta["annotations"] = Value::Array(d.annotations);
+                let annotations = annotations(&d.cites);
+                if !annotations.is_empty() {
+                    delta["annotations"] = Value::Array(annotations);
                 }
                 let choices = json!([{"index": index, "delta": delta, "finish_reason": null}]);
                 let mut data = self.own_chunk(choices, d.events);
@@ -629,6 +556,31 @@ impl Answer for Generation {
     /// Always an OpenAI-compatible upstream, whatever its url.
     fn upstream(&self, _: &AppState, _: &str) -> &'static str {
         OPENAI
+    }
+
+    /// The chunk as logged; the log's read error as the error envelope every stream error
+    /// uses.
+    fn frame(e: Result<&StoredEvent, &StoreError>) -> Bytes {
+        match e {
+            Ok(e) => sse::event(Some(e.id), None, &e.data),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read stream log");
+                let f = StreamError::new(
+                    ErrorCode::StoreUnavailable,
+                    "the stream log cannot be read; reconnect with Last-Event-ID",
+                );
+                sse::event(None, None, &f.payload())
+            }
+        }
+    }
+
+    fn failure_frame(data: &str) -> Bytes {
+        sse::event(None, None, data)
+    }
+
+    fn shutdown_frame() -> Bytes {
+        let f = StreamError::new(shutdown::CODE, shutdown::MESSAGE);
+        sse::event(None, None, &f.payload())
     }
 }
 

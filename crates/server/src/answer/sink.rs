@@ -5,8 +5,8 @@ use std::future::Future;
 
 use citeflow_store::{StoredEvent, StreamStatus};
 
+use crate::answer::live::LiveTx;
 use crate::error::StreamError;
-use crate::live::LiveTx;
 use crate::state::AppState;
 use crate::unrecorded::{record_failure, with_retries};
 

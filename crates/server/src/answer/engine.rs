@@ -1,16 +1,16 @@
-//! [`Engine`]: a provider's payloads through a `ProviderStream`, numbered from the store, and
-//! [`Wire`], one provider API's wire format around it.
+//! [`Engine`]: a provider's payloads through a `ProviderStream`, numbered from the store; each
+//! step's events as one [`Drained`], every citation as one [`Cite`] (the wires turn it into
+//! their own annotation).
 
 use citeflow_core::provider::{Dialect, ProviderStream};
-use citeflow_core::{Event, NumberSource, Numbering, Settings};
+use citeflow_core::{Event, NumberSource, Numbering, Settings, Sources};
 use std::sync::Arc;
 
 use citeflow_store::NumberScope;
 use serde_json::Value;
 
 use crate::error::{ApiError, StreamError};
-use crate::proxy::Plan;
-use crate::quotes::BookQuotes;
+use crate::plan::quotes::BookQuotes;
 use crate::state::AppState;
 
 /// A citation of the answer, in characters of the whole rewritten text.
@@ -75,24 +75,62 @@ pub(crate) struct Engine {
 }
 
 impl Engine {
-    /// `scope` `None`: numbers are local to this answer.
+    /// An answer's engine over `sources`, reading `dialect`; `scope` `None`: numbers are
+    /// local to this answer.
+    ///
+    /// # Errors
+    /// The store's, when the scope's numbering table cannot be read.
     pub(crate) async fn new(
         state: &AppState,
-        plan: &Plan,
+        settings: Settings,
+        sources: Sources,
         scope: Option<NumberScope>,
         dialect: Dialect,
     ) -> Result<Engine, ApiError> {
-        let (settings, numbering) =
-            numbering_of(state, plan.settings.clone(), scope.as_ref()).await?;
-        let ps =
-            ProviderStream::new(settings, plan.sources.clone(), numbering).with_dialect(dialect);
+        let (settings, numbering) = numbering_of(state, settings, scope.as_ref()).await?;
+        let ps = ProviderStream::new(settings, sources, numbering).with_dialect(dialect);
         Ok(Engine {
             state: state.clone(),
             scope,
             ps,
             chars: 0,
-            quotes: plan.quotes.clone(),
+            quotes: None,
         })
+    }
+
+    /// With the book passages among the sources, whose anchors' quotes get a CFI.
+    pub(crate) fn with_quotes(mut self, quotes: Option<Arc<BookQuotes>>) -> Self {
+        self.quotes = quotes;
+        self
+    }
+
+    /// One upstream payload through the engine, the held-back text decided after it when it
+    /// ends a content block (`boundary`); what it gave.
+    ///
+    /// # Errors
+    /// The payload's (malformed, an error the provider reported) after the events before it
+    /// were drained, or the store's.
+    pub(crate) async fn step(
+        &mut self,
+        payload: &Value,
+        boundary: bool,
+    ) -> Result<Drained, StreamError> {
+        let mut r = self.ps.write_payload(payload, 0);
+        if r.is_ok() && boundary {
+            r = self.ps.write_boundary();
+        }
+        let d = self.drain().await?;
+        r?;
+        Ok(d)
+    }
+
+    /// The upstream ended: the held-back text and the `done` event.
+    ///
+    /// # Errors
+    /// The rewriter's check, or the store's.
+    pub(crate) async fn finish(&mut self) -> Result<Drained, StreamError> {
+        self.ps.end()?;
+        self.drain().await
     }
 
     /// Moves the events out, answering number requests from the store.
@@ -123,7 +161,7 @@ impl Engine {
                     d.done = Some(serde_json::to_value(&e).map_err(|e| StreamError::internal(&e))?);
                 }
                 e => {
-                    crate::generate::count(&self.state, &e);
+                    count(&self.state, &e);
                     match &e {
                         Event::Citation {
                             number,
@@ -181,19 +219,15 @@ impl Engine {
     }
 }
 
-/// One provider API's wire format: upstream payloads in, the events the client gets out.
-pub(crate) trait Wire: Send + 'static {
-    /// Called before `payload` goes into the engine.
-    fn before(&mut self, payload: &Value);
-    /// Whether the held-back text must be decided after `payload` (a content block ends).
-    fn is_boundary(&self, payload: &Value) -> bool;
-    /// Called after: the payload and what the engine gave; returns the events to send.
-    fn after(&mut self, payload: Value, drained: Drained) -> Vec<Value>;
-    /// The upstream ended (after its last payload): returns the last events.
-    ///
-    /// # Errors
-    /// `upstream_cut` when the upstream never sent its final event.
-    fn end(&mut self, drained: Drained) -> Result<Vec<Value>, StreamError>;
-    /// The error event that ends a failed stream.
-    fn error_event(&mut self, e: &StreamError) -> Value;
+/// Counts citations and unresolved markers.
+fn count(state: &AppState, e: &Event) {
+    match e {
+        Event::Citation { .. } => {
+            state.metrics.citations.inc();
+        }
+        Event::Unresolved { .. } => {
+            state.metrics.unresolved.inc();
+        }
+        _ => {}
+    }
 }

@@ -15,10 +15,10 @@ use axum::http::header::{CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE};
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-const INDEX_HTML: &str = include_str!("../web/index.html");
-const APP_JS: &str = include_str!("../web/app.js");
-const APP_CSS: &str = include_str!("../web/app.css");
-const ICON_SVG: &str = include_str!("../web/icon.svg");
+const INDEX_HTML: &str = include_str!("../../web/index.html");
+const APP_JS: &str = include_str!("../../web/app.js");
+const APP_CSS: &str = include_str!("../../web/app.css");
+const ICON_SVG: &str = include_str!("../../web/icon.svg");
 
 /// Scripts only from this origin (plus compiling WebAssembly), no inline script, requests
 /// only to this origin.
@@ -31,12 +31,12 @@ const WASM_FILES: &[(&str, &str, &[u8])] = &[
     (
         "citeflow_wasm.js",
         "text/javascript; charset=utf-8",
-        include_bytes!("../assets/wasm/citeflow_wasm.js"),
+        include_bytes!("../../assets/wasm/citeflow_wasm.js"),
     ),
     (
         "citeflow_wasm_bg.wasm",
         "application/wasm",
-        include_bytes!("../assets/wasm/citeflow_wasm_bg.wasm"),
+        include_bytes!("../../assets/wasm/citeflow_wasm_bg.wasm"),
     ),
 ];
 

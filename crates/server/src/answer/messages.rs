@@ -1,0 +1,309 @@
+//! The Messages wire ([`MessagesWire`], an [`Answer`]): each upstream event through the
+//! [`Engine`] (dialect `anthropic`); `text_delta`s carry the rewritten text (a content block
+//! gets all its text, numbers included, before its `content_block_stop`); `citations_delta`s
+//! pass unchanged (Anthropic citations name no offsets, so none can go stale); citeflow's
+//! events ride in a `citeflow` field, so the official SDKs parse the stream as usual. Its
+//! frames are named by each event's `type` ([`named`]), as the Anthropic SDKs read them.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use citeflow_store::{StoreError, StoredEvent};
+use serde_json::{json, Value};
+
+use super::engine::{Drained, Engine};
+use super::named;
+use super::{parse_object, texts, Answer};
+use crate::code::ErrorCode;
+use crate::error::StreamError;
+
+/// One content block as the stream built it.
+#[derive(Debug, Clone)]
+struct Block {
+    start: Value,
+    text: String,
+    citations: Vec<Value>,
+    json: String,
+}
+
+/// The Messages wire format.
+pub(crate) struct MessagesWire {
+    engine: Engine,
+    stream_id: Option<String>,
+    cur: Option<u64>,
+    blocks: BTreeMap<u64, Block>,
+    message: Option<Value>,
+    delta: Option<Value>,
+    pending: Vec<Value>,
+    terminal: Option<Value>,
+}
+
+pub(crate) fn is_block_stop(v: &Value) -> bool {
+    v.get("type").and_then(Value::as_str) == Some("content_block_stop")
+}
+
+impl MessagesWire {
+    pub(crate) fn new(engine: Engine, stream_id: Option<String>) -> Self {
+        MessagesWire {
+            engine,
+            stream_id,
+            cur: None,
+            blocks: BTreeMap::new(),
+            message: None,
+            delta: None,
+            pending: Vec::new(),
+            terminal: None,
+        }
+    }
+
+    fn citeflow(&self, events: Vec<Value>) -> Value {
+        match &self.stream_id {
+            Some(id) => json!({"stream_id": id, "events": events}),
+            None => json!({"events": events}),
+        }
+    }
+
+    fn attach(&mut self, mut out: Vec<Value>) -> Vec<Value> {
+        if let Some(first) = out.first_mut() {
+            if !self.pending.is_empty() {
+                let events = std::mem::take(&mut self.pending);
+                first["citeflow"] = self.citeflow(events);
+            }
+        }
+        out
+    }
+
+    /// The rewritten text as a `text_delta` of the current text block (or of a new block
+    /// when none is open).
+    fn text_events(&mut self, text: &str) -> Vec<Value> {
+        if text.is_empty() {
+            return Vec::new();
+        }
+        match self.cur {
+            Some(i) => {
+                if let Some(b) = self.blocks.get_mut(&i) {
+                    b.text.push_str(text);
+                }
+                vec![json!({"type": "content_block_delta", "index": i,
+                    "delta": {"type": "text_delta", "text": text}})]
+            }
+            None => {
+                let i = self.blocks.keys().next_back().map_or(0, |k| k + 1);
+                let start = json!({"type": "text", "text": ""});
+                self.blocks.insert(
+                    i,
+                    Block {
+                        start: start.clone(),
+                        text: text.to_owned(),
+                        citations: Vec::new(),
+                        json: String::new(),
+                    },
+                );
+                vec![
+                    json!({"type": "content_block_start", "index": i, "content_block": start}),
+                    json!({"type": "content_block_delta", "index": i,
+                        "delta": {"type": "text_delta", "text": text}}),
+                    json!({"type": "content_block_stop", "index": i}),
+                ]
+            }
+        }
+    }
+
+    /// The whole message, as a non-streaming answer.
+    pub(crate) fn message(&self) -> Value {
+        let mut m = self
+            .message
+            .clone()
+            .unwrap_or_else(|| json!({"type": "message"}));
+        let content: Vec<Value> = self
+            .blocks
+            .values()
+            .map(|b| {
+                let mut c = b.start.clone();
+                match c.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        c["text"] = Value::String(b.text.clone());
+                        if !b.citations.is_empty() {
+                            c["citations"] = Value::Array(b.citations.clone());
+                        }
+                    }
+                    Some("tool_use" | "server_tool_use") if !b.json.is_empty() => {
+                        if let Ok(input) = serde_json::from_str::<Value>(&b.json) {
+                            c["input"] = input;
+                        }
+                    }
+                    _ => {}
+                }
+                c
+            })
+            .collect();
+        m["content"] = Value::Array(content);
+        if let Some(d) = &self.delta {
+            if let Some(Value::Object(delta)) = d.get("delta") {
+                for (k, v) in delta {
+                    m[k] = v.clone();
+                }
+            }
+            if let (Some(Value::Object(u)), Some(Value::Object(mu))) =
+                (d.get("usage"), m.get_mut("usage"))
+            {
+                for (k, v) in u {
+                    mu.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        m
+    }
+}
+
+impl MessagesWire {
+    fn before(&mut self, v: &Value) {
+        if v.get("type").and_then(Value::as_str) == Some("content_block_start")
+            && v.pointer("/content_block/type").and_then(Value::as_str) == Some("text")
+        {
+            self.cur = v.get("index").and_then(Value::as_u64);
+        }
+    }
+
+    fn is_boundary(&self, v: &Value) -> bool {
+        is_block_stop(v)
+    }
+
+    fn after(&mut self, mut v: Value, d: Drained) -> Vec<Value> {
+        self.pending.extend(d.events.iter().cloned());
+        let t = v
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let index = v.get("index").and_then(Value::as_u64);
+        let mut out = Vec::new();
+        match t.as_str() {
+            "message_start" => {
+                self.message = v.get("message").cloned();
+                out.push(v);
+                out.extend(self.text_events(&d.text));
+            }
+            "content_block_start" => {
+                let mut start = v.get("content_block").cloned().unwrap_or(json!({}));
+                if start.get("type").and_then(Value::as_str) == Some("text") {
+                    start["text"] = json!("");
+                    v["content_block"]["text"] = json!("");
+                }
+                if let Some(i) = index {
+                    self.blocks.insert(
+                        i,
+                        Block {
+                            start,
+                            text: String::new(),
+                            citations: Vec::new(),
+                            json: String::new(),
+                        },
+                    );
+                }
+                out.push(v);
+                out.extend(self.text_events(&d.text));
+            }
+            "content_block_delta" => {
+                let kind = v
+                    .pointer("/delta/type")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                let block = index.and_then(|i| self.blocks.get_mut(&i));
+                match (kind.as_str(), block) {
+                    ("text_delta", _) => {}
+                    ("citations_delta", Some(b)) => {
+                        b.citations.extend(v.pointer("/delta/citation").cloned());
+                        out.push(v);
+                    }
+                    ("input_json_delta", Some(b)) => {
+                        if let Some(p) = v.pointer("/delta/partial_json").and_then(Value::as_str) {
+                            b.json.push_str(p);
+                        }
+                        out.push(v);
+                    }
+                    _ => out.push(v),
+                }
+                // The rewritten text replaces the upstream's text_delta.
+                let mut text = self.text_events(&d.text);
+                text.append(&mut out);
+                out = text;
+            }
+            "content_block_stop" => {
+                out.extend(self.text_events(&d.text));
+                if index == self.cur {
+                    self.cur = None;
+                }
+                out.push(v);
+            }
+            "message_delta" => {
+                self.delta = Some(v.clone());
+                out.extend(self.text_events(&d.text));
+                out.push(v);
+            }
+            "message_stop" => {
+                out.extend(self.text_events(&d.text));
+                self.terminal = Some(v);
+            }
+            _ => {
+                out.extend(self.text_events(&d.text));
+                out.push(v);
+            }
+        }
+        self.attach(out)
+    }
+
+    fn end(&mut self, d: Drained) -> Result<Vec<Value>, StreamError> {
+        self.pending.extend(d.events.iter().cloned());
+        self.cur = None;
+        let mut out = self.text_events(&d.text);
+        let Some(mut terminal) = self.terminal.take() else {
+            return Err(StreamError::new(
+                ErrorCode::UpstreamCut,
+                "the upstream closed the stream before message_stop",
+            ));
+        };
+        let mut events = std::mem::take(&mut self.pending);
+        events.extend(d.done);
+        terminal["citeflow"] = self.citeflow(events);
+        out.push(terminal);
+        Ok(out)
+    }
+
+    fn error_value(&mut self, e: &StreamError) -> Value {
+        json!({"type": "error", "error": {
+            "type": e.code.anthropic_kind(), "message": e.message, "code": e.code.as_str()
+        }})
+    }
+}
+
+impl Answer for MessagesWire {
+    async fn on_data(&mut self, data: &str) -> Result<Vec<String>, StreamError> {
+        let v = parse_object(data)?;
+        self.before(&v);
+        let d = self.engine.step(&v, self.is_boundary(&v)).await?;
+        Ok(texts(self.after(v, d)))
+    }
+
+    async fn on_end(&mut self, _done: bool) -> Result<Vec<String>, StreamError> {
+        let d = self.engine.finish().await?;
+        Ok(texts(self.end(d)?))
+    }
+
+    fn error_event(&mut self, e: &StreamError) -> String {
+        self.error_value(e).to_string()
+    }
+
+    fn frame(e: Result<&StoredEvent, &StoreError>) -> Bytes {
+        named::frame(e)
+    }
+
+    fn failure_frame(data: &str) -> Bytes {
+        named::failure(data)
+    }
+
+    fn shutdown_frame() -> Bytes {
+        named::shutdown_frame()
+    }
+}

@@ -1,0 +1,3 @@
+//! Running the server: the graceful shutdown ([`shutdown`]).
+
+pub(crate) mod shutdown;

@@ -1,0 +1,118 @@
+//! `POST /v1/responses`: the OpenAI Responses API, forwarded to `{upstream}/responses`.
+//!
+//! The upstream is always asked to stream; its events go through a `ProviderStream` of
+//! dialect `openai-responses`. Text deltas are re-emitted with the rewritten text, the
+//! provider's `annotation.added` events are replaced by citeflow's citations as standard
+//! `url_citation` (or `file_citation`) annotations whose `start_index`/`end_index` are
+//! characters of the rewritten part, `sequence_number`s count the events sent, and the done
+//! events and `response.completed` carry the rewritten text. Citeflow's own events ride in a
+//! `citeflow` field. A non-streaming request gets `response.completed`'s response.
+
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use citeflow_core::provider::Dialect;
+use serde_json::{Map, Value};
+
+use crate::answer::ai_sdk::AiSdkWire;
+use crate::answer::engine::Engine;
+use crate::answer::responses::ResponsesWire;
+use crate::answer::stream::{self, citeflow_of, collect, new_stream_id, open_stream, start};
+use crate::error::ApiError;
+use crate::intake::body::ApiJson;
+use crate::plan::{Plan, Route};
+use crate::state::AppState;
+use crate::tenancy::Owner;
+use crate::upstream::{self, upstream_key};
+
+/// `POST /v1/responses`.
+pub(crate) async fn create(
+    State(state): State<AppState>,
+    owner: Result<Owner, ApiError>,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<Map<String, Value>>,
+) -> Result<Response, ApiError> {
+    // The body is read before the key is checked (as this route always did).
+    let route = Route::Provider {
+        native: Vec::new(),
+        native_passages: false,
+    };
+    let mut plan = Plan::new(&state, owner?, &headers, body, route).await?;
+    if let Some(system) = &plan.system {
+        let instructions = match plan.body.get("instructions").and_then(Value::as_str) {
+            Some(i) if !i.is_empty() => format!("{system}\n\n{i}"),
+            _ => system.clone(),
+        };
+        plan.body
+            .insert("instructions".into(), Value::String(instructions));
+    }
+    plan.body.insert("stream".into(), Value::Bool(true));
+    let mut req = state
+        .http
+        .post(format!("{}/responses", state.settings.upstream))
+        .json(&plan.body);
+    if let Some(k) = upstream_key(&state, &headers) {
+        req = req.bearer_auth(k);
+    }
+    // A slot of the key's quota, taken before the upstream is called; it goes with the
+    // generation task (or ends with this request when not streaming).
+    let slot = state
+        .quota
+        .acquire(&plan.owner, state.settings.limits.max_streams_per_key)?;
+    let resp = upstream::send(&state, req).await?;
+    let engine = Engine::new(
+        &state,
+        plan.settings.clone(),
+        plan.sources.clone(),
+        plan.scope(),
+        Dialect::OpenaiResponses,
+    )
+    .await?
+    .with_quotes(plan.quotes.clone());
+    if plan.stream {
+        let stream_id = new_stream_id();
+        open_stream(&state, &stream_id, &plan.owner, plan.session_id.as_deref()).await?;
+        if plan.ai_sdk {
+            let wire = AiSdkWire::new(engine, stream_id.clone(), |v: &Value| {
+                v.get("type").and_then(Value::as_str) == Some("response.output_text.done")
+            });
+            return Ok(start(&state, stream_id, wire, resp, slot, None));
+        }
+        let wire = ResponsesWire::new(engine, Some(stream_id.clone()));
+        let session = plan.session_id.as_deref();
+        return Ok(start(&state, stream_id, wire, resp, slot, session));
+    }
+    let mut answer = ResponsesWire::new(engine, None);
+    let events = collect(&state, &mut answer, resp).await?;
+    let mut answer = events
+        .last()
+        .and_then(|e| e.get("response"))
+        .cloned()
+        .ok_or_else(|| ApiError::UpstreamMalformed("no response.completed".into()))?;
+    answer["citeflow"] = citeflow_of(&events, plan.session_id.as_deref());
+    state.metrics.completions.inc(crate::metrics::OPENAI);
+    Ok(Json(answer).into_response())
+}
+
+#[derive(Debug, serde::Deserialize)]
+pub(crate) struct ResumeQuery {
+    last_event_id: Option<String>,
+    /// The Responses API's resume cursor: the `sequence_number` of the last event seen.
+    starting_after: Option<u64>,
+}
+
+/// `GET /v1/responses/{stream_id}`: the stream again after `Last-Event-ID` (or
+/// `starting_after`, a `sequence_number`), with named events.
+pub(crate) async fn resume(
+    State(state): State<AppState>,
+    owner: Owner,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Query(q): Query<ResumeQuery>,
+) -> Result<Response, ApiError> {
+    let last = q
+        .last_event_id
+        .or_else(|| q.starting_after.map(|s| s.saturating_add(1).to_string()));
+    stream::resume::<ResponsesWire>(&state, &owner, &headers, id, last.as_deref()).await
+}
