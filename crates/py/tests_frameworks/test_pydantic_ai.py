@@ -146,3 +146,15 @@ async def _toolset(client: AsyncOpenAI) -> None:
     answer = cite_output(result)
     assert answer.text == FIRST
     assert _listed(answer.sources) == FIRST_LIST
+
+
+def test_import_citeflow_imports_neither_agent_sdk() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, citeflow, citeflow.rounds\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic_ai', 'agents')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
