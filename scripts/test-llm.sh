@@ -53,4 +53,45 @@ cargo clippy --quiet --locked --release -p citeflow-llm -p citeflow-cli \
 
 step "cargo test --release with the real model ($MODEL)"
 cargo test --locked --release -p citeflow-llm --features local-model -- --test-threads=1
+
+# Issue 47: the local model as an agent's model, over real HTTP. The official `openai` client
+# (tool calls for `required`, a named tool, three schemas, `none`, streamed; direct and through
+# the citeflow proxy) and a real LangChain `create_agent` with CiteflowMiddleware (a search,
+# then an answer whose numbers map to the tool's documents). The frameworks' venv and pinned
+# requirements of scripts/test-frameworks-py.sh are reused (the citeflow package is built into
+# it only when that script has not done it already); `agent_upstream` links the release build
+# above. A few generations of at most 96 tokens.
+step "agents on the local model: openai client and LangChain create_agent (issue 47)"
+VENV="${CITEFLOW_FRAMEWORKS_VENV:-$ROOT/target/venv-frameworks}"
+if [ ! -x "$VENV/bin/python" ]; then
+    mkdir -p "$(dirname "$VENV")"
+    "${PYTHON:-python3}" -m venv "$VENV"
+fi
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    -r crates/py/requirements-frameworks.txt
+if ! "$VENV/bin/python" -c "import citeflow.langchain" >/dev/null 2>&1; then
+    (cd crates/py && VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" maturin develop --release --locked --quiet)
+fi
+cargo build --quiet --locked --release -p citeflow-llm --features local-model --example agent_upstream
+agents_dir="$(mktemp -d)"
+mkfifo "$agents_dir/stdin"
+"$TARGET_DIR/release/examples/agent_upstream" --model "$MODEL" <"$agents_dir/stdin" >"$agents_dir/urls" &
+agents_pid=$!
+exec 3>"$agents_dir/stdin"
+stop_agents() {
+    exec 3>&- 2>/dev/null || true
+    wait "$agents_pid" 2>/dev/null || true
+    rm -rf "$agents_dir"
+}
+trap stop_agents EXIT
+for _ in $(seq 1 600); do
+    [ -s "$agents_dir/urls" ] && break
+    kill -0 "$agents_pid" 2>/dev/null || { echo "agent_upstream stopped" >&2; exit 1; }
+    sleep 0.1
+done
+read -r model_url proxy_url <"$agents_dir/urls"
+CITEFLOW_MODEL_URL="$model_url" CITEFLOW_PROXY_URL="$proxy_url" \
+    "$VENV/bin/python" -m pytest -W error -q -p no:cacheprovider -s crates/llm/tests/agents
+stop_agents
+trap - EXIT
 step_done

@@ -114,12 +114,32 @@ fn line_marker(line: &str) -> Option<(PromptMarker, String, &str)> {
     Some((form, id, rest))
 }
 
+fn strings(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::String(s) => out.push(s.clone()),
+        serde_json::Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
+        serde_json::Value::Object(o) => o.values().for_each(|x| strings(x, out)),
+        _ => {}
+    }
+}
+
 /// The passages the tool results show under markers (one form: the first line's), in order
 /// of first appearance (ranks sorted), and the form.
 pub(crate) fn tool_sources(results: &[&str]) -> Option<(PromptMarker, Vec<Source>)> {
     let mut form = None;
     let mut found: Vec<(String, String)> = Vec::new();
+    // A result that is JSON (e.g. the AI SDK's `{"documents": …, "context": "[[id]] …"}`) is
+    // read through its strings.
+    let mut texts: Vec<String> = Vec::new();
     for text in results {
+        match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(v @ (serde_json::Value::Object(_) | serde_json::Value::Array(_))) => {
+                strings(&v, &mut texts);
+            }
+            _ => texts.push((*text).to_owned()),
+        }
+    }
+    for text in &texts {
         for line in text.lines() {
             let Some((f, id, rest)) = line_marker(line) else {
                 continue;
@@ -358,6 +378,13 @@ mod tests {
             assert_eq!(s.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(), ids);
         }
         assert_eq!(tool_sources(&["[2] only the second"]), None);
+        let json =
+            r#"{"documents": [{"id": "p1"}], "context": "[[p1]] The Rabbit.\n[[p2]] A well."}"#;
+        let (_, s) = tool_sources(&[json]).unwrap();
+        assert_eq!(
+            s.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
+            ["p1", "p2"]
+        );
         assert_eq!(tool_sources(&["plain"]), None);
     }
 }
