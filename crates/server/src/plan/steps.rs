@@ -1,5 +1,5 @@
-//! The steps of a request's plan that the chat route (`chat.rs`) and the provider routes
-//! (`proxy.rs`) share, in the order they run: the options ([`take_citeflow`]), the sources
+//! The steps of the one request plan ([`Plan::new`](super::Plan::new)) that every route
+//! shares, in the order they run: the options ([`take_citeflow`]), the sources
 //! ([`gather_sources`]: a book's passages, the numbering scope, the session's round), the
 //! settings ([`prompt_marker`], [`rewriter_settings`]) and the prompt ([`system_prompt`], the
 //! core's zero-shot prompt), and the wire protocol of the answer ([`wants_ai_sdk`]).

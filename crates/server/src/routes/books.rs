@@ -1,5 +1,6 @@
-//! The book routes: `GET /v1/books`, `POST /v1/books`, the passages of a book as the sources
-//! of a chat (`citeflow.book`), and a book opened at a cited place
+//! The book routes: `GET /v1/books`, `POST /v1/books`, the passages of a book for a query
+//! (`POST /v1/books/{key}/search`, through [`crate::plan::passages`]), and a book opened at a
+//! cited place
 //! (`GET /v1/books/{key}/read`), over the server's [`Library`](crate::library::Library).
 //!
 //! Every library call (reading, searching, cutting an uploaded book into passages) runs in

@@ -1,4 +1,6 @@
-//! `POST /v1/chat/completions`: the request, the prompt, the upstream call.
+//! `POST /v1/chat/completions`: the request planned ([`Plan::new`]), the upstream call, the
+//! answer streamed ([`Generation`], or the AI SDK UI stream) or come whole; and
+//! `GET /v1/streams/{id}`, a chat stream resumed.
 
 use std::time::{Duration, Instant};
 

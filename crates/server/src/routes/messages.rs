@@ -2,12 +2,10 @@
 //! `{anthropic_upstream}/messages` (`--anthropic-upstream`).
 //!
 //! The caller's `x-api-key` (or bearer key) is checked like any key of this server;
-//! `anthropic-version` and `anthropic-beta` are passed on. The upstream is always asked to
-//! stream; its events go through a `ProviderStream` of dialect `anthropic`. `text_delta`s
-//! carry the rewritten text (a content block gets all its text, numbers included, before its
-//! `content_block_stop`); `citations_delta`s pass unchanged (Anthropic citations name no
-//! offsets, so none can go stale) and are numbered in the session's table; citeflow's events
-//! ride in a `citeflow` field, so the official SDKs parse the stream as usual. A
+//! `anthropic-version` and `anthropic-beta` are passed on. The request's own sources
+//! (`search_result` and `document` blocks) join the plan ([`Plan::new`]); the upstream is
+//! always asked to stream, its events answered by the Messages wire
+//! ([`MessagesWire`]) or the AI SDK UI stream. A
 //! non-streaming request gets the message put together from the stream.
 
 use axum::extract::{Path, Query, State};

@@ -1,12 +1,10 @@
 //! `POST /v1/responses`: the OpenAI Responses API, forwarded to `{upstream}/responses`.
 //!
-//! The upstream is always asked to stream; its events go through a `ProviderStream` of
-//! dialect `openai-responses`. Text deltas are re-emitted with the rewritten text, the
-//! provider's `annotation.added` events are replaced by citeflow's citations as standard
-//! `url_citation` (or `file_citation`) annotations whose `start_index`/`end_index` are
-//! characters of the rewritten part, `sequence_number`s count the events sent, and the done
-//! events and `response.completed` carry the rewritten text. Citeflow's own events ride in a
-//! `citeflow` field. A non-streaming request gets `response.completed`'s response.
+//! The request planned ([`Plan::new`]), the instructions given the sources, the upstream always
+//! asked to stream; its events answered by the Responses wire
+//! ([`ResponsesWire`]), or the AI SDK UI stream. A
+//! non-streaming request gets `response.completed`'s response. `GET /v1/responses/{id}`
+//! resumes a stream.
 
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
