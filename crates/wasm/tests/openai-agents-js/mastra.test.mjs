@@ -11,7 +11,11 @@ import { createOpenAI } from "@ai-sdk/openai";
 import { Agent } from "@mastra/core/agent";
 import { wrapLanguageModel } from "ai";
 
+import { createTool } from "@mastra/core/tools";
+import { Sources, contextBlock, renderList } from "citeflow";
 import { citeflow } from "citeflow/ai-sdk";
+import { citeflowProcessor } from "citeflow/mastra";
+import { z } from "zod";
 
 const replayUrl = process.env.CITEFLOW_REPLAY_URL;
 if (!replayUrl) throw new Error("CITEFLOW_REPLAY_URL is not set (scripts/test-agents-js.sh starts the replaying upstream)");
@@ -51,24 +55,22 @@ test("a Mastra agent's generate() gives the numbered text", async () => {
   assert.equal(result.text, ANSWER);
 });
 
+const pages = { "Seine river Paris": SOURCES, "Paris museums": [...SOURCES].reverse() };
+const search = createTool({
+  id: "search",
+  description: "Searches the pages.",
+  inputSchema: z.object({ query: z.string() }),
+  execute: async ({ query }) => {
+    const documents = pages[query] ?? [];
+    return { documents, context: contextBlock(Sources.fromArray(documents), "double_bracket", 600) };
+  },
+});
+
 // A Mastra tool loop calls the model once per step, and the middleware numbers each call on its
 // own: the last call's markers name documents of tool results it was not given, so they show
 // `[?]`. This pins the measured reason the middleware alone is not enough for tool-calling
-// Mastra agents (docs/mastra.md: give the documents up front, or an output processor).
+// Mastra agents; citeflowProcessor (below) is the adapter that is.
 test("in a Mastra tool loop the middleware alone cannot number the tool results' documents", async () => {
-  const { createTool } = await import("@mastra/core/tools");
-  const { z } = await import("zod");
-  const { Sources, contextBlock } = await import("citeflow");
-  const pages = { "Seine river Paris": SOURCES, "Paris museums": [...SOURCES].reverse() };
-  const search = createTool({
-    id: "search",
-    description: "Searches the pages.",
-    inputSchema: z.object({ query: z.string() }),
-    execute: async ({ query }) => {
-      const documents = pages[query] ?? [];
-      return { documents, context: contextBlock(Sources.fromArray(documents), "double_bracket", 600) };
-    },
-  });
   const provider = createOpenAI({ baseURL: replayUrl, apiKey: "test" });
   const model = wrapLanguageModel({ model: provider.chat("agent-search"), middleware: citeflow({}) });
   const a = new Agent({ id: "loop", name: "loop", instructions: "Answer from the search results.", model, tools: { search } });
@@ -80,4 +82,36 @@ test("in a Mastra tool loop the middleware alone cannot number the tool results'
     "The Seine flows through the heart of Paris [?], and its banks are lined with landmarks [?]. " +
       "The city's museums hold vast collections [?], and they draw visitors from everywhere [?].",
   );
+});
+
+// citeflow/mastra: the output processor makes each tool result a round and rewrites the text
+// chunks with one numbering across the steps; stream and generate.
+test("citeflowProcessor numbers a Mastra tool loop's answer across its tool rounds", async () => {
+  const provider = createOpenAI({ baseURL: replayUrl, apiKey: "test" });
+  let finished;
+  const a = new Agent({
+    id: "researcher",
+    name: "researcher",
+    instructions: "Answer from the search results; cite each by its [[id]] marker.",
+    model: provider.chat("agent-search"),
+    tools: { search },
+    outputProcessors: [citeflowProcessor({ onFinish: (f) => (finished = f) })],
+  });
+  const expected =
+    "The Seine flows through the heart of Paris [1], and its banks are lined with landmarks [2]. " +
+    "The city's museums hold vast collections [2], and they draw visitors from everywhere [1].";
+  const out = await a.stream("Tell me about Paris.", { maxSteps: 5 });
+  const deltas = [];
+  for await (const t of out.textStream) deltas.push(t);
+  assert.equal(deltas.join(""), expected);
+  // The model's deltas cut every marker; no chunk shows a half marker.
+  assert.ok(!deltas.some((d) => d.includes("[[") || d.includes("]]")), JSON.stringify(deltas));
+  assert.equal(await out.text, expected);
+  assert.deepEqual(finished.sources.map((s) => [s.number, s.source.id, s.source.title]), [[1, "source_3", "The Seine"], [2, "source_7", "Paris"]]);
+  assert.equal(
+    renderList(finished.sources, "markdown", finished.rounds),
+    "**Round 1: Seine river Paris**\n\n1. [The Seine](https://example.org/seine)\n2. [Paris](https://example.org/paris)\n\n",
+  );
+  const generated = await a.generate("Tell me about Paris.", { maxSteps: 5 });
+  assert.equal(generated.text, expected);
 });
