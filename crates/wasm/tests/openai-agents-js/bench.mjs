@@ -1,5 +1,6 @@
 // Benchmark (scripts/bench.sh): citeflow/openai-agents per streamed text chunk against a bare loop
-// over the same @openai/agents run (goal: at most 1.5x). The model is the replaying upstream's
+// over the same @openai/agents run, and citeflow/mastra's output processor against the same Mastra
+// tool loop without it (goal: at most 1.5x each). The model is the replaying upstream's
 // scripted agent on the Responses API (CITEFLOW_REPLAY_URL): two search tool rounds, then an
 // answer in 7-character deltas. The bare loop iterates the run's events and reads each
 // `output_text_delta`, as an app without citeflow does; the adapter run iterates citeflowStream's
@@ -11,6 +12,11 @@ import { Agent, OpenAIResponsesModel, run, setTracingDisabled, tool } from "@ope
 import OpenAI from "openai";
 import { z } from "zod";
 
+import { createOpenAI } from "@ai-sdk/openai";
+import { Agent as MastraAgent } from "@mastra/core/agent";
+import { createTool } from "@mastra/core/tools";
+import { Sources, contextBlock } from "citeflow";
+import { citeflowProcessor } from "citeflow/mastra";
 import { citeDocuments, citeflowStream } from "citeflow/openai-agents";
 
 const replayUrl = process.env.CITEFLOW_REPLAY_URL;
@@ -56,16 +62,48 @@ const cpu = () => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1e6;
 };
-await bare();
-await adapted();
-let a = Infinity;
-let b = Infinity;
-for (let i = 0; i < repeat; i++) {
-  let t = cpu();
-  const chunks = Math.max(await bare(), 1);
-  a = Math.min(a, (cpu() - t) / chunks);
-  t = cpu();
-  await adapted();
-  b = Math.min(b, (cpu() - t) / chunks);
+
+/** Best CPU seconds per chunk of `bare` (which returns the chunk count) and `adapted`, alternately. */
+async function best(bareRun, adaptedRun) {
+  await bareRun();
+  await adaptedRun();
+  let a = Infinity;
+  let b = Infinity;
+  for (let i = 0; i < repeat; i++) {
+    let t = cpu();
+    const chunks = Math.max(await bareRun(), 1);
+    a = Math.min(a, (cpu() - t) / chunks);
+    t = cpu();
+    await adaptedRun();
+    b = Math.min(b, (cpu() - t) / chunks);
+  }
+  return [a, b];
 }
-console.log(`OpenAI Agents SDK run (stream), citeflowStream against the bare loop: ${(b / a).toFixed(2)}× (adapter ${(b * 1e6).toFixed(1)} µs/chunk, bare loop ${(a * 1e6).toFixed(1)} µs/chunk, best of ${repeat}, CPU time)`);
+
+const line = (what, [a, b]) =>
+  console.log(`${what}: ${(b / a).toFixed(2)}× (adapter ${(b * 1e6).toFixed(1)} µs/chunk, bare loop ${(a * 1e6).toFixed(1)} µs/chunk, best of ${repeat}, CPU time)`);
+
+line("OpenAI Agents SDK run (stream), citeflowStream against the bare loop", await best(bare, adapted));
+
+// Mastra: the same tool loop (chat API), with and without the output processor.
+const mastraSearch = createTool({
+  id: "search",
+  description: "Searches the pages.",
+  inputSchema: z.object({ query: z.string() }),
+  execute: async ({ query }) => {
+    const documents = (RESULTS[query] ?? []).map((id) => ({ id, ...PAGES[id] }));
+    return { documents, context: contextBlock(Sources.fromArray(documents), "double_bracket", 600) };
+  },
+});
+const chat = createOpenAI({ baseURL: replayUrl, apiKey: "test" }).chat("agent-search");
+const mastra = (outputProcessors) =>
+  new MastraAgent({ id: "bench", name: "bench", instructions: "Cite the [[id]] markers.", model: chat, tools: { search: mastraSearch }, outputProcessors });
+const plain = mastra([]);
+const processed = mastra([citeflowProcessor()]);
+const loop = async (agent) => {
+  let n = 0;
+  const out = await agent.stream("Tell me about Paris", { maxSteps: 5 });
+  for await (const t of out.textStream) if (t) n++;
+  return n;
+};
+line("Mastra tool loop (stream), citeflowProcessor against the same loop without it", await best(() => loop(plain), () => loop(processed)));
