@@ -62,6 +62,7 @@ cargo test --locked --release -p citeflow-llm --features local-model -- --test-t
 # it only when that script has not done it already); `agent_upstream` links the release build
 # above. A few generations of at most 96 tokens.
 step "agents on the local model: openai client and LangChain create_agent (issue 47)"
+agents_started=$SECONDS
 VENV="${CITEFLOW_FRAMEWORKS_VENV:-$ROOT/target/venv-frameworks}"
 if [ ! -x "$VENV/bin/python" ]; then
     mkdir -p "$(dirname "$VENV")"
@@ -73,6 +74,11 @@ if ! "$VENV/bin/python" -c "import citeflow.langchain" >/dev/null 2>&1; then
     (cd crates/py && VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" maturin develop --release --locked --quiet)
 fi
 cargo build --quiet --locked --release -p citeflow-llm --features local-model --example agent_upstream
+# Chromium and playwright-core for the Chainlit test (scripts/browser-env.sh; npm ci reuses).
+root="$ROOT"
+# shellcheck source=browser-env.sh
+source "$ROOT/scripts/browser-env.sh"
+ensure_browser >/dev/null
 agents_dir="$(mktemp -d)"
 mkfifo "$agents_dir/stdin"
 "$TARGET_DIR/release/examples/agent_upstream" --model "$MODEL" <"$agents_dir/stdin" >"$agents_dir/urls" &
@@ -91,7 +97,8 @@ for _ in $(seq 1 600); do
 done
 read -r model_url proxy_url <"$agents_dir/urls"
 CITEFLOW_MODEL_URL="$model_url" CITEFLOW_PROXY_URL="$proxy_url" \
-    "$VENV/bin/python" -m pytest -W error -q -p no:cacheprovider -s crates/llm/tests/agents
+    "$VENV/bin/python" -m pytest -W error -q -p no:cacheprovider -s --durations=0 crates/llm/tests/agents
+echo "agents on the local model: $((SECONDS - agents_started)) s"
 stop_agents
 trap - EXIT
 step_done

@@ -1,7 +1,7 @@
 """The Chainlit example (examples/chainlit_agent/app.py) on the local model, as a new user runs
 it: `chainlit run` against the citeflow proxy in front of SmolLM2-135M (what `citeflow serve`
 runs with no upstream; no key), driven by headless Chromium with the framework tests' driver
-(crates/py/tests_frameworks/chainlit_browser.mjs). The agent searches (the agent policy), and
+(a copy of crates/py/tests_frameworks/chainlit_browser.mjs that waits longer). The agent searches (the agent policy), and
 the answer shows at least one `[n]` that opens its source in the side panel; the screenshot is
 target/llm-agents/chainlit-local.png."""
 
@@ -21,7 +21,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[4]
 APP = ROOT / "examples/chainlit_agent/app.py"
-DRIVER = ROOT / "crates/py/tests_frameworks/chainlit_browser.mjs"
+DRIVER = Path(__file__).with_name("chainlit_browser.mjs")
 PLAYWRIGHT = ROOT / "crates/server/tests/browser/node_modules/playwright-core/index.mjs"
 OUT = ROOT / "target/llm-agents"
 PROXY_URL = os.environ["CITEFLOW_PROXY_URL"]
@@ -64,8 +64,8 @@ def test_chainlit_agent_on_the_local_model_cites_a_searched_source() -> None:
             ["node", str(DRIVER)],
             env={**os.environ, "CL_URL": f"http://127.0.0.1:{port}/",
                  "QUESTION": "What did the White Rabbit take out of its waistcoat-pocket?",
-                 "SHOT": str(shot), "PLAYWRIGHT_CORE": str(PLAYWRIGHT)},
-            capture_output=True, text=True, timeout=180,
+                 "SHOT": str(shot), "PLAYWRIGHT_CORE": str(PLAYWRIGHT), "ANSWER_MS": "400000"},
+            capture_output=True, text=True, timeout=480,
         )
         assert driver.returncode == 0, driver.stderr + log.read_text(errors="replace")[-3000:]
         result: dict[str, Any] = json.loads(driver.stdout.strip().splitlines()[-1])
