@@ -58,13 +58,11 @@ async fn main() {
             while let Some(p) = rx.recv().await {
                 match p {
                     Piece::Text(t) => text.push_str(&t),
-                    Piece::Done { stats, .. } => {
-                        // Round 0 warms up.
-                        if round > 0 && stats.completion_tokens > 1 {
-                            per_token[k]
-                                .push(stats.generation_ms / (stats.completion_tokens - 1) as f64);
-                            tokens[k] += stats.completion_tokens;
-                        }
+                    // Round 0 warms up.
+                    Piece::Done { stats, .. } if round > 0 && stats.completion_tokens > 1 => {
+                        per_token[k]
+                            .push(stats.generation_ms / (stats.completion_tokens - 1) as f64);
+                        tokens[k] += stats.completion_tokens;
                     }
                     Piece::Failed(e) => panic!("{e}"),
                     _ => {}

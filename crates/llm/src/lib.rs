@@ -68,7 +68,7 @@ pub use error::{GenerateError, ModelError, SchemaError};
 pub use fetch::DEFAULT_MODEL;
 pub use generate::{ChatMessage, FinishReason, Generate, Job, Piece, Sampling};
 pub use openai::{ChatRequest, ChunkMeta};
-pub use policy::{AgentPolicy, POLICY_CHARS_PER_SOURCE};
+pub use policy::{AgentPolicy, POLICY_CHARS_PER_SOURCE, POLICY_MAX_QUERY_CHARS};
 pub use schema_grammar::MAX_SCHEMA_BOUND;
 pub use serve::{router, LocalServer, ModelState};
 pub use stats::{GenerationStats, ModelMetrics};

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use crate::error::GenerateError;
 use crate::generate::{ChatMessage, FinishReason, Job, Sampling};
-use crate::policy::{plan, AgentPolicy, Said, Turn};
+use crate::policy::{plan, AgentPolicy, Said, Turn, POLICY_MAX_QUERY_CHARS};
 use crate::stats::GenerationStats;
 use crate::tools::{call_text, Tools};
 
@@ -152,13 +152,15 @@ impl ChatRequest {
                     calls,
                     sequence,
                     answer,
+                    capped,
                 } => {
                     if request_grammar.is_some() {
                         return Err(invalid(
                             "grammar cannot be combined with tools unless tool_choice is none",
                         ));
                     }
-                    grammar = Some(tools.grammar(&calls, sequence, answer));
+                    let cap = capped.then_some(POLICY_MAX_QUERY_CHARS);
+                    grammar = Some(tools.grammar(&calls, sequence, answer, cap));
                     tool_calls = true;
                     match messages.first_mut().filter(|m| m.role == "system") {
                         Some(m) => {

@@ -26,6 +26,10 @@ use crate::tools::{ToolChoice, Tools};
 /// measurement's setting, crates/llm/README.md).
 pub const POLICY_CHARS_PER_SOURCE: usize = 400;
 
+/// The most characters of each string argument of the policy's search call (a query): a
+/// small model left unbounded wrote 300-character queries until `max_tokens`.
+pub const POLICY_MAX_QUERY_CHARS: usize = 64;
+
 /// Whether `tool_choice: "auto"` is shaped for a small model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -55,6 +59,8 @@ pub(crate) enum Turn {
         calls: Vec<usize>,
         sequence: bool,
         answer: bool,
+        /// The policy's search: strings capped at [`POLICY_MAX_QUERY_CHARS`].
+        capped: bool,
     },
     /// Prose, no call; with the policy's prompt and citation grammar when set.
     Answer {
@@ -178,6 +184,7 @@ pub(crate) fn plan(tools: &Tools, said: &[Said], policy: AgentPolicy) -> Turn {
         calls: all.clone(),
         sequence: false,
         answer: true,
+        capped: false,
     };
     match &tools.choice {
         ToolChoice::None => {
@@ -191,6 +198,7 @@ pub(crate) fn plan(tools: &Tools, said: &[Said], policy: AgentPolicy) -> Turn {
                 calls: all,
                 sequence: false,
                 answer: false,
+                capped: false,
             }
         }
         ToolChoice::Named(n) => {
@@ -198,6 +206,7 @@ pub(crate) fn plan(tools: &Tools, said: &[Said], policy: AgentPolicy) -> Turn {
                 calls: tools.index(n).into_iter().collect(),
                 sequence: true,
                 answer: false,
+                capped: false,
             }
         }
         _ => {}
@@ -216,11 +225,13 @@ pub(crate) fn plan(tools: &Tools, said: &[Said], policy: AgentPolicy) -> Turn {
                 calls: search,
                 sequence: true,
                 answer: false,
+                capped: true,
             },
             _ => Turn::Calls {
                 sequence: tools.parallel,
                 calls: search,
                 answer: false,
+                capped: true,
             },
         };
     }
@@ -296,7 +307,8 @@ mod tests {
             Turn::Calls {
                 calls: vec![0, 2],
                 sequence: true,
-                answer: false
+                answer: false,
+                capped: true
             }
         );
         assert_eq!(
@@ -304,7 +316,8 @@ mod tests {
             Turn::Calls {
                 calls: vec![0, 2],
                 sequence: false,
-                answer: false
+                answer: false,
+                capped: true
             }
         );
         assert_eq!(
@@ -312,7 +325,8 @@ mod tests {
             Turn::Calls {
                 calls: vec![0, 1, 2],
                 sequence: false,
-                answer: true
+                answer: true,
+                capped: false
             }
         );
         assert_eq!(

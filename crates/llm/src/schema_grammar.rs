@@ -71,6 +71,8 @@ pub(crate) struct SchemaCompiler<'g> {
     refs: HashMap<String, String>,
     /// `$ref` pointers being compiled (a cycle if met again).
     open: HashSet<String>,
+    /// The most characters a string may have when its schema sets no smaller `maxLength`.
+    string_cap: Option<usize>,
 }
 
 fn unsupported(feature: impl Into<String>, path: &str) -> SchemaError {
@@ -146,7 +148,16 @@ impl<'g> SchemaCompiler<'g> {
             next: 0,
             refs: HashMap::new(),
             open: HashSet::new(),
+            string_cap: None,
         }
+    }
+
+    /// Caps every string at `cap` characters (or its `minLength`, if larger): the grammar then
+    /// admits fewer values, all still valid. The agent policy's search call uses it so that a
+    /// small model cannot write a query until `max_tokens`.
+    pub(crate) fn with_string_cap(mut self, cap: Option<usize>) -> Self {
+        self.string_cap = cap;
+        self
     }
 
     fn fresh(&mut self, hint: &str) -> String {
@@ -404,6 +415,11 @@ impl<'g> SchemaCompiler<'g> {
         if max.is_some_and(|m| m < min) {
             return Err(invalid("minLength is greater than maxLength", path));
         }
+        let max = match (max, self.string_cap) {
+            (Some(m), Some(cap)) => Some(m.min(cap.max(min))),
+            (None, Some(cap)) => Some(cap.max(min)),
+            (m, None) => m,
+        };
         Ok(Expr::Seq(vec![
             Expr::lit("\""),
             self.shared("string-char").repeat(min, max),

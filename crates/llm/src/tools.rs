@@ -232,12 +232,35 @@ impl Tools {
     /// `sequence`, exactly one call of each, in that order; else one call of any of them, or
     /// up to [`MAX_PARALLEL_CALLS`] when `parallel`. With `answer`, prose (not starting with
     /// `<`) is allowed instead of calls.
-    pub(crate) fn grammar(&self, calls: &[usize], sequence: bool, answer: bool) -> String {
+    ///
+    /// `string_cap` caps the arguments' strings (see
+    /// [`SchemaCompiler::with_string_cap`]); the schemas are then compiled again with it.
+    pub(crate) fn grammar(
+        &self,
+        calls: &[usize],
+        sequence: bool,
+        answer: bool,
+        string_cap: Option<usize>,
+    ) -> String {
         let mut g = self.grammar.clone();
+        let mut arg_rules = self.arg_rules.clone();
+        if string_cap.is_some() {
+            let mut capped = Grammar::default();
+            for &i in calls {
+                // The schema compiled once already at parse time: it compiles again.
+                if let Ok(rule) = SchemaCompiler::new(&mut capped, &format!("c{i}"))
+                    .with_string_cap(string_cap)
+                    .compile(&self.tools[i].parameters, "")
+                {
+                    arg_rules[i] = rule;
+                }
+            }
+            g = capped;
+        }
         let call = |i: usize| {
             Expr::Seq(vec![
                 Expr::lit(format!("{CALL_OPEN}{}{CALL_ARGS}", self.tools[i].name)),
-                Expr::rule(self.arg_rules[i].clone()),
+                Expr::rule(arg_rules[i].clone()),
                 Expr::lit(CALL_CLOSE),
             ])
         };
@@ -349,10 +372,10 @@ mod tests {
         let t = Tools::parse(&body(json!({"parallel_tool_calls": false})))
             .unwrap()
             .unwrap();
-        let g = t.grammar(&[0, 1], false, true);
+        let g = t.grammar(&[0, 1], false, true, None);
         assert!(g.starts_with("root ::= (call | ("), "{g}");
         assert!(g.contains("call ::= ((\"<tool_call>\\n{\\\"name\\\": \\\"search_books\\\", \\\"arguments\\\": \" t0-root"), "{g}");
-        let g = t.grammar(&[0, 1], true, false);
+        let g = t.grammar(&[0, 1], true, false, None);
         assert!(g.starts_with("root ::= ((\"<tool_call>"), "{g}");
     }
 }
