@@ -368,6 +368,14 @@ mod tests {
     }
 
     #[test]
+    fn a_string_cap_bounds_unbounded_strings() {
+        let t = Tools::parse(&body(json!({}))).unwrap().unwrap();
+        assert!(!t.grammar(&[0], true, false, None).contains("{0,64}"));
+        let g = t.grammar(&[0], true, false, Some(64));
+        assert!(g.contains("(string-char){0,64}"), "{g}");
+    }
+
+    #[test]
     fn a_turn_grammar_holds_calls_and_prose() {
         let t = Tools::parse(&body(json!({"parallel_tool_calls": false})))
             .unwrap()
