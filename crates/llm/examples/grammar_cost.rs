@@ -1,5 +1,5 @@
 //! What a tool-call grammar costs per generated token: the same request generated with the
-//! grammar `tool_choice: "required"` makes (the schema compiler's, for a nested schema) and
+//! grammar `tool_choice: "required"` makes (the schema compiler's, for a nested schema; ratio 1.41 measured 2026-12-06 on the 2-core machine under load, 3 rounds) and
 //! without any grammar (`tool_choice: "none"`), alternating, in one process and one run.
 //!
 //! ```text

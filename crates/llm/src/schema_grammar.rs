@@ -11,7 +11,7 @@
 //! and its JSON path: a grammar that ignored it could write arguments the schema rejects.
 //!
 //! Values are written compactly with one space after `:` and `,` (`{"query": "rabbit",
-//! "k": 3}`), properties in the schema's order, required ones always, optional ones or not.
+//! "k": 3}`), properties in key order (serde_json's map sorts them), required ones always, optional ones or not.
 //! Strings hold no control character and no `\u` escape (so one character is one code point,
 //! as `minLength`/`maxLength` count); numbers have at most 15 integer digits, 15 fraction
 //! digits and a two-digit exponent (so every number parses as a finite `f64`).
