@@ -35,6 +35,7 @@ mod ai_sdk;
 mod auth;
 mod body;
 mod books;
+mod budget;
 mod chat;
 mod code;
 mod conn;

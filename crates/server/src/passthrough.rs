@@ -12,6 +12,7 @@ use axum::http::{HeaderName, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 
+use crate::budget::Received;
 use crate::error::ApiError;
 use crate::proxy::upstream_key;
 use crate::state::AppState;
@@ -50,10 +51,16 @@ pub(crate) async fn forward(State(state): State<AppState>, _: Owner, req: Reques
 async fn run(state: AppState, req: Request) -> Result<Response, ApiError> {
     let (parts, body) = req.into_parts();
     let limits = &state.settings.limits;
-    let max_bytes = limits.max_body_bytes;
-    let body = axum::body::to_bytes(body, max_bytes)
-        .await
-        .map_err(|_| ApiError::BodyTooLarge { max_bytes })?;
+    // The body's share of the budget is held until the upstream has answered (it has then
+    // taken the body).
+    let Received {
+        bytes: body,
+        share: _share,
+    } = state
+        .body_budget
+        .read(body, limits.max_body_bytes, crate::conn::body_error)
+        .await?;
+    let body = axum::body::Bytes::from(body);
     let path = parts
         .uri
         .path()
