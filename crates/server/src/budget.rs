@@ -192,10 +192,11 @@ mod tests {
     use super::*;
 
     fn budget(bytes: usize, wait_ms: u64) -> BodyBudget {
-        let mut limits = Limits::default();
-        limits.body_budget_bytes = bytes;
-        limits.body_budget_wait_ms = wait_ms;
-        BodyBudget::new(&limits)
+        BodyBudget::new(&Limits {
+            body_budget_bytes: bytes,
+            body_budget_wait_ms: wait_ms,
+            ..Limits::default()
+        })
     }
 
     /// A body of `len` bytes sent in chunks of `chunk` bytes, its length not declared.
