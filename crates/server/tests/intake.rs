@@ -184,9 +184,17 @@ async fn bodies_share_one_budget_past_it_503_overloaded_and_slow_ones_give_it_ba
     );
 }
 
-fn alice() -> Vec<u8> {
-    let p = shared_dir().join("fixtures/epub/alice.epub");
+fn fixture(name: &str) -> Vec<u8> {
+    let p = shared_dir().join("fixtures/epub").join(name);
     std::fs::read(&p).unwrap_or_else(|e| panic!("cannot read {}: {e}", p.display()))
+}
+
+fn alice() -> Vec<u8> {
+    fixture("alice.epub")
+}
+
+fn kusamakura() -> Vec<u8> {
+    fixture("kusamakura-japanese-vertical-writing.epub")
 }
 
 /// The files under `dir` (recursively) whose name ends with one of `ends`.
@@ -237,7 +245,7 @@ async fn titles(h: &Harness) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_upload_on_a_full_disk_is_503_store_unavailable_and_leaves_no_partial_book() {
-    // 4 MiB: the index, alice.epub (537 kB), its passages and the kept copy fit.
+    // 4 MiB: the index, the two books' passages and kept copies fit.
     let fs = match Tmpfs::mount(4 << 20) {
         Ok(fs) => fs,
         Err(why) => {
@@ -269,22 +277,27 @@ async fn an_upload_on_a_full_disk_is_503_store_unavailable_and_leaves_no_partial
     assert_eq!(titles(&h).await, Vec::<String>::new());
     assert_eq!(leftovers(&dir), Vec::<String>::new());
 
-    // 2. Room for the upload's file but not for the index's writes (its passages and the
-    // kept copy): the file is written and read, then the index meets the full disk.
+    // 2. Room for the upload's file but not for the index's writes: the file is written and
+    // read, then the index meets the full disk, at the book's kept copy (alice: 537 kB of
+    // EPUB, 92 kB of passages) or at its passages (kusamakura: 234 kB of EPUB, 701 kB of
+    // passages, tantivy's commit).
     std::fs::remove_file(&filler).expect("remove filler");
+    for (name, book) in [("alice", &book), ("kusamakura", &kusamakura())] {
+        let filler = fill(fs.path());
+        // What the upload's own file needs, and 64 KiB: less than the book's passages and
+        // its kept copy together.
+        shrink(&filler, book.len() as u64 + (64 << 10));
+        let (status, retry, v) = upload(&h, book).await;
+        assert_eq!(
+            (status, retry.as_deref(), v["error"]["code"].as_str()),
+            (503, Some("1"), Some("store_unavailable")),
+            "{name}: {v}"
+        );
+        assert_eq!(titles(&h).await, Vec::<String>::new(), "{name}");
+        assert_eq!(leftovers(&dir), Vec::<String>::new(), "{name}");
+        std::fs::remove_file(&filler).expect("remove filler");
+    }
     let filler = fill(fs.path());
-    // Free what the upload's own file needs, and 64 KiB: less than the book's passages and
-    // its kept copy together.
-    let free_needed = book.len() as u64 + (64 << 10);
-    shrink(&filler, free_needed);
-    let (status, retry, v) = upload(&h, &book).await;
-    assert_eq!(
-        (status, retry.as_deref(), v["error"]["code"].as_str()),
-        (503, Some("1"), Some("store_unavailable")),
-        "{v}"
-    );
-    assert_eq!(titles(&h).await, Vec::<String>::new());
-    assert_eq!(leftovers(&dir), Vec::<String>::new());
 
     // The server goes on: chats answer, and once there is room the same upload adds the
     // book, whole.
@@ -298,14 +311,19 @@ async fn an_upload_on_a_full_disk_is_503_store_unavailable_and_leaves_no_partial
     assert_eq!(r.status(), 200);
     assert_eq!(text_of(&read_sse(r, 1 << 20).await), "Hello world");
     std::fs::remove_file(&filler).expect("remove filler");
+    let (status, _, v) = upload(&h, &kusamakura()).await;
+    assert_eq!(status, 201, "{v}");
     let (status, _, v) = upload(&h, &book).await;
     assert_eq!(status, 201, "{v}");
     assert_eq!(
         titles(&h).await,
-        ["Alice's Adventures in Wonderland".to_owned()]
+        ["Alice's Adventures in Wonderland", "草枕"]
     );
     let key = v["key"].as_str().expect("key").to_owned();
-    assert_eq!(leftovers(&dir), [format!("{key}.epub")]);
+    let mut kept = leftovers(&dir);
+    kept.sort();
+    assert_eq!(kept.len(), 2, "{kept:?}");
+    assert!(kept.contains(&format!("{key}.epub")), "{kept:?}");
     let found: Value = h
         .post(&format!("/v1/books/{key}/search"))
         .header("content-type", "application/json")
