@@ -422,10 +422,9 @@ def body_flood(base, pid, clients, body_bytes, stagger, budget_mb, wait_s):
     s, _, raw = request(f"{base}/v1/chat/completions", "POST", body, {"content-type": "application/json"}, 30)
     check(s == 200 and sse_text(raw) == "Hello world", f"then a whole {body_bytes}-byte body answers: {s}")
     peak = rss_mb(pid)
-    # The README's bound: idle + 1.1 x (twice the budget: a body's buffer grows a quarter at a
-    # time, the old one held while it is copied, freed ones kept by the allocator a while;
-    # and each connection's 64 KiB read buffer).
-    bound = idle + 1.1 * (2 * budget_mb + clients / 16)
+    # The README's bound: idle + 1.1 x (the budget + 128 KiB a connection: its read buffer,
+    # of which hyper fills at most 64 KiB at once, and its state).
+    bound = idle + 1.1 * (budget_mb + clients / 8)
     print(f"  {clients} clients of {body_bytes} bytes in {time.monotonic() - t0:.1f} s: {len(waiting)} read whole, "
           f"{len(refused)} refused; RSS idle {idle:.0f} MB, peak {peak_flood:.0f} MB during, {peak:.0f} MB after "
           f"(bound {bound:.0f} MB)", flush=True)

@@ -56,10 +56,11 @@ impl ApiRequest for Map<String, Value> {
 /// it is parsed.
 async fn read_json(body: Body, limits: &Limits, budget: &BodyBudget) -> Result<Value, ApiError> {
     let received = budget.read(body, limits.max_body_bytes, body_error).await?;
-    if received.bytes.is_empty() {
+    if received.len() == 0 {
         return Ok(Value::Object(Default::default()));
     }
-    serde_json::from_slice(&received.bytes)
+    received
+        .json()
         .map_err(|e| ApiError::invalid(format!("request body is not valid JSON: {e}"), None))
 }
 

@@ -39,17 +39,74 @@ pub(crate) struct BodyBudget {
     wait: Duration,
 }
 
-/// A body read whole, and its share of the budget.
+/// A body read whole, in blocks of at most [`BLOCK`] bytes, and its share of the budget
+/// (given back when this is dropped).
 #[derive(Debug)]
 pub(crate) struct Received {
-    pub(crate) bytes: Vec<u8>,
-    pub(crate) share: Share,
+    blocks: Vec<Vec<u8>>,
+    len: usize,
+    share: Share,
 }
 
 /// A body's share of the budget: given back when this is dropped.
 #[derive(Debug)]
 pub(crate) struct Share {
     _permit: Option<OwnedSemaphorePermit>,
+}
+
+/// The size of the blocks a body is kept in: it grows a block at a time, never copied, so it
+/// holds no more than its bytes and one block, and never two buffers at once.
+const BLOCK: usize = 64 << 10;
+
+impl Received {
+    /// Its length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The body parsed as JSON (from its blocks as they are: no copy).
+    pub(crate) fn json<T: serde::de::DeserializeOwned>(&self) -> serde_json::Result<T> {
+        match self.blocks.as_slice() {
+            [] => serde_json::from_slice(b""),
+            [one] => serde_json::from_slice(one),
+            blocks => serde_json::from_reader(Blocks {
+                rest: blocks,
+                at: 0,
+            }),
+        }
+    }
+
+    /// The body in one buffer (a copy when it took more than one block), and its share.
+    pub(crate) fn into_bytes(mut self) -> (axum::body::Bytes, Share) {
+        let bytes = if self.blocks.len() == 1 {
+            self.blocks.remove(0)
+        } else {
+            self.blocks.concat()
+        };
+        (bytes.into(), self.share)
+    }
+}
+
+/// The blocks of a body as one reader.
+struct Blocks<'a> {
+    rest: &'a [Vec<u8>],
+    at: usize,
+}
+
+impl std::io::Read for Blocks<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while let Some(block) = self.rest.first() {
+            if self.at < block.len() {
+                let n = (block.len() - self.at).min(buf.len());
+                buf[..n].copy_from_slice(&block[self.at..self.at + n]);
+                self.at += n;
+                return Ok(n);
+            }
+            self.rest = &self.rest[1..];
+            self.at = 0;
+        }
+        Ok(0)
+    }
 }
 
 impl BodyBudget {
@@ -95,7 +152,9 @@ impl BodyBudget {
         let declared = hint.upper().and_then(|n| usize::try_from(n).ok());
         let mut taking = Taking {
             budget: self,
-            bytes: Vec::new(),
+            blocks: Vec::new(),
+            len: 0,
+            cap: 0,
             held: None,
             wait_until: None,
             limit: declared.map_or(max_bytes, |d| d.min(max_bytes)),
@@ -104,23 +163,20 @@ impl BodyBudget {
         loop {
             // Room for the next chunk before it is read: a body that waits for the budget
             // holds what it received, and its next bytes stay in the socket.
-            let ahead = taking.bytes.len() + READ_AHEAD;
-            taking
-                .room(declared.map_or(ahead, |d| d.min(ahead)).min(max_bytes))
-                .await?;
+            taking.room(taking.len + READ_AHEAD).await?;
             let Some(chunk) = data.next().await else {
                 break;
             };
             let chunk = chunk.map_err(|e| on_error(e, too_large()))?;
-            let len = taking.bytes.len() + chunk.len();
-            if len > max_bytes {
+            if taking.len + chunk.len() > max_bytes {
                 return Err(too_large());
             }
-            taking.room(len).await?;
-            taking.bytes.extend_from_slice(&chunk);
+            taking.room(taking.len + chunk.len()).await?;
+            taking.append(&chunk);
         }
         Ok(Received {
-            bytes: taking.bytes,
+            blocks: taking.blocks,
+            len: taking.len,
             share: Share {
                 _permit: taking.held,
             },
@@ -128,40 +184,60 @@ impl BodyBudget {
     }
 }
 
-/// One body being read: its buffer, the units it holds (one for each [`UNIT`] of the
-/// buffer's capacity), and when its wait for the budget ends.
+/// One body being read: its blocks, the units it holds (one for each [`UNIT`] of its blocks'
+/// capacity), and when its wait for the budget ends.
 struct Taking<'a> {
     budget: &'a BodyBudget,
-    bytes: Vec<u8>,
+    blocks: Vec<Vec<u8>>,
+    /// Bytes received.
+    len: usize,
+    /// Bytes the blocks can hold.
+    cap: usize,
     held: Option<OwnedSemaphorePermit>,
     wait_until: Option<Instant>,
-    /// The most the buffer grows to: the declared length, else `max_bytes`.
+    /// The most the blocks hold: the declared length, else `max_bytes`.
     limit: usize,
 }
 
 impl Taking<'_> {
-    /// Grows the buffer to hold `len` bytes (by a quarter at least, never past its limit
-    /// unless `len` is), taking the units of the growth first.
-    async fn room(&mut self, len: usize) -> Result<(), ApiError> {
-        if len <= self.bytes.capacity() {
-            return Ok(());
-        }
-        let cap = self.bytes.capacity();
-        let new_cap = (cap + cap / 4).min(self.limit).max(len);
-        let held = self
-            .held
-            .as_ref()
-            .map_or(0, OwnedSemaphorePermit::num_permits);
-        let more = new_cap.div_ceil(UNIT).saturating_sub(held);
-        if more > 0 {
-            let permit = self.take(more).await?;
-            match &mut self.held {
-                Some(h) => h.merge(permit),
-                None => self.held = Some(permit),
+    /// Adds blocks until they can hold `want` bytes (never past the limit, unless a chunk
+    /// larger than a block needs it), taking their units first.
+    async fn room(&mut self, want: usize) -> Result<(), ApiError> {
+        let want = want.min(self.limit.max(self.len));
+        while self.cap < want {
+            let size = BLOCK
+                .min(self.limit.saturating_sub(self.cap))
+                .max(want - self.cap);
+            let held = self
+                .held
+                .as_ref()
+                .map_or(0, OwnedSemaphorePermit::num_permits);
+            let more = (self.cap + size).div_ceil(UNIT).saturating_sub(held);
+            if more > 0 {
+                let permit = self.take(more).await?;
+                match &mut self.held {
+                    Some(h) => h.merge(permit),
+                    None => self.held = Some(permit),
+                }
             }
+            self.blocks.push(Vec::with_capacity(size));
+            self.cap += size;
         }
-        self.bytes.reserve_exact(new_cap - self.bytes.len());
         Ok(())
+    }
+
+    /// Copies `data` into the blocks' room (taken by [`Taking::room`]).
+    fn append(&mut self, mut data: &[u8]) {
+        self.len += data.len();
+        for block in &mut self.blocks {
+            if data.is_empty() {
+                break;
+            }
+            let n = (block.capacity() - block.len()).min(data.len());
+            block.extend_from_slice(&data[..n]);
+            data = &data[n..];
+        }
+        debug_assert!(data.is_empty(), "room was taken first");
     }
 
     /// `units` of the budget, waited for until this body's wait is over (it starts at its
@@ -201,10 +277,11 @@ mod tests {
 
     /// A body of `len` bytes sent in chunks of `chunk` bytes, its length not declared.
     fn chunked(len: usize, chunk: usize) -> Body {
-        let chunks: Vec<Result<Vec<u8>, std::io::Error>> = (0..len)
-            .step_by(chunk)
-            .map(|i| Ok(vec![b' '; chunk.min(len - i)]))
-            .collect();
+        // A JSON string: `"aaa…"`.
+        let mut text = vec![b'a'; len];
+        (text[0], text[len - 1]) = (b'"', b'"');
+        let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
+            text.chunks(chunk).map(|c| Ok(c.to_vec())).collect();
         Body::from_stream(futures_util::stream::iter(chunks))
     }
 
@@ -215,14 +292,15 @@ mod tests {
             .read(chunked(300_000, 10_000), 1 << 20, |_, e| e)
             .await
             .unwrap();
-        assert_eq!(got.bytes.len(), 300_000);
-        // Its buffer: what it received and the room for one more chunk, grown by a quarter
-        // at a time.
+        assert_eq!(got.len(), 300_000);
+        // Its blocks: what it received and the room for one more chunk.
         let held = b.held_bytes();
         assert!(
-            (300_000..=(300_000 + READ_AHEAD) * 5 / 4 + UNIT).contains(&held),
+            (300_000..=300_000 + READ_AHEAD + BLOCK + UNIT).contains(&held),
             "{held}"
         );
+        let text: String = got.json().unwrap();
+        assert_eq!(text.len(), 299_998);
         drop(got);
         assert_eq!(b.held_bytes(), 0);
         // A declared length is taken as it is, not read ahead.
@@ -230,7 +308,7 @@ mod tests {
             .read(Body::from(vec![b'x'; 5_000]), 1 << 20, |_, e| e)
             .await
             .unwrap();
-        assert_eq!((got.bytes.len(), b.held_bytes()), (5_000, 5 * UNIT));
+        assert_eq!((got.len(), b.held_bytes()), (5_000, 5 * UNIT));
     }
 
     #[tokio::test]
@@ -256,7 +334,6 @@ mod tests {
             b.read(chunked(200_000, 10_000), 1 << 20, |_, e| e)
                 .await
                 .unwrap()
-                .bytes
                 .len(),
             200_000
         );

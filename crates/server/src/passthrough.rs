@@ -12,7 +12,6 @@ use axum::http::{HeaderName, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 
-use crate::budget::Received;
 use crate::error::ApiError;
 use crate::proxy::upstream_key;
 use crate::state::AppState;
@@ -53,14 +52,11 @@ async fn run(state: AppState, req: Request) -> Result<Response, ApiError> {
     let limits = &state.settings.limits;
     // The body's share of the budget is held until the upstream has answered (it has then
     // taken the body).
-    let Received {
-        bytes: body,
-        share: _share,
-    } = state
+    let (body, _share) = state
         .body_budget
         .read(body, limits.max_body_bytes, crate::conn::body_error)
-        .await?;
-    let body = axum::body::Bytes::from(body);
+        .await?
+        .into_bytes();
     let path = parts
         .uri
         .path()

@@ -128,9 +128,9 @@ async fn bodies_share_one_budget_past_it_503_overloaded_and_slow_ones_give_it_ba
     h.replay.insert("ok", Script::chat(&["Hello ", "world"]));
     assert_eq!(chat(&h, 1_000).await, (200, None, "Hello world".into()));
 
-    // Two clients hold 300 kB bodies open (each holds at most 1.25 x (300 kB + 64 KiB) of the
-    // budget, together at least 731 kB); a 400 kB body finds too little left: it waits 300 ms,
-    // then 503 overloaded with Retry-After.
+    // Two clients hold 300 kB bodies open (each holds its bytes and room for the next 64 KiB,
+    // in blocks of 64 KiB: 384 KiB, together 768 KiB); a 400 kB body finds too little left: it
+    // waits 300 ms, then 503 overloaded with Retry-After.
     let a = Slow::start(&h, 300_010).await;
     let b = Slow::start(&h, 300_010).await;
     until_held(&h, 2 * (300_000 + (64 << 10))).await;
