@@ -1,7 +1,8 @@
 //! [`BodyBudget`]: one memory budget, in bytes, that every request body read whole (the JSON
 //! bodies of [`ApiJson`](crate::body::ApiJson), the bodies the passthrough forwards) draws
-//! from, whatever the number of requests. A body takes its share as it arrives, before each
-//! chunk is read and as its buffer grows, so a slow client holds only about what it has sent,
+//! from, whatever the number of requests. A body takes its share as it arrives, a block of
+//! 64 KiB at a time before the chunk that needs it is read (its blocks are never copied, and
+//! it is parsed from them as they are), so a slow client holds only about what it has sent,
 //! and gives it all back when it is parsed, refused or dropped (at the latest when
 //! `body_read_timeout_ms` ends it). A body that finds the budget spent waits for its share at
 //! most `body_budget_wait_ms` in all, then is refused with 503 `overloaded` and
