@@ -38,6 +38,12 @@
 #     24 uploads at once of one 64 MiB book           one 201, 23 x 200; peak RSS under the bound
 #                                                     of crates/server/README.md; no upload file left
 #     20 uploads at once of one small book            one 201, 19 x 200 (never a 5xx), listed once
+#   JSON bodies held open (issue 44 §10; a server of its own, in-memory store, default limits)
+#     300 clients, one every 10 ms, each sends a 4 MiB chat but its last 10 bytes
+#                                                     the first ones are read whole within the 64 MiB
+#                                                     budget and answer once their last bytes come; the
+#                                                     rest 503 overloaded, Retry-After: 1, after the 2 s
+#                                                     wait; peak RSS under the bound of crates/server/README.md
 #   the SQLite store on a full disk (issue 38 §3; a third server, its database on an 8 MiB tmpfs the
 #   script mounts; skipped with a message where mounting is not allowed)
 #     filled before a stream: chat, responses, messages 503 store_unavailable, Retry-After: 1 (an
@@ -66,6 +72,8 @@ ATTACK_SECONDS="${ATTACK_SECONDS:-10}"
 # --max-book-bytes, 64 MiB) must keep its peak RSS under the bound of crates/server/README.md.
 UPLOADS="${UPLOADS:-24}"
 UPLOAD_BYTES="${UPLOAD_BYTES:-$((64 << 20))}"
+# Issue 44 §10: clients holding JSON bodies open at once, on a server of its own.
+FLOOD_CLIENTS="${FLOOD_CLIENTS:-300}"
 # Hard cap on the server's address space: a runaway allocation is killed, not swapped.
 ADDRESS_SPACE_BYTES="${ADDRESS_SPACE_BYTES:-$((4 << 30))}"
 # shellcheck source=step.sh
@@ -301,6 +309,137 @@ def concurrent_uploads(base, pid, body, n, seconds):
     for t in threads:
         t.join()
     return answers
+
+
+def http_answer(raw):
+    """(status, headers, body) of a raw HTTP/1.1 response (a chunked body decoded)."""
+    head, _, body = bytes(raw).partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    try:
+        status = int(lines[0].split()[1])
+    except (IndexError, ValueError):
+        return 0, {}, b""
+    headers = {k.strip().lower(): v.strip() for k, _, v in (l.partition(":") for l in lines[1:])}
+    if headers.get("transfer-encoding") == "chunked":
+        out, rest = bytearray(), body
+        while rest:
+            size, _, rest = rest.partition(b"\r\n")
+            n = int(size.split(b";")[0] or b"0", 16)
+            if n == 0:
+                break
+            out += rest[:n]
+            rest = rest[n + 2:]
+        body = bytes(out)
+    return status, headers, body
+
+
+def body_flood(base, pid, clients, body_bytes, stagger, budget_mb, wait_s):
+    """Issue 44 §10: `clients` clients, one every `stagger` s, each sending a chat of
+    `body_bytes` but its last 10 bytes, then waiting. The bodies draw from one budget: the
+    first ones are read whole and wait for their last bytes; the ones past the budget wait
+    `wait_s`, then get 503 overloaded with Retry-After: 1. Then the waiting ones send their
+    last bytes and get their answers; the server's peak RSS stays under the README's bound."""
+    import selectors, socket
+    host, port = base.replace("http://", "").rsplit(":", 1)
+    prefix = json.dumps({"model": "ok.sse", "stream": True,
+                         "messages": [{"role": "user", "content": "q"}]}).encode()
+    body = prefix + b" " * (body_bytes - len(prefix))
+    head = (f"POST /v1/chat/completions HTTP/1.1\r\nhost: {host}:{port}\r\n"
+            f"content-type: application/json\r\ncontent-length: {len(body)}\r\n"
+            "connection: close\r\n\r\n").encode()
+    sel = selectors.DefaultSelector()
+    conns = []
+    idle = rss_now_mb(pid)
+    t0 = time.monotonic()
+
+    def open_one():
+        s = socket.socket()
+        s.setblocking(False)
+        s.connect_ex((host, int(port)))
+        c = {"s": s, "out": memoryview(head + body[:-10]), "in": bytearray(), "closed": False}
+        sel.register(s, selectors.EVENT_READ | selectors.EVENT_WRITE, c)
+        conns.append(c)
+
+    def settled():
+        return all(c["closed"] or not c["out"] for c in conns)
+    last_open = t0
+    while len(conns) < clients or not settled() or time.monotonic() - last_open < wait_s + 1:
+        if len(conns) < clients and time.monotonic() >= t0 + len(conns) * stagger:
+            open_one()
+            last_open = time.monotonic()
+        for key, mask in sel.select(timeout=0.01):
+            c = key.data
+            if mask & selectors.EVENT_READ:
+                try:
+                    data = c["s"].recv(1 << 16)
+                except BlockingIOError:
+                    data = None
+                except OSError:
+                    data = b""
+                if data:
+                    c["in"] += data
+                elif data == b"":
+                    c["closed"] = True
+                    sel.unregister(c["s"])
+                    c["s"].close()
+                    continue
+            if mask & selectors.EVENT_WRITE and c["out"]:
+                try:
+                    n = c["s"].send(c["out"][:1 << 20])
+                    c["out"] = c["out"][n:]
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    c["out"] = c["out"][:0]
+                if not c["out"]:
+                    sel.modify(c["s"], selectors.EVENT_READ, c)
+        if time.monotonic() - t0 > 120:
+            break
+    peak_flood = rss_mb(pid)
+    refused = [http_answer(c["in"]) for c in conns if c["closed"]]
+    waiting = [c for c in conns if not c["closed"]]
+    check(all((s, h.get("retry-after"), json.loads(b or b"{}").get("error", {}).get("code"))
+              == (503, "1", "overloaded") for s, h, b in refused),
+          f"{len(refused)} bodies past the budget: 503 overloaded, Retry-After: 1 "
+          f"({sorted(set(s for s, _, _ in refused))})")
+    check(1 <= len(waiting) <= budget_mb * 2**20 // body_bytes,
+          f"{len(waiting)} bodies read whole within the budget of {budget_mb} MiB, waiting for their last bytes")
+    texts = []
+    for c in waiting:
+        c["s"].setblocking(True)
+        c["s"].settimeout(30)
+        c["s"].sendall(body[-10:])
+        while True:
+            data = c["s"].recv(1 << 16)
+            if not data:
+                break
+            c["in"] += data
+        c["s"].close()
+        s, _, b = http_answer(c["in"])
+        texts.append((s, sse_text(b)))
+    check(texts and all(t == (200, "Hello world") for t in texts),
+          f"the waiting ones answered once their last bytes came: {sorted(set(texts))}")
+    s, _, raw = request(f"{base}/v1/chat/completions", "POST", body, {"content-type": "application/json"}, 30)
+    check(s == 200 and sse_text(raw) == "Hello world", f"then a whole {body_bytes}-byte body answers: {s}")
+    peak = rss_mb(pid)
+    # The README's bound: idle + 1.1 x (the budget + 128 KiB a connection: its read buffer,
+    # of which hyper fills at most 64 KiB at once, and its state).
+    bound = idle + 1.1 * (budget_mb + clients / 8)
+    print(f"  {clients} clients of {body_bytes} bytes in {time.monotonic() - t0:.1f} s: {len(waiting)} read whole, "
+          f"{len(refused)} refused; RSS idle {idle:.0f} MB, peak {peak_flood:.0f} MB during, {peak:.0f} MB after "
+          f"(bound {bound:.0f} MB)", flush=True)
+    check(peak < bound, f"peak RSS {peak:.0f} MB < {bound:.0f} MB with {clients} bodies held open")
+
+
+def sse_text(raw):
+    out = []
+    for d in sse_data(raw):
+        try:
+            v = json.loads(d)
+            out.append(v["choices"][0]["delta"].get("content") or "")
+        except (ValueError, KeyError, IndexError, TypeError):
+            pass
+    return "".join(out)
 
 
 def rss_now_mb(pid):
@@ -617,6 +756,13 @@ elif sys.argv[1] == "redis":
         print(f"{len(failures)} redis checks failed", file=sys.stderr)
         sys.exit(1)
     print("all redis checks passed")
+elif sys.argv[1] == "flood":
+    body_flood(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6]),
+               int(sys.argv[7]), float(sys.argv[8]))
+    if failures:
+        print(f"{len(failures)} body-budget checks failed", file=sys.stderr)
+        sys.exit(1)
+    print("all body-budget checks passed")
 elif sys.argv[1] == "full":
     full_disk(sys.argv[2], sys.argv[3], float(sys.argv[4]))
     if failures:
@@ -660,6 +806,22 @@ UPLOAD_URL="$(first_line "$WORK/uploads.out" | sed 's/^citeflow listening on //'
 UPLOADS="$UPLOADS" UPLOAD_BYTES="$UPLOAD_BYTES" INGESTS=2 \
     python3 "$WORK/hostile.py" uploads "$WORK/uploads" "$UPLOAD_URL" "$UPLOAD_SERVER" "$ATTACK_SECONDS"
 kill -0 "$UPLOAD_SERVER" || { echo "the upload server died" >&2; exit 1; }
+
+step "$FLOOD_CLIENTS clients holding JSON bodies open, on a server of its own"
+# Issue 44 §10: FLOOD_CLIENTS clients (one every 10 ms) each send a chat of --max-body-bytes
+# (4 MiB) but its last 10 bytes, to a server with the in-memory store and the default body
+# budget (64 MiB, 2 s wait), under the same address-space cap. Before the budget each body was
+# read on its own: 300 clients took a release build from 13 MB to 1.2 GB.
+FLOOD_START=$SECONDS
+CITEFLOW_LOG=error CITEFLOW_DATA_DIR="$WORK/flood/data" prlimit --as="$ADDRESS_SPACE_BYTES" -- \
+    "$CITEFLOW_BIN" serve --upstream "$UPSTREAM" --listen 127.0.0.1:0 --store memory \
+    --index "$WORK/flood/index" --no-sample-books > "$WORK/flood.out" 2> "$WORK/flood.err" &
+FLOOD_SERVER=$!
+PIDS+=("$FLOOD_SERVER")
+FLOOD_URL="$(first_line "$WORK/flood.out" | sed 's/^citeflow listening on //')"
+python3 "$WORK/hostile.py" flood "$FLOOD_URL" "$FLOOD_SERVER" "$FLOOD_CLIENTS" $((4 << 20)) 0.01 64 2
+kill -0 "$FLOOD_SERVER" || { echo "the body-budget server died" >&2; exit 1; }
+echo "  (the body-budget checks took $((SECONDS - FLOOD_START)) s)"
 
 step "the SQLite store on a full disk, a third server"
 # The SQLite store on a full disk (issue 38 §3): a third server whose database is on an 8 MiB

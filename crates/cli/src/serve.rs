@@ -94,9 +94,19 @@ pub(crate) struct ServeArgs {
     /// 2 s), besides the store.
     #[arg(long, env = "CITEFLOW_READYZ_UPSTREAM")]
     readyz_upstream: bool,
-    /// Largest request body in bytes [default: 4194304].
+    /// Largest request body in bytes, at most --body-budget-bytes [default: 4194304].
     #[arg(long, env = "CITEFLOW_MAX_BODY_BYTES")]
     max_body_bytes: Option<usize>,
+    /// Memory budget, in bytes, shared by all request bodies being read (JSON bodies and
+    /// forwarded ones, not EPUB uploads): each draws from it as it arrives and gives it back
+    /// once parsed or timed out (--body-read-timeout-ms); a body that finds it spent waits
+    /// --body-budget-wait-ms, then is 503 overloaded with Retry-After [default: 67108864].
+    #[arg(long, env = "CITEFLOW_BODY_BUDGET_BYTES")]
+    body_budget_bytes: Option<usize>,
+    /// Longest a request body waits, in ms, for its share of --body-budget-bytes; then 503
+    /// overloaded [default: 2000].
+    #[arg(long, env = "CITEFLOW_BODY_BUDGET_WAIT_MS")]
+    body_budget_wait_ms: Option<u64>,
     /// Most sources in one request or round [default: 256].
     #[arg(long, env = "CITEFLOW_MAX_SOURCES")]
     max_sources: Option<usize>,
@@ -206,6 +216,10 @@ fn limits(a: &ServeArgs) -> Limits {
     if let Some(v) = a.max_body_bytes {
         l.max_body_bytes = v;
     }
+    if let Some(v) = a.body_budget_bytes {
+        l.body_budget_bytes = v;
+    }
+    set(&mut l.body_budget_wait_ms, a.body_budget_wait_ms);
     if let Some(v) = a.max_sources {
         l.max_sources = v;
     }

@@ -172,20 +172,18 @@ impl Index {
     ///
     /// # Errors
     ///
-    /// [`IndexError::Write`] when the index cannot be written (another process is writing
-    /// to it, or the disk fails).
+    /// [`IndexError::StorageFull`] when the disk is full, [`IndexError::Write`] when the index
+    /// cannot be written otherwise (another process is writing to it, or the disk fails);
+    /// either way nothing of the call is committed.
     pub fn add_book(
         &mut self,
         passages: &[BookPassage],
         fingerprint: &str,
     ) -> Result<usize, IndexError> {
-        let write_err = |e: tantivy::TantivyError| IndexError::Write {
-            reason: e.to_string(),
-        };
         let mut writer: IndexWriter<TantivyDocument> = self
             .index
             .writer_with_num_threads(1, WRITER_BYTES)
-            .map_err(write_err)?;
+            .map_err(tantivy_write_err)?;
         let mut keys: Vec<&str> = passages.iter().map(|p| p.book_key.as_str()).collect();
         keys.sort_unstable();
         keys.dedup();
@@ -206,11 +204,11 @@ impl Index {
             doc.add_text(f.fingerprint, fingerprint);
             doc.add_u64(f.passage, p.passage_index as u64);
             doc.add_text(f.record, &record);
-            writer.add_document(doc).map_err(write_err)?;
+            writer.add_document(doc).map_err(tantivy_write_err)?;
         }
-        writer.commit().map_err(write_err)?;
-        writer.wait_merging_threads().map_err(write_err)?;
-        self.reader.reload().map_err(write_err)?;
+        writer.commit().map_err(tantivy_write_err)?;
+        writer.wait_merging_threads().map_err(tantivy_write_err)?;
+        self.reader.reload().map_err(tantivy_write_err)?;
         Ok(passages.len())
     }
 
@@ -222,8 +220,9 @@ impl Index {
     ///
     /// # Errors
     ///
-    /// [`IndexError::Write`] when the file cannot be written, or `book_key` is not a key
-    /// made by [`book_key`](crate::book_key) (ASCII letters, digits and `-`).
+    /// [`IndexError::StorageFull`] when the disk is full (the temporary file is removed),
+    /// [`IndexError::Write`] when the file cannot be written otherwise, or `book_key` is not
+    /// a key made by [`book_key`](crate::book_key) (ASCII letters, digits and `-`).
     pub fn keep_epub(&self, book_key: &str, bytes: &[u8]) -> Result<(), IndexError> {
         let Some(dir) = &self.path else {
             self.epubs
@@ -233,9 +232,7 @@ impl Index {
             return Ok(());
         };
         let file = epub_path(dir, book_key)?;
-        let write_err = |e: std::io::Error| IndexError::Write {
-            reason: format!("{}: {e}", file.display()),
-        };
+        let write_err = |e: std::io::Error| io_write_err(&e, &file);
         std::fs::create_dir_all(dir.join(EPUB_DIR)).map_err(write_err)?;
         // A temporary name of this call's own in the same folder: writers of the same book at
         // once (threads, or processes sharing the index) each rename a whole file of their
@@ -253,6 +250,33 @@ impl Index {
             return Err(write_err(e));
         }
         Ok(())
+    }
+
+    /// Removes a book: its passages (committed) and the copy of its file. A book the index
+    /// does not hold is no error.
+    ///
+    /// # Errors
+    ///
+    /// As [`Index::add_book`], and [`IndexError::Write`] when the file cannot be removed.
+    pub fn remove_book(&mut self, book_key: &str) -> Result<(), IndexError> {
+        let mut writer: IndexWriter<TantivyDocument> = self
+            .index
+            .writer_with_num_threads(1, WRITER_BYTES)
+            .map_err(tantivy_write_err)?;
+        writer.delete_term(Term::from_field_text(self.fields.book, book_key));
+        writer.commit().map_err(tantivy_write_err)?;
+        writer.wait_merging_threads().map_err(tantivy_write_err)?;
+        self.reader.reload().map_err(tantivy_write_err)?;
+        let Some(dir) = &self.path else {
+            let mut kept = self.epubs.lock().unwrap_or_else(|e| e.into_inner());
+            kept.remove(book_key);
+            return Ok(());
+        };
+        let file = epub_path(dir, book_key)?;
+        match std::fs::remove_file(&file) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_write_err(&e, &file)),
+            _ => Ok(()),
+        }
     }
 
     /// The copy of a book's `.epub` file kept by [`Index::keep_epub`], or `None` if there is
@@ -461,6 +485,54 @@ impl Index {
             hits.push(Hit { score, passage });
         }
         Ok(hits)
+    }
+}
+
+/// Whether an I/O error says the disk is full or the quota spent (`ENOSPC`, `EDQUOT`).
+fn is_full(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+    )
+}
+
+/// A failed write of `file`: [`IndexError::StorageFull`] on a full disk, else
+/// [`IndexError::Write`].
+fn io_write_err(e: &std::io::Error, file: &Path) -> IndexError {
+    let reason = format!("{}: {e}", file.display());
+    if is_full(e) {
+        IndexError::StorageFull { reason }
+    } else {
+        IndexError::Write { reason }
+    }
+}
+
+/// A failed write of tantivy's: [`IndexError::StorageFull`] when its I/O error says the disk
+/// is full (tantivy passes some on as text only, such as its merge threads' errors), else
+/// [`IndexError::Write`].
+fn tantivy_write_err(e: tantivy::TantivyError) -> IndexError {
+    use tantivy::directory::error::OpenWriteError;
+    use tantivy::TantivyError;
+    let full = match &e {
+        TantivyError::IoError(io) => is_full(io),
+        TantivyError::OpenWriteError(OpenWriteError::IoError { io_error, .. }) => is_full(io_error),
+        other => {
+            let text = other.to_string();
+            [
+                "(os error 28)",
+                "(os error 122)",
+                "StorageFull",
+                "QuotaExceeded",
+            ]
+            .iter()
+            .any(|t| text.contains(t))
+        }
+    };
+    let reason = e.to_string();
+    if full {
+        IndexError::StorageFull { reason }
+    } else {
+        IndexError::Write { reason }
     }
 }
 

@@ -80,6 +80,13 @@ pub enum IndexError {
         /// What went wrong.
         reason: String,
     },
+    /// The disk is full, or the user's quota spent (`ENOSPC`, `EDQUOT`), while writing: the
+    /// write is not kept, and may succeed once there is space again.
+    #[error("cannot write to the index, the disk is full: {reason}")]
+    StorageFull {
+        /// What went wrong.
+        reason: String,
+    },
     /// The index cannot be searched.
     #[error("cannot search the index: {reason}")]
     Search {

@@ -189,6 +189,41 @@ fn a_book_file_is_kept_with_the_index_and_read_back() {
     assert_eq!(memory.epub(&key).unwrap().as_deref(), Some(&bytes[..]));
 }
 
+#[test]
+fn remove_book_takes_out_its_passages_and_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = ChunkSettings::default();
+    let mut on_disk = Index::open_or_create(dir.path()).unwrap();
+    let mut memory = Index::in_memory().unwrap();
+    let alice = passages("alice.epub")[0].book_key.clone();
+    let alice_file = dir.path().join("epub").join(format!("{alice}.epub"));
+    for index in [&mut on_disk, &mut memory] {
+        for name in ["alice.epub", KUSAMAKURA] {
+            let p = passages(name);
+            index
+                .add_book(&p, &fingerprint(&book_bytes(name), &settings))
+                .unwrap();
+            index.keep_epub(&p[0].book_key, &book_bytes(name)).unwrap();
+        }
+        index.remove_book(&alice).unwrap();
+        let titles: Vec<String> = index
+            .books()
+            .unwrap()
+            .into_iter()
+            .map(|b| b.title)
+            .collect();
+        assert_eq!(titles, ["草枕"]);
+        assert!(!index.has_epub(&alice));
+        assert_eq!(index.fingerprint(&alice).unwrap(), None);
+        assert!(index.search_book(&alice, "rabbit", 3).unwrap().is_empty());
+        // A book it does not hold is no error.
+        index.remove_book(&alice).unwrap();
+    }
+    assert!(!alice_file.exists());
+    let kusamakura = passages(KUSAMAKURA)[0].book_key.clone();
+    assert!(on_disk.has_epub(&kusamakura));
+}
+
 // https://github.com/citeflow/citeflow/issues/38
 #[test]
 fn regression_38_writers_of_one_book_file_at_once_each_write_it_whole() {

@@ -62,6 +62,8 @@ error_codes! {
     /// The answer went past `max_stream_events`.
     StreamTooLong => "stream_too_long",
     StoreUnavailable => "store_unavailable",
+    /// The request bodies being read hold the whole memory budget (`body_budget_bytes`).
+    Overloaded => "overloaded",
     /// The server stopped while the stream was generated (found at the next start).
     StreamInterrupted => "stream_interrupted",
     /// The server shuts down before the stream finished.

@@ -213,10 +213,23 @@ pub enum ApiError {
     #[error("the upstream answer is malformed: {0}")]
     UpstreamMalformed(String),
     /// The store cannot be reached or cannot take writes now (full disk, read-only or
-    /// locked file, Redis out of memory or read-only): 503 `store_unavailable` with a
-    /// `Retry-After` header.
+    /// locked file, Redis out of memory or read-only), or the book index or an upload's file
+    /// meets a full disk: 503 `store_unavailable` with a `Retry-After` header.
     #[error("the store is unavailable, retry later")]
     StoreUnavailable,
+    /// The request bodies being read hold the whole of `body_budget_bytes`, and this one's
+    /// share was not free within `body_budget_wait_ms`: 503 `overloaded` with a
+    /// `Retry-After` header.
+    #[error(
+        "the server is reading as many request bodies as its memory budget allows \
+         ({budget_bytes} bytes, body_budget_bytes) and none ended within {wait_ms} ms; retry later"
+    )]
+    Overloaded {
+        /// The budget.
+        budget_bytes: usize,
+        /// How long the body waited for its share.
+        wait_ms: u64,
+    },
     /// Anything else (the cause is logged).
     #[error("internal error")]
     Internal(String),
@@ -259,7 +272,9 @@ impl ApiError {
                 400..=499 => StatusCode::from_u16(*status).unwrap_or(StatusCode::BAD_GATEWAY),
                 _ => StatusCode::BAD_GATEWAY,
             },
-            ApiError::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::StoreUnavailable | ApiError::Overloaded { .. } => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -301,6 +316,7 @@ impl ApiError {
             ApiError::UpstreamStatus { .. } => ErrorCode::UpstreamError,
             ApiError::UpstreamMalformed(_) => ErrorCode::UpstreamMalformed,
             ApiError::StoreUnavailable => ErrorCode::StoreUnavailable,
+            ApiError::Overloaded { .. } => ErrorCode::Overloaded,
             ApiError::Internal(_) => ErrorCode::InternalError,
         }
     }
@@ -357,16 +373,24 @@ pub(crate) fn envelope(
 /// keeps its write probe's answer.
 pub(crate) const STORE_RETRY_AFTER_SECS: u64 = 1;
 
+/// The `Retry-After` of an `overloaded` answer, in seconds.
+pub(crate) const OVERLOADED_RETRY_AFTER_SECS: u64 = 1;
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         if let ApiError::Internal(cause) = &self {
             tracing::error!(%cause, "internal error");
         }
         let mut response = (self.status(), axum::Json(self.to_json())).into_response();
-        if let ApiError::StoreUnavailable = self {
+        let retry_after = match self {
+            ApiError::StoreUnavailable => Some(STORE_RETRY_AFTER_SECS),
+            ApiError::Overloaded { .. } => Some(OVERLOADED_RETRY_AFTER_SECS),
+            _ => None,
+        };
+        if let Some(secs) = retry_after {
             response.headers_mut().insert(
                 axum::http::header::RETRY_AFTER,
-                axum::http::HeaderValue::from(STORE_RETRY_AFTER_SECS),
+                axum::http::HeaderValue::from(secs),
             );
         }
         response
@@ -387,9 +411,17 @@ impl From<StoreError> for ApiError {
     }
 }
 
+/// A full disk is `store_unavailable` (the cause logged), as for the store; any other
+/// failure of the index is internal.
 impl From<IndexError> for ApiError {
     fn from(e: IndexError) -> Self {
-        ApiError::Internal(format!("book index: {e}"))
+        match e {
+            IndexError::StorageFull { reason } => {
+                tracing::error!(%reason, "book index: the disk is full");
+                ApiError::StoreUnavailable
+            }
+            e => ApiError::Internal(format!("book index: {e}")),
+        }
     }
 }
 

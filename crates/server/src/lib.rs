@@ -32,6 +32,7 @@
 //! ```
 
 mod answer;
+mod budget;
 mod code;
 mod error;
 mod ids;

@@ -96,13 +96,15 @@ const SPOOL_SUFFIX: &str = ".part";
 /// Upload writes ([`Library::spool`]) running at once, each on a blocking thread.
 const SPOOL_WRITES: usize = 4;
 
-/// Age past which [`Library::open`] removes an upload's file left in [`UPLOADS_DIR`].
-const STALE_UPLOAD: Duration = Duration::from_secs(3600);
-
 /// An upload's body in a file of its own ([`Library::spool`]), removed when this is dropped.
+/// The file is locked (`flock`, exclusive) while this lives, so that [`Library::open`] can
+/// tell the files of uploads being received (by another server sharing the index) from those
+/// a stopped server left.
 pub(crate) struct Spool {
     path: PathBuf,
     bytes: usize,
+    /// The file, open and locked (`None` until it is created).
+    _lock: Option<std::fs::File>,
 }
 
 impl Spool {
@@ -138,18 +140,7 @@ impl Library {
             path: uploads.clone(),
             reason: e.to_string(),
         })?;
-        // Uploads a stopped server was receiving: nobody waits for them. Files written in
-        // the last hour are left alone: another server may share the index and be receiving.
-        let stale = |e: &std::fs::DirEntry| {
-            e.metadata()
-                .and_then(|m| m.modified())
-                .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > STALE_UPLOAD))
-        };
-        for entry in std::fs::read_dir(&uploads).into_iter().flatten().flatten() {
-            if entry.file_name().to_string_lossy().ends_with(SPOOL_SUFFIX) && stale(&entry) {
-                let _ = std::fs::remove_file(entry.path());
-            }
-        }
+        remove_left_uploads(&uploads);
         Ok(Library {
             index: RwLock::new(index),
             uploads,
@@ -197,9 +188,16 @@ impl Library {
         let mut spool = Spool {
             path: path.clone(),
             bytes: 0,
+            _lock: None,
         };
-        let file_err = |e: std::io::Error| ApiError::Internal(format!("{}: {e}", path.display()));
-        let mut file = tokio::fs::File::create(&path).await.map_err(file_err)?;
+        let file_err = |e: std::io::Error| write_error(&e, &path);
+        let created = std::fs::File::create(&path).and_then(|f| {
+            f.try_lock().map_err(std::io::Error::from)?;
+            Ok(f)
+        });
+        let lock = created.map_err(file_err)?;
+        let mut file = tokio::fs::File::from_std(lock.try_clone().map_err(file_err)?);
+        spool._lock = Some(lock);
         let mut data = body.into_data_stream();
         while let Some(chunk) = data.next().await {
             let chunk = chunk.map_err(&on_error)?;
@@ -339,7 +337,17 @@ impl Library {
             _ => false,
         };
         if added || !index.has_epub(&key) {
-            index.keep_epub(&key, bytes)?;
+            if let Err(e) = index.keep_epub(&key, bytes) {
+                // No book without its file: the passages just added go again (the file's
+                // temporary copy is gone, so a full disk has room for that).
+                if added {
+                    if let Err(undo) = index.remove_book(&key) {
+                        tracing::error!(book = %key, error = %undo,
+                            "a book whose file could not be kept could not be removed again");
+                    }
+                }
+                return Err(e.into());
+            }
         }
         let info = index
             .books()?
@@ -389,6 +397,44 @@ impl Library {
         );
         opened.truncate(OPENED_BOOKS);
         Ok((book, info))
+    }
+}
+
+/// A failed write of an upload's file: `store_unavailable` (logged) when the disk is full or
+/// the quota spent, as for the index; else an internal error.
+fn write_error(e: &std::io::Error, path: &FsPath) -> ApiError {
+    if matches!(
+        e.kind(),
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+    ) {
+        tracing::error!(file = %path.display(), error = %e, "upload file: the disk is full");
+        ApiError::StoreUnavailable
+    } else {
+        ApiError::Internal(format!("{}: {e}", path.display()))
+    }
+}
+
+/// Removes the upload files ([`Spool`]) in `uploads` that no server is writing: those whose
+/// lock can be taken, left by a server that stopped (or crashed) while it received them.
+/// Another server sharing the index holds the lock of the ones it is receiving.
+fn remove_left_uploads(uploads: &FsPath) {
+    let mut removed = 0_usize;
+    for entry in std::fs::read_dir(uploads).into_iter().flatten().flatten() {
+        if !entry.file_name().to_string_lossy().ends_with(SPOOL_SUFFIX) {
+            continue;
+        }
+        let path = entry.path();
+        let unused = std::fs::File::open(&path).is_ok_and(|f| f.try_lock().is_ok());
+        if unused && std::fs::remove_file(&path).is_ok() {
+            removed += 1;
+        }
+    }
+    if removed > 0 {
+        tracing::info!(
+            removed,
+            dir = %uploads.display(),
+            "removed the files of uploads a stopped server was receiving"
+        );
     }
 }
 

@@ -51,11 +51,28 @@ impl StoreLocation {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Limits {
-    /// Largest request body (`body_too_large`).
+    /// Largest request body (`body_too_large`); at most [`Limits::body_budget_bytes`].
     ///
     /// ### Default
     /// 4 MiB.
     pub max_body_bytes: usize,
+    /// The memory budget shared by every request body being read whole (JSON bodies, and
+    /// the bodies forwarded to the upstream's other resources): a body draws from it as it
+    /// arrives and gives its share back once parsed (or refused, or timed out, see
+    /// [`Limits::body_read_timeout_ms`]). A body that finds it spent waits
+    /// [`Limits::body_budget_wait_ms`], then is refused with 503 `overloaded` and
+    /// `Retry-After`. A body larger than the budget is `body_too_large`. EPUB uploads are
+    /// written to a file as they arrive and do not draw from it.
+    ///
+    /// ### Default
+    /// 64 MiB.
+    pub body_budget_bytes: usize,
+    /// Longest a request body waits, in all, for its share of [`Limits::body_budget_bytes`];
+    /// then 503 `overloaded`.
+    ///
+    /// ### Default
+    /// 2 s.
+    pub body_budget_wait_ms: u64,
     /// Most sources in one request or round (`too_many_sources`).
     ///
     /// ### Default
@@ -200,6 +217,8 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_body_bytes: 4 << 20,
+            body_budget_bytes: 64 << 20,
+            body_budget_wait_ms: 2_000,
             max_sources: 256,
             max_source_text_bytes: 64 << 10,
             max_source_field_bytes: 4 << 10,

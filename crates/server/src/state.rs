@@ -8,6 +8,7 @@ use citeflow_index::IndexError;
 use citeflow_store::Store;
 use tokio::sync::watch;
 
+use crate::budget::BodyBudget;
 pub(crate) use crate::ids::random_id;
 use crate::library::Library;
 use crate::metrics::Metrics;
@@ -31,6 +32,8 @@ pub struct AppState {
     pub(crate) quota: Arc<StreamQuota>,
     /// The last answer of the store's write probe (`/readyz`).
     pub(crate) write_probe: Arc<WriteProbe>,
+    /// The memory budget of request bodies being read.
+    pub(crate) body_budget: Arc<BodyBudget>,
     shutdown_tx: Arc<watch::Sender<bool>>,
 }
 
@@ -77,6 +80,7 @@ impl AppState {
             .expect("the upstream http client can be built");
         let (tx, rx) = watch::channel(false);
         let metrics = Arc::new(Metrics::for_settings(&settings));
+        let body_budget = Arc::new(BodyBudget::new(&settings.limits));
         Ok(AppState {
             settings: Arc::new(settings),
             store,
@@ -87,6 +91,7 @@ impl AppState {
             unrecorded: Arc::new(Unrecorded::default()),
             quota: Arc::new(StreamQuota::default()),
             write_probe: Arc::new(WriteProbe::default()),
+            body_budget,
             shutdown_tx: Arc::new(tx),
         })
     }
@@ -94,6 +99,14 @@ impl AppState {
     /// The metrics.
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
+    }
+
+    /// Bytes of the body budget ([`Limits::body_budget_bytes`]) held now by request bodies
+    /// being read.
+    ///
+    /// [`Limits::body_budget_bytes`]: crate::Limits::body_budget_bytes
+    pub fn body_bytes_held(&self) -> usize {
+        self.body_budget.held_bytes()
     }
 
     /// The store.

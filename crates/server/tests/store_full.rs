@@ -18,12 +18,12 @@ use serde_json::{json, Value};
 use crate::support::{read_sse, shared_dir, text_of, Harness};
 
 /// A tmpfs of `bytes` mounted on a temporary directory; unmounted when dropped.
-struct Tmpfs {
+pub(crate) struct Tmpfs {
     dir: tempfile::TempDir,
 }
 
 impl Tmpfs {
-    fn mount(bytes: u64) -> Result<Tmpfs, String> {
+    pub(crate) fn mount(bytes: u64) -> Result<Tmpfs, String> {
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
         let out = Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "tmpfs"])
@@ -36,7 +36,7 @@ impl Tmpfs {
         Ok(Tmpfs { dir })
     }
 
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 }
@@ -52,7 +52,7 @@ impl Drop for Tmpfs {
 }
 
 /// Fills the file system of `dir` with one file, to the last byte it takes; returns it.
-fn fill(dir: &Path) -> PathBuf {
+pub(crate) fn fill(dir: &Path) -> PathBuf {
     let path = dir.join("filler");
     let mut f = std::fs::File::create(&path).expect("filler");
     let mut chunk = 1 << 16;

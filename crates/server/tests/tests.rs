@@ -10,6 +10,7 @@ mod failures;
 mod forward_key;
 mod guard;
 mod hostile;
+mod intake;
 mod metrics;
 mod prop_upstream;
 mod provider_books;

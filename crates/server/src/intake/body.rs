@@ -1,19 +1,21 @@
-//! Reading JSON bodies under the size limit ([`ApiJson`]), and checking sources against the
-//! limits.
+//! Reading JSON bodies under the size limit and the shared memory budget ([`ApiJson`]), and
+//! checking sources against the limits.
 
 use axum::body::Body;
 use axum::extract::{FromRequest, Request};
 use citeflow_core::Source;
 use serde_json::{Map, Value};
 
+use crate::budget::BodyBudget;
 use crate::error::ApiError;
 use crate::intake::conn::body_error;
 use crate::settings::Limits;
 use crate::state::AppState;
 
-/// A request body read as JSON under [`Limits::max_body_bytes`] (an empty body is `{}`), then
-/// as `T` ([`ApiRequest`]); every refusal is an [`ApiError`]: `body_too_large`,
-/// `request_timeout`, or `invalid_request` with the message of `T`'s route.
+/// A request body read as JSON under [`Limits::max_body_bytes`] and the shared
+/// [`BodyBudget`] (an empty body is `{}`), then as `T` ([`ApiRequest`]); every refusal is an
+/// [`ApiError`]: `body_too_large`, `request_timeout`, `overloaded`, or `invalid_request` with
+/// the message of `T`'s route.
 #[derive(Debug)]
 pub(crate) struct ApiJson<T>(pub(crate) T);
 
@@ -31,7 +33,7 @@ impl<T: ApiRequest> FromRequest<AppState> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
-        let body = read_json(req.into_body(), &state.settings.limits).await?;
+        let body = read_json(req.into_body(), &state.settings.limits, &state.body_budget).await?;
         T::from_json(body).map(ApiJson)
     }
 }
@@ -50,16 +52,15 @@ impl ApiRequest for Map<String, Value> {
     }
 }
 
-/// The body as JSON, refused past `max_body_bytes`.
-async fn read_json(body: Body, limits: &Limits) -> Result<Value, ApiError> {
-    let max_bytes = limits.max_body_bytes;
-    let bytes = axum::body::to_bytes(body, max_bytes)
-        .await
-        .map_err(|e| body_error(e, ApiError::BodyTooLarge { max_bytes }))?;
-    if bytes.is_empty() {
+/// The body as JSON, refused past `max_body_bytes`; its share of the budget goes back once
+/// it is parsed.
+async fn read_json(body: Body, limits: &Limits, budget: &BodyBudget) -> Result<Value, ApiError> {
+    let received = budget.read(body, limits.max_body_bytes, body_error).await?;
+    if received.len() == 0 {
         return Ok(Value::Object(Default::default()));
     }
-    serde_json::from_slice(&bytes)
+    received
+        .json()
         .map_err(|e| ApiError::invalid(format!("request body is not valid JSON: {e}"), None))
 }
 

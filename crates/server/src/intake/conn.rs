@@ -20,6 +20,7 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
+use crate::budget::READ_AHEAD;
 use crate::error::ApiError;
 use crate::settings::Limits;
 use crate::state::AppState;
@@ -83,7 +84,10 @@ pub(crate) async fn serve(
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(Duration::from_millis(limits.header_read_timeout_ms));
+        .header_read_timeout(Duration::from_millis(limits.header_read_timeout_ms))
+        // A body's chunks are at most this large, so one read ahead of the body budget
+        // covers the next (hyper's default is 408 KiB); request heads fit well within it.
+        .max_buf_size(READ_AHEAD);
     tokio::pin!(shutdown);
     loop {
         let permit = tokio::select! {

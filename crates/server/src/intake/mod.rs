@@ -1,6 +1,6 @@
 //! What a request passes before a route reads it: the connection's limits ([`conn`]), the
 //! browser guard ([`guard`]), the request id ([`request_id`]), the API key ([`auth`]) and the
-//! JSON body ([`body`]).
+//! JSON body ([`body`]) under the shared memory budget ([`crate::budget`]).
 
 pub(crate) mod auth;
 pub(crate) mod body;

@@ -70,11 +70,25 @@ pub(crate) async fn upload(
     let max_bytes = state.settings.limits.max_book_bytes;
     // The body goes to a file as it arrives: an upload holds one chunk in memory until its
     // turn in the pool below, however many wait (issue 38 §1).
-    let spool = lib
+    let spool = match lib
         .spool(body, max_bytes, |e| {
             crate::intake::conn::body_error(e, ApiError::BodyTooLarge { max_bytes })
         })
-        .await?;
+        .await
+    {
+        Ok(spool) => spool,
+        // The rest of the body is left unread (a full disk, a body past the limit): the
+        // connection closes after this answer and says so, so that a client does not send
+        // its next request on a connection the server is about to drop.
+        Err(e) => {
+            let mut r = e.into_response();
+            r.headers_mut().insert(
+                axum::http::header::CONNECTION,
+                axum::http::HeaderValue::from_static("close"),
+            );
+            return Ok(r);
+        }
+    };
     if spool.len() == 0 {
         return Err(ApiError::invalid(
             "the body is empty: send the bytes of an .epub file",

@@ -50,10 +50,13 @@ pub(crate) async fn forward(State(state): State<AppState>, _: Owner, req: Reques
 async fn run(state: AppState, req: Request) -> Result<Response, ApiError> {
     let (parts, body) = req.into_parts();
     let limits = &state.settings.limits;
-    let max_bytes = limits.max_body_bytes;
-    let body = axum::body::to_bytes(body, max_bytes)
-        .await
-        .map_err(|_| ApiError::BodyTooLarge { max_bytes })?;
+    // The body's share of the budget is held until the upstream has answered (it has then
+    // taken the body).
+    let (body, _share) = state
+        .body_budget
+        .read(body, limits.max_body_bytes, crate::intake::conn::body_error)
+        .await?
+        .into_bytes();
     let path = parts
         .uri
         .path()
