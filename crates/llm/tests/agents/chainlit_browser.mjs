@@ -4,7 +4,8 @@
 // screenshot. Prints one JSON object.
 // Env: CL_URL, QUESTION, SHOT, PLAYWRIGHT_CORE (the package's index.mjs), ANSWER_MS (how long
 // to wait for the whole answer; default 60000). A copy of crates/py/tests_frameworks'
-// driver with that wait configurable: the local model is slower than the replaying upstream.
+// driver with that wait configurable (the local model is slower than the replaying upstream),
+// and the answer counted whole at any "Round n" (a search with no results lists no round).
 const { chromium } = await import(process.env.PLAYWRIGHT_CORE);
 const browser = await chromium.launch({
   executablePath: process.env.CITEFLOW_CHROMIUM ?? "/usr/bin/chromium",
@@ -44,7 +45,7 @@ try {
   while (Date.now() - start < Number(process.env.ANSWER_MS ?? 60000)) {
     const a = await answer();
     if (a) samples.push(a);
-    if (a && /Round 1/.test(a.text)) break;
+    if (a && /Round \d/.test(a.text)) break;
     await page.waitForTimeout(50);
   }
   await page.waitForTimeout(300);
