@@ -829,6 +829,50 @@ async fn a_grammar_for_the_markers_goes_upstream_when_asked() {
         .as_str()
         .expect("grammar")
         .contains("\"[2]\""));
+    // A request that offers tools gets no default grammar (its turn may be a tool call);
+    // one that asks for a grammar gets it, and tool_choice none is no offer.
+    let tools = json!([{"type": "function", "function": {"name": "search",
+        "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}]);
+    for (extra, citeflow, sent_grammar) in [
+        (json!({"tools": tools.clone()}), json!({}), false),
+        (
+            json!({"tools": tools.clone()}),
+            json!({"grammar": "well_formed"}),
+            true,
+        ),
+        (
+            json!({"tools": tools.clone(), "tool_choice": "none"}),
+            json!({}),
+            true,
+        ),
+        (json!({"tools": []}), json!({}), true),
+    ] {
+        h.replay.insert("g", Script::chat(&["ok [2]."]));
+        let mut body = json!({"model": "g", "stream": true,
+            "messages": [{"role": "user", "content": "q"}],
+            "sources": sources.clone(), "citeflow": citeflow});
+        for (k, v) in extra.as_object().expect("object") {
+            body[k] = v.clone();
+        }
+        let r = h
+            .post("/v1/chat/completions")
+            .json(&body)
+            .send()
+            .await
+            .expect("send");
+        read_sse(r, usize::MAX).await;
+        let sent = h.replay.requests().pop().expect("request");
+        assert_eq!(
+            sent.get("grammar").is_some(),
+            sent_grammar,
+            "{extra} {sent}"
+        );
+        assert_eq!(
+            sent.get("tools"),
+            body.get("tools"),
+            "tools go upstream as sent"
+        );
+    }
     let r = ask(&h, json!({"prompt": "sometimes"})).await.expect("send");
     assert_eq!(r.status(), 400);
     // The rank the model wrote resolved to the second source.

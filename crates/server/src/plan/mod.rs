@@ -205,7 +205,21 @@ impl Plan {
                         prompt.write(messages, &sources, question.as_deref(), max_chars);
                     }
                 }
-                if let Some(mode) = prompt.grammar.filter(|_| !sources.is_empty()) {
+                // A request that offers tools gets the server's default grammar only when it
+                // asked for one: the model's turn may be a tool call, which a grammar for the
+                // markers alone would forbid (the local model constrains that turn by the
+                // tools' schemas, and answers after tool results under its own citation
+                // grammar); an explicit `citeflow.grammar` is sent as asked.
+                let offers_tools = body
+                    .get("tools")
+                    .and_then(Value::as_array)
+                    .is_some_and(|t| !t.is_empty())
+                    && body.get("tool_choice").and_then(Value::as_str) != Some("none");
+                let grammar = prompt
+                    .grammar
+                    .filter(|_| !sources.is_empty())
+                    .filter(|_| opts.grammar.is_some() || !offers_tools);
+                if let Some(mode) = grammar {
                     let ids: Vec<&str> = sources.iter().map(|s| s.id.as_str()).collect();
                     body.insert(
                         "grammar".to_owned(),
