@@ -214,7 +214,8 @@ fn files_ending(dir: &Path, ends: &[&str]) -> Vec<String> {
     out
 }
 
-async fn upload(h: &Harness, bytes: &[u8]) -> (u16, Option<String>, Value) {
+/// An upload's status, `Retry-After`, `Connection` and JSON body.
+async fn upload(h: &Harness, bytes: &[u8]) -> (u16, Option<String>, Option<String>, Value) {
     let r = h
         .post("/v1/books")
         .header("content-type", "application/epub+zip")
@@ -227,7 +228,11 @@ async fn upload(h: &Harness, bytes: &[u8]) -> (u16, Option<String>, Value) {
         .headers()
         .get("retry-after")
         .map(|v| v.to_str().expect("ascii").to_owned());
-    (status, retry, r.json().await.expect("json"))
+    let connection = r
+        .headers()
+        .get("connection")
+        .map(|v| v.to_str().expect("ascii").to_owned());
+    (status, retry, connection, r.json().await.expect("json"))
 }
 
 async fn titles(h: &Harness) -> Vec<String> {
@@ -266,12 +271,15 @@ async fn an_upload_on_a_full_disk_is_503_store_unavailable_and_leaves_no_partial
 
     // 1. The disk full before the upload: its file cannot be written.
     let filler = fill(fs.path());
-    let (status, retry, v) = upload(&h, &book).await;
+    let (status, retry, connection, v) = upload(&h, &book).await;
     assert_eq!(
         (status, retry.as_deref(), v["error"]["code"].as_str()),
         (503, Some("1"), Some("store_unavailable")),
         "{v}"
     );
+    // The rest of the body was not read: the server says it closes the connection, so the
+    // client's next request goes on a new one.
+    assert_eq!(connection.as_deref(), Some("close"));
     assert_eq!(
         v["error"]["message"],
         "the store is unavailable, retry later"
@@ -289,7 +297,7 @@ async fn an_upload_on_a_full_disk_is_503_store_unavailable_and_leaves_no_partial
         // What the upload's own file needs, and 64 KiB: less than the book's passages and
         // its kept copy together.
         shrink(&filler, book.len() as u64 + (64 << 10));
-        let (status, retry, v) = upload(&h, book).await;
+        let (status, retry, _, v) = upload(&h, book).await;
         assert_eq!(
             (status, retry.as_deref(), v["error"]["code"].as_str()),
             (503, Some("1"), Some("store_unavailable")),
@@ -313,9 +321,9 @@ async fn an_upload_on_a_full_disk_is_503_store_unavailable_and_leaves_no_partial
     assert_eq!(r.status(), 200);
     assert_eq!(text_of(&read_sse(r, 1 << 20).await), "Hello world");
     std::fs::remove_file(&filler).expect("remove filler");
-    let (status, _, v) = upload(&h, &kusamakura()).await;
+    let (status, _, _, v) = upload(&h, &kusamakura()).await;
     assert_eq!(status, 201, "{v}");
-    let (status, _, v) = upload(&h, &book).await;
+    let (status, _, _, v) = upload(&h, &book).await;
     assert_eq!(status, 201, "{v}");
     assert_eq!(
         titles(&h).await,
