@@ -189,3 +189,76 @@ fn text_the_typed_read_leaves_to_the_tree_is_read_as_the_tree_reads_it() {
         }]
     );
 }
+
+/// Every event of a stream fed its payloads one by one, errors last.
+fn stream_events(payloads: &[Value], json: bool) -> Vec<String> {
+    use crate::{Numbering, Settings, Sources};
+    let sources = Sources::from_vec(Vec::new()).unwrap();
+    let mut s = super::ProviderStream::new(Settings::default(), sources, Numbering::new());
+    let mut out = Vec::new();
+    let drain = |s: &mut super::ProviderStream, out: &mut Vec<String>| {
+        while let Some(e) = s.poll_event() {
+            out.push(serde_json::to_string(&e).unwrap());
+        }
+    };
+    for (i, p) in payloads.iter().enumerate() {
+        let line = i as u64 + 1;
+        let r = if json {
+            s.write_payload_json(&p.to_string(), line)
+        } else {
+            s.write_payload(p, line)
+        };
+        drain(&mut s, &mut out);
+        if let Err(e) = r {
+            out.push(format!("error: {e}"));
+            return out;
+        }
+    }
+    if let Err(e) = s.end() {
+        out.push(format!("error: {e}"));
+    }
+    drain(&mut s, &mut out);
+    out
+}
+
+#[test]
+fn a_stream_fed_json_text_gives_the_events_of_one_fed_parsed_payloads() {
+    for (name, payloads) in recordings() {
+        let tree = stream_events(&payloads, false);
+        assert!(tree.len() > 2, "{name}: {tree:?}");
+        assert_eq!(stream_events(&payloads, true), tree, "{name}");
+    }
+    // Text that is not JSON is a typed error naming its line; what came before stays.
+    use crate::{Numbering, Settings, Sources};
+    let sources = Sources::from_vec(Vec::new()).unwrap();
+    let mut s = super::ProviderStream::new(Settings::default(), sources, Numbering::new());
+    s.write_payload_json(r#""Hello ""#, 1).unwrap();
+    let e = s.write_payload_json("{\"choices\": [", 2).unwrap_err();
+    assert!(e.to_string().contains("line 2"), "{e}");
+    // A duplicate key is read as the tree reads it: the last wins.
+    let mut s = super::ProviderStream::new(
+        Settings::default(),
+        Sources::from_vec(Vec::new()).unwrap(),
+        Numbering::new(),
+    );
+    let dup = r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a","text":"b"}}"#;
+    s.write_payload_json(
+        r#"{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],"model":"c"}}"#,
+        1,
+    )
+    .unwrap();
+    s.write_payload_json(
+        r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+        2,
+    )
+    .unwrap();
+    s.write_payload_json(dup, 3).unwrap();
+    s.end().unwrap();
+    let mut text = String::new();
+    while let Some(e) = s.poll_event() {
+        if let crate::Event::Text { text: t, .. } = e {
+            text.push_str(&t);
+        }
+    }
+    assert_eq!(text, "b");
+}

@@ -149,6 +149,21 @@ impl ProviderStream {
         Ok(())
     }
 
+    /// Feeds one payload as its JSON text (`line` names it in errors), as
+    /// [`ProviderStream::write_payload`] does for a parsed one: a JSON string is a chunk of
+    /// answer text; an object is read by the stream's dialect from the text, into borrowed
+    /// structs of the fields it uses, without a `Value` tree (a payload the structs cannot
+    /// read, such as one with a duplicate key, is parsed as a tree and read as before). For
+    /// adapters that receive each event already framed, as JSON text.
+    ///
+    /// # Errors
+    /// As [`ProviderStream::write`]; [`ProviderError::Json`] for text that is not JSON.
+    pub fn write_payload_json(&mut self, json: &str, line: u64) -> Result<(), ProviderError> {
+        self.check()?;
+        let r = self.take_payload(json, line, false);
+        self.record(r)
+    }
+
     /// Feeds one parsed payload (`line` names it in errors). A JSON string is a chunk of
     /// answer text; an object is read by the stream's dialect.
     ///
