@@ -1,7 +1,7 @@
 """The Chainlit example (examples/chainlit_agent/app.py) on the local model, as a new user runs
 it: `chainlit run` against the citeflow proxy in front of SmolLM2-135M (what `citeflow serve`
 runs with no upstream; no key), driven by headless Chromium with the framework tests' driver
-(a copy of crates/py/tests_frameworks/chainlit_browser.mjs that waits longer). The agent searches (the agent policy), and
+(crates/py/tests_frameworks/chainlit_browser.mjs, given a longer ANSWER_MS). The agent searches (the agent policy), and
 the answer shows at least one `[n]` that opens its source in the side panel; the screenshot is
 target/llm-agents/chainlit-local.png."""
 
@@ -21,7 +21,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[4]
 APP = ROOT / "examples/chainlit_agent/app.py"
-DRIVER = Path(__file__).with_name("chainlit_browser.mjs")
+DRIVER = ROOT / "crates/py/tests_frameworks/chainlit_browser.mjs"
 PLAYWRIGHT = ROOT / "crates/server/tests/browser/node_modules/playwright-core/index.mjs"
 OUT = ROOT / "target/llm-agents"
 PROXY_URL = os.environ["CITEFLOW_PROXY_URL"]
