@@ -39,6 +39,7 @@
 
 mod anthropic;
 mod bedrock;
+mod chat_chunk;
 mod cohere;
 mod error;
 mod frame;
@@ -57,6 +58,7 @@ mod stream;
 mod typed_tests;
 mod units;
 
+pub use chat_chunk::{ChatChunk, CHAT_META_KEYS};
 pub use error::ProviderError;
 pub use frame::{FrameDecoder, Framing, Payload};
 pub use read::{Placement, ProviderCitation, ProviderEvent, Unit};

@@ -1,0 +1,393 @@
+//! The common OpenAI chat chunk, located in its own text: [`ChatChunk`].
+//!
+//! Nearly every chunk of a streamed chat answer is one choice, index 0, whose `delta` holds a
+//! string `content`: no finish, no annotations, no error, no usage, no `citeflow` of its own.
+//! For such a chunk the OpenAI chat dialect's reader gives nothing but that text (and what
+//! Perplexity's top-level `citations` and `search_results` list, which are not looked at here);
+//! [`ChatChunk::read`] recognises it by reading only those fields (borrowed, nothing else decoded) and says where
+//! its parts are, so that an adapter that sends the chunk on (a proxy) can write the rewrite
+//! into the upstream's own text ([`ChatChunk::splice`]): the content string replaced, the
+//! delta given its `annotations`, the chunk its `citeflow` member, every other byte as the
+//! upstream sent it. Any other chunk (or any doubt: a repeated key, an array where an object
+//! belongs) is `None`, for the dialect's general reading.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::value::RawValue;
+
+/// The chunk members kept as an answer's metadata, in [`ChatChunk::meta`]'s order.
+pub const CHAT_META_KEYS: [&str; 5] = ["id", "object", "created", "model", "system_fingerprint"];
+
+/// A plain chat chunk: its decoded content, and where its parts are in its text.
+#[derive(Debug, Clone)]
+pub struct ChatChunk<'a> {
+    /// The chunk's text, as [`ChatChunk::read`] was given it.
+    data: &'a str,
+    /// The decoded `choices[0].delta.content`.
+    content: Cow<'a, str>,
+    /// The members named in [`CHAT_META_KEYS`], as the upstream wrote them, when present.
+    meta: [Option<&'a str>; 5],
+    /// Byte range of the content's string literal (quotes included).
+    content_at: Range<usize>,
+    /// Byte offset of the delta's closing `}`.
+    delta_end: usize,
+    /// Byte offset of the chunk's closing `}`.
+    chunk_end: usize,
+}
+
+#[derive(Deserialize)]
+struct Chunk<'a> {
+    #[serde(borrow)]
+    choices: Vec<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    object: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    created: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    model: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    system_fingerprint: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    error: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    usage: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    citeflow: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct Choice<'a> {
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(borrow)]
+    delta: &'a RawValue,
+    #[serde(default, borrow, deserialize_with = "present")]
+    finish_reason: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    text: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct Delta<'a> {
+    #[serde(borrow)]
+    content: &'a RawValue,
+    #[serde(default, borrow, deserialize_with = "present")]
+    annotations: Option<&'a RawValue>,
+}
+
+/// A member that is there, even as `null` (serde's `Option` would make `null` absent).
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+fn is_null(v: Option<&RawValue>) -> bool {
+    v.is_none_or(|v| v.get() == "null")
+}
+
+fn is_object(v: &RawValue) -> bool {
+    v.get().starts_with('{')
+}
+
+/// Where `part` (a slice of `whole`) starts in `whole`.
+fn offset(whole: &str, part: &str) -> Option<usize> {
+    let at = (part.as_ptr() as usize).checked_sub(whole.as_ptr() as usize)?;
+    (at + part.len() <= whole.len()).then_some(at)
+}
+
+/// A JSON string literal's text (borrowed when it has no escapes).
+fn json_str(raw: &RawValue) -> Option<Cow<'_, str>> {
+    let s = raw.get();
+    if !s.starts_with('"') {
+        return None;
+    }
+    match serde_json::from_str::<&str>(s) {
+        Ok(b) => Some(Cow::Borrowed(b)),
+        Err(_) => serde_json::from_str::<String>(s).ok().map(Cow::Owned),
+    }
+}
+
+impl<'a> ChatChunk<'a> {
+    /// `data` (an SSE event's data) as a plain chat chunk, or `None` when it is anything else.
+    #[must_use]
+    pub fn read(data: &'a str) -> Option<Self> {
+        let body = data.trim_end_matches([' ', '\t', '\n', '\r']);
+        if !body
+            .trim_start_matches([' ', '\t', '\n', '\r'])
+            .starts_with('{')
+        {
+            return None;
+        }
+        let chunk: Chunk<'a> = serde_json::from_str(data).ok()?;
+        let [choice] = chunk.choices.as_slice() else {
+            return None;
+        };
+        if chunk.error.is_some() || chunk.citeflow.is_some() || !is_null(chunk.usage) {
+            return None;
+        }
+        if !is_object(choice) {
+            return None;
+        }
+        let c: Choice<'a> = serde_json::from_str(choice.get()).ok()?;
+        if c.index.is_some_and(|i| i != 0) || !is_null(c.finish_reason) || c.text.is_some() {
+            return None;
+        }
+        if !is_object(c.delta) {
+            return None;
+        }
+        let d: Delta<'a> = serde_json::from_str(c.delta.get()).ok()?;
+        if d.annotations.is_some() {
+            return None;
+        }
+        let content = json_str(d.content)?;
+        let cs = offset(data, d.content.get())?;
+        let ds = offset(data, c.delta.get())?;
+        let raw = |v: Option<&'a RawValue>| v.map(RawValue::get);
+        Some(ChatChunk {
+            data,
+            content,
+            meta: [
+                raw(chunk.id),
+                raw(chunk.object),
+                raw(chunk.created),
+                raw(chunk.model),
+                raw(chunk.system_fingerprint),
+            ],
+            content_at: cs..cs + d.content.get().len(),
+            delta_end: ds + c.delta.get().len() - 1,
+            chunk_end: body.len() - 1,
+        })
+    }
+
+    /// The decoded `choices[0].delta.content`: the text to write to the stream.
+    #[must_use]
+    pub fn content(&self) -> &str {
+        &self.content
+    }
+
+    /// The members named in [`CHAT_META_KEYS`] (in that order) as the chunk's JSON text
+    /// wrote them, `None` when absent.
+    #[must_use]
+    pub fn meta(&self) -> &[Option<&'a str>; 5] {
+        &self.meta
+    }
+
+    /// Byte range of the content's string literal in the chunk's text (quotes included).
+    #[must_use]
+    pub fn content_range(&self) -> Range<usize> {
+        self.content_at.clone()
+    }
+
+    /// Byte offset of the delta's closing `}` in the chunk's text.
+    #[must_use]
+    pub fn delta_end(&self) -> usize {
+        self.delta_end
+    }
+
+    /// Byte offset of the chunk's closing `}` in its text.
+    #[must_use]
+    pub fn chunk_end(&self) -> usize {
+        self.chunk_end
+    }
+
+    /// The chunk's text with its content replaced by `text`, `annotations` (serialized as a
+    /// JSON array) added to its delta when there are any, and the member `citeflow` added
+    /// with the JSON text `citeflow`; every other byte as it was.
+    #[must_use]
+    pub fn splice<T: Serialize>(&self, text: &str, annotations: &[T], citeflow: &str) -> String {
+        let data = self.data.as_bytes();
+        let Range { start, end } = self.content_at;
+        let mut out = Vec::with_capacity(data.len() + text.len() + 96);
+        out.extend_from_slice(&data[..start]);
+        push_json(&mut out, text);
+        out.extend_from_slice(&data[end..self.delta_end]);
+        if !annotations.is_empty() {
+            out.extend_from_slice(b",\"annotations\":");
+            push_json(&mut out, annotations);
+        }
+        out.extend_from_slice(&data[self.delta_end..self.chunk_end]);
+        out.extend_from_slice(b",\"citeflow\":");
+        out.extend_from_slice(citeflow.as_bytes());
+        out.push(b'}');
+        // Slices of a `str` cut at ASCII delimiters, and serde_json's UTF-8: checked once here,
+        // the fallback never runs.
+        String::from_utf8(out)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    }
+}
+
+/// Appends `v`'s JSON text (strings and plain data always serialise; a type whose `Serialize`
+/// fails writes what it wrote before failing).
+fn push_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
+    let _ = serde_json::to_writer(out, v);
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::provider::json::Doc;
+    use crate::provider::openai_chat::Chat;
+    use crate::provider::ProviderEvent;
+
+    /// What the general path makes of the same chunk: the parsed chunk with the new content,
+    /// the annotations and `citeflow`.
+    fn by_value(data: &str, text: &str, annotations: &[Value], citeflow: &Value) -> Value {
+        let mut v: Value = serde_json::from_str(data).expect("json");
+        let delta = &mut v["choices"][0]["delta"];
+        delta["content"] = json!(text);
+        if !annotations.is_empty() {
+            delta["annotations"] = json!(annotations);
+        }
+        v["citeflow"] = citeflow.clone();
+        v
+    }
+
+    fn member(key: &str, value: &str) -> String {
+        format!("{}:{value}", serde_json::to_string(key).expect("key"))
+    }
+
+    /// A plain chunk's text: members in any order, optional ones left out, any content
+    /// (escapes, quotes, CJK, control characters), whitespace between tokens.
+    fn plain_chunk() -> impl Strategy<Value = (String, String)> {
+        let content = "(\\PC|[\"\\\\\n\t\u{1}]|草枕|【1】|\\[\\[a\\]\\]){0,12}";
+        (
+            content,
+            proptest::sample::subsequence(vec![0, 1, 2, 3, 4, 5], 0..=6),
+            any::<bool>(),
+            any::<bool>(),
+            "[ \n]{0,2}",
+        )
+            .prop_map(|(text, extra, index, finish, ws)| {
+                let mut delta = vec![member("content", &serde_json::to_string(&text).unwrap())];
+                if extra.contains(&0) {
+                    delta.insert(0, member("role", "\"assistant\""));
+                }
+                let mut choice = vec![member(
+                    "delta",
+                    &format!("{{{}}}", delta.join(&format!(",{ws}"))),
+                )];
+                if index {
+                    choice.insert(0, member("index", "0"));
+                }
+                if finish {
+                    choice.push(member("finish_reason", "null"));
+                }
+                if extra.contains(&1) {
+                    choice.push(member("logprobs", "{\"content\":[]}"));
+                }
+                let mut top = vec![member(
+                    "choices",
+                    &format!("[{ws}{{{}}}{ws}]", choice.join(",")),
+                )];
+                for (i, (k, v)) in [
+                    ("id", "\"chatcmpl-1\""),
+                    ("created", "17"),
+                    ("model", "\"m\\u00e9\""),
+                    ("usage", "null"),
+                    ("x_extra", "[1,{\"a\":null}]"),
+                ]
+                .into_iter()
+                .enumerate()
+                {
+                    if extra.contains(&(i + 1)) {
+                        top.insert(i % (top.len() + 1), member(k, v));
+                    }
+                }
+                (format!("{ws}{{{}}}{ws}", top.join(&format!(",{ws}"))), text)
+            })
+    }
+
+    proptest! {
+        /// A plain chunk is read, its content decoded exactly, and its splice means what the
+        /// general path's `Value` means.
+        #[test]
+        fn splice_means_what_the_value_path_means(
+            (data, text) in plain_chunk(),
+            new_text in "(\\PC|\"|\\\\|草){0,8}",
+            cited in any::<bool>(),
+        ) {
+            let p = ChatChunk::read(&data).expect("a plain chunk");
+            prop_assert_eq!(p.content(), text.as_str());
+            let annotations = if cited {
+                let at = json!({"url": "https://a", "start_index": 0, "end_index": 3});
+                vec![json!({"type": "url_citation", "url_citation": at})]
+            } else {
+                Vec::new()
+            };
+            let citeflow = json!({"stream_id": "s", "events": [{"type": "citation", "number": 1}]});
+            let out = p.splice(&new_text, &annotations, &citeflow.to_string());
+            let got: Value = serde_json::from_str(&out).expect("the splice is JSON");
+            // The dialect's general reader reads the same chunk as this text and nothing else.
+            let mut events = Vec::new();
+            Chat::default().read(Doc::Text(&data), &mut events).expect("the dialect reads it");
+            let texts: Vec<Option<&str>> = events
+                .iter()
+                .map(|e| match e {
+                    ProviderEvent::Text { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect();
+            let want: Vec<Option<&str>> = Some(Some(text.as_str())).filter(|_| !text.is_empty()).into_iter().collect();
+            prop_assert_eq!(texts, want);
+            prop_assert_eq!(got, by_value(&data, &new_text, &annotations, &citeflow));
+        }
+    }
+
+    #[test]
+    fn meta_members_are_found_as_written() {
+        let data = r#"{"id":"c1","object":"chat.completion.chunk","created":5,"model":"m","system_fingerprint":null,"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}"#;
+        let p = ChatChunk::read(data).expect("plain");
+        assert_eq!(
+            *p.meta(),
+            [
+                Some("\"c1\""),
+                Some("\"chat.completion.chunk\""),
+                Some("5"),
+                Some("\"m\""),
+                Some("null")
+            ]
+        );
+    }
+
+    /// Everything the general path treats otherwise is left to it.
+    #[test]
+    fn any_other_chunk_is_not_plain() {
+        let delta = r#"{"content":"x"}"#;
+        let one = |choice: &str| format!(r#"{{"choices":[{choice}]}}"#);
+        let cases = [
+            one(&format!(r#"{{"index":1,"delta":{delta}}}"#)),
+            one(&format!(r#"{{"delta":{delta},"finish_reason":"stop"}}"#)),
+            one(&format!(r#"{{"delta":{delta},"text":"t"}}"#)),
+            one(&format!(r#"{{"delta":{delta},"delta":{delta}}}"#)),
+            one(&format!(r#"[0,{delta}]"#)),
+            one(r#"{"delta":{"content":"x","annotations":null}}"#),
+            one(r#"{"delta":{"content":5}}"#),
+            one(r#"{"delta":{"content":null}}"#),
+            one(r#"{"delta":{"role":"assistant"}}"#),
+            one(r#"{"delta":"x"}"#),
+            one(r#"{"delta":["x"]}"#),
+            one(r#"{"index":"0","delta":{"content":"x"}}"#),
+            format!(r#"{{"choices":[{{"delta":{delta}}},{{"delta":{delta}}}]}}"#),
+            r#"{"choices":[]}"#.to_owned(),
+            r#"{"choices":7}"#.to_owned(),
+            format!(r#"{{"choices":[{{"delta":{delta}}}],"error":null}}"#),
+            format!(r#"{{"choices":[{{"delta":{delta}}}],"usage":{{"completion_tokens":3}}}}"#),
+            format!(r#"{{"choices":[{{"delta":{delta}}}],"citeflow":{{}}}}"#),
+            format!(r#"{{"choices":[{{"delta":{delta}}}],"choices":[{{"delta":{delta}}}]}}"#),
+            format!(r#"[[{{"delta":{delta}}}]]"#),
+            "[DONE]".to_owned(),
+            "not json".to_owned(),
+            String::new(),
+        ];
+        for data in cases {
+            assert!(ChatChunk::read(&data).is_none(), "{data}");
+        }
+        assert!(ChatChunk::read(&one(&format!(r#"{{"delta":{delta}}}"#))).is_some());
+    }
+}
