@@ -90,8 +90,8 @@ pub use numbering::{NumberEntry, Numbering};
 #[cfg(feature = "serde")]
 pub use patch::SettingsPatch;
 pub use prompt::{
-    citation_instruction, context_block, few_shot_messages, zero_shot_messages, PromptMarker,
-    PromptMessage, SMALL_MODEL_MARKER,
+    citation_instruction, context_block, few_shot_messages, read_context_block, zero_shot_messages,
+    PromptMarker, PromptMessage, SMALL_MODEL_MARKER,
 };
 pub use render::{render_list, ListFormat};
 #[cfg(feature = "serde")]

@@ -4,6 +4,10 @@
 //! the scanner recognises.
 
 #[cfg(feature = "serde")]
+mod read;
+
+pub use read::read_context_block;
+
 use crate::names;
 use crate::settings::{RankMode, Settings, Syntax};
 use crate::source::{Source, Sources};

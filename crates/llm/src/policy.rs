@@ -16,7 +16,9 @@
 //! [`AgentPolicy::Off`] leaves `auto` to the model every time. `none`, `required` and a named
 //! function are honoured as OpenAI defines them whatever the policy.
 
-use citeflow_core::{citation_grammar, few_shot_messages, GrammarMode, PromptMarker};
+use citeflow_core::{
+    citation_grammar, few_shot_messages, read_context_block, GrammarMode, PromptMarker,
+};
 use citeflow_core::{Source, Sources};
 
 use crate::generate::ChatMessage;
@@ -80,46 +82,6 @@ fn search_like(tools: &Tools, i: usize) -> bool {
     (words.contains("search") || words.contains("retriev")) && has_string
 }
 
-/// The marker a tool-result line starts with, its form and id, and the rest of the line.
-fn line_marker(line: &str) -> Option<(PromptMarker, String, &str)> {
-    let line = line.trim_start();
-    let id_ok = |id: &str| {
-        !id.is_empty()
-            && !id
-                .chars()
-                .any(|c| c.is_whitespace() || "[]<>\"【】".contains(c))
-    };
-    let split = |open: &str, close: &str| -> Option<(String, &str)> {
-        let rest = line.strip_prefix(open)?;
-        let end = rest.find(close)?;
-        let id = &rest[..end];
-        id_ok(id).then(|| (id.to_owned(), rest[end + close.len()..].trim_start()))
-    };
-    if let Some((id, rest)) = split("[[", "]]") {
-        return Some((PromptMarker::DoubleBracket, id, rest));
-    }
-    if let Some((id, rest)) = split("<cite id=\"", "\"/>") {
-        return Some((PromptMarker::CiteTag, id, rest));
-    }
-    if let Some((id, rest)) = split("<cite:", ">") {
-        return Some((PromptMarker::CiteColon, id, rest));
-    }
-    if let Some((id, rest)) = split("【", "】") {
-        return id.bytes().all(|b| b.is_ascii_digit()).then_some((
-            PromptMarker::RankFullWidth,
-            id,
-            rest,
-        ));
-    }
-    let (id, rest) = split("[", "]")?;
-    let form = if id.bytes().all(|b| b.is_ascii_digit()) {
-        PromptMarker::Rank
-    } else {
-        PromptMarker::SingleBracket
-    };
-    Some((form, id, rest))
-}
-
 fn strings(v: &serde_json::Value, out: &mut Vec<String>) {
     match v {
         serde_json::Value::String(s) => out.push(s.clone()),
@@ -129,11 +91,10 @@ fn strings(v: &serde_json::Value, out: &mut Vec<String>) {
     }
 }
 
-/// The passages the tool results show under markers (one form: the first line's), in order
-/// of first appearance (ranks sorted), and the form.
+/// The passages the tool results show under markers, read by the core's
+/// [`read_context_block`] (one form: the first marked line's; in order of first appearance,
+/// ranks sorted), and the form.
 pub(crate) fn tool_sources(results: &[&str]) -> Option<(PromptMarker, Vec<Source>)> {
-    let mut form = None;
-    let mut found: Vec<(String, String)> = Vec::new();
     // A result that is JSON (e.g. the AI SDK's `{"documents": …, "context": "[[id]] …"}`) is
     // read through its strings.
     let mut texts: Vec<String> = Vec::new();
@@ -145,36 +106,7 @@ pub(crate) fn tool_sources(results: &[&str]) -> Option<(PromptMarker, Vec<Source
             _ => texts.push((*text).to_owned()),
         }
     }
-    for text in &texts {
-        for line in text.lines() {
-            let Some((f, id, rest)) = line_marker(line) else {
-                continue;
-            };
-            if *form.get_or_insert(f) != f || found.iter().any(|(i, _)| *i == id) {
-                continue;
-            }
-            found.push((id, rest.to_owned()));
-        }
-    }
-    let form = form?;
-    if form.is_rank() {
-        found.sort_by_key(|(id, _)| id.parse::<usize>().unwrap_or(usize::MAX));
-        // Ranks are shown as 1..n; `PromptMarker::marker` numbers by position.
-        if found
-            .iter()
-            .enumerate()
-            .any(|(i, (id, _))| id.parse::<usize>().ok() != Some(i + 1))
-        {
-            return None;
-        }
-    }
-    Some((
-        form,
-        found
-            .into_iter()
-            .map(|(id, text)| Source::new(id).with_text(text))
-            .collect(),
-    ))
+    read_context_block(texts.iter().map(String::as_str))
 }
 
 /// The turn for `tools` over the conversation `said`.
