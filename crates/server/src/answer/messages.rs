@@ -1,19 +1,16 @@
-//! The Messages wire ([`MessagesWire`], an [`Answer`]): each upstream event through the
-//! [`Engine`] (dialect `anthropic`); `text_delta`s carry the rewritten text (a content block
-//! gets all its text, numbers included, before its `content_block_stop`); `citations_delta`s
-//! pass unchanged (Anthropic citations name no offsets, so none can go stale); citeflow's
-//! events ride in a `citeflow` field, so the official SDKs parse the stream as usual. Its
-//! frames are named by each event's `type` ([`named`]), as the Anthropic SDKs read them.
+//! The Messages wire ([`MessagesWire`], a [`NamedWire`], so an answer): each upstream event through
+//! the [`Engine`] (dialect `anthropic`); `text_delta`s carry the rewritten text (a content block
+//! gets all its text, numbers included, before its `content_block_stop`); `citations_delta`s pass
+//! unchanged (Anthropic citations name no offsets, so none can go stale); citeflow's events ride in
+//! a `citeflow` field, so the official SDKs parse the stream as usual. Its frames are named by each
+//! event's `type` ([`named`](super::named)), as the Anthropic SDKs read them.
 
 use std::collections::BTreeMap;
 
-use bytes::Bytes;
-use citeflow_store::{StoreError, StoredEvent};
 use serde_json::{json, Value};
 
 use super::engine::{Drained, Engine};
-use super::named;
-use super::{parse_object, texts, Answer};
+use super::named::NamedWire;
 use crate::code::ErrorCode;
 use crate::error::StreamError;
 
@@ -156,7 +153,11 @@ impl MessagesWire {
     }
 }
 
-impl MessagesWire {
+impl NamedWire for MessagesWire {
+    fn engine(&mut self) -> &mut Engine {
+        &mut self.engine
+    }
+
     fn before(&mut self, v: &Value) {
         if v.get("type").and_then(Value::as_str) == Some("content_block_start")
             && v.pointer("/content_block/type").and_then(Value::as_str) == Some("text")
@@ -275,35 +276,5 @@ impl MessagesWire {
         json!({"type": "error", "error": {
             "type": e.code.anthropic_kind(), "message": e.message, "code": e.code.as_str()
         }})
-    }
-}
-
-impl Answer for MessagesWire {
-    async fn on_data(&mut self, data: &str) -> Result<Vec<String>, StreamError> {
-        let v = parse_object(data)?;
-        self.before(&v);
-        let d = self.engine.step(&v, self.is_boundary(&v)).await?;
-        Ok(texts(self.after(v, d)))
-    }
-
-    async fn on_end(&mut self, _done: bool) -> Result<Vec<String>, StreamError> {
-        let d = self.engine.finish().await?;
-        Ok(texts(self.end(d)?))
-    }
-
-    fn error_event(&mut self, e: &StreamError) -> String {
-        self.error_value(e).to_string()
-    }
-
-    fn frame(e: Result<&StoredEvent, &StoreError>) -> Bytes {
-        named::frame(e)
-    }
-
-    fn failure_frame(data: &str) -> Bytes {
-        named::failure(data)
-    }
-
-    fn shutdown_frame() -> Bytes {
-        named::shutdown_frame()
     }
 }

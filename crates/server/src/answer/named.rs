@@ -1,12 +1,73 @@
-//! The frames of the named streams (Responses, Messages): each event named by its `type`, as
-//! the Anthropic SDKs read the `event:` line; errors as `error` events.
+//! The named streams (Responses, Messages): one [`Answer`] for every [`NamedWire`] (each
+//! upstream event read as an object, given to the engine, its events rewritten by the wire),
+//! and their frames: each event named by its `type`, as the Anthropic SDKs read the `event:`
+//! line; errors as `error` events.
 
 use bytes::Bytes;
 use citeflow_store::{StoreError, StoredEvent};
-use serde_json::json;
+use serde_json::{json, Value};
 
+use super::engine::{Drained, Engine};
+use super::{parse_object, texts, Answer};
+use crate::error::StreamError;
 use crate::ops::shutdown;
 use crate::sse;
+
+/// What a named stream's wire adds to the engine: where its text blocks start and end, and
+/// how the engine's output becomes the API's own events.
+pub(crate) trait NamedWire: Send + 'static {
+    /// The engine the wire feeds.
+    fn engine(&mut self) -> &mut Engine;
+
+    /// Notes what an upstream event starts (a text block), before the engine reads it.
+    fn before(&mut self, v: &Value);
+
+    /// Whether the upstream event ends a text block (the engine decides its held text).
+    fn is_boundary(&self, v: &Value) -> bool;
+
+    /// The events to send for an upstream event, given what the engine drained for it.
+    fn after(&mut self, v: Value, d: Drained) -> Vec<Value>;
+
+    /// The last events, given what the engine drained at the end.
+    ///
+    /// # Errors
+    /// `upstream_cut` when the answer was not finished.
+    fn end(&mut self, d: Drained) -> Result<Vec<Value>, StreamError>;
+
+    /// The API's error event for a failure.
+    fn error_value(&mut self, e: &StreamError) -> Value;
+}
+
+impl<W: NamedWire> Answer for W {
+    async fn on_data(&mut self, data: &str) -> Result<Vec<String>, StreamError> {
+        let v = parse_object(data)?;
+        self.before(&v);
+        let boundary = self.is_boundary(&v);
+        let d = self.engine().step(&v, boundary).await?;
+        Ok(texts(self.after(v, d)))
+    }
+
+    async fn on_end(&mut self, _done: bool) -> Result<Vec<String>, StreamError> {
+        let d = self.engine().finish().await?;
+        Ok(texts(self.end(d)?))
+    }
+
+    fn error_event(&mut self, e: &StreamError) -> String {
+        self.error_value(e).to_string()
+    }
+
+    fn frame(e: Result<&StoredEvent, &StoreError>) -> Bytes {
+        frame(e)
+    }
+
+    fn failure_frame(data: &str) -> Bytes {
+        failure(data)
+    }
+
+    fn shutdown_frame() -> Bytes {
+        shutdown_frame()
+    }
+}
 
 /// A logged event of a named stream (Responses, Messages) as its frame, named by its `type`
 /// (the Anthropic SDKs read the `event:` line); the log's read error as an `error` event.

@@ -1,19 +1,16 @@
-//! The Responses wire ([`ResponsesWire`], an [`Answer`]): each upstream event through the
-//! [`Engine`] (dialect `openai-responses`); text deltas re-emitted with the rewritten text, the
-//! provider's `annotation.added` events replaced by citeflow's citations as standard
-//! `url_citation` (or `file_citation`) annotations whose `start_index`/`end_index` are
-//! characters of the rewritten part, `sequence_number`s counting the events sent, the done
-//! events and `response.completed` carrying the rewritten text, citeflow's own events in a
-//! `citeflow` field. Its frames are named by each event's `type` ([`named`]).
+//! The Responses wire ([`ResponsesWire`], a [`NamedWire`], so an answer): each upstream event
+//! through the [`Engine`] (dialect `openai-responses`); text deltas re-emitted with the rewritten
+//! text, the provider's `annotation.added` events replaced by citeflow's citations as standard
+//! `url_citation` (or `file_citation`) annotations whose `start_index`/`end_index` are characters
+//! of the rewritten part, `sequence_number`s counting the events sent, the done events and
+//! `response.completed` carrying the rewritten text, citeflow's own events in a `citeflow` field.
+//! Its frames are named by each event's `type` ([`named`](super::named)).
 
-use bytes::Bytes;
 use citeflow_core::provider::{apply_late_edits, LateEdit};
-use citeflow_store::{StoreError, StoredEvent};
 use serde_json::{json, Value};
 
 use super::engine::{Cite, Drained, Engine};
-use super::named;
-use super::{parse_object, texts, Answer};
+use super::named::NamedWire;
 use crate::code::ErrorCode;
 use crate::error::StreamError;
 
@@ -248,7 +245,11 @@ fn annotation(c: &Cite, base: u64) -> Value {
     }
 }
 
-impl ResponsesWire {
+impl NamedWire for ResponsesWire {
+    fn engine(&mut self) -> &mut Engine {
+        &mut self.engine
+    }
+
     fn before(&mut self, v: &Value) {
         let t = v.get("type").and_then(Value::as_str).unwrap_or_default();
         if !is_text_part_event(t) {
@@ -355,35 +356,5 @@ impl ResponsesWire {
         self.seq += 1;
         json!({"type": "error", "code": e.code.as_str(), "message": e.message, "param": null,
             "sequence_number": seq})
-    }
-}
-
-impl Answer for ResponsesWire {
-    async fn on_data(&mut self, data: &str) -> Result<Vec<String>, StreamError> {
-        let v = parse_object(data)?;
-        self.before(&v);
-        let d = self.engine.step(&v, self.is_boundary(&v)).await?;
-        Ok(texts(self.after(v, d)))
-    }
-
-    async fn on_end(&mut self, _done: bool) -> Result<Vec<String>, StreamError> {
-        let d = self.engine.finish().await?;
-        Ok(texts(self.end(d)?))
-    }
-
-    fn error_event(&mut self, e: &StreamError) -> String {
-        self.error_value(e).to_string()
-    }
-
-    fn frame(e: Result<&StoredEvent, &StoreError>) -> Bytes {
-        named::frame(e)
-    }
-
-    fn failure_frame(data: &str) -> Bytes {
-        named::failure(data)
-    }
-
-    fn shutdown_frame() -> Bytes {
-        named::shutdown_frame()
     }
 }
