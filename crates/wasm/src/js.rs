@@ -47,6 +47,15 @@ pub(crate) fn to_js<T: Serialize + ?Sized>(value: &T) -> Result<JsValue, Binding
     js_sys::JSON::parse(&json).map_err(|_| BindingError::new("Error", "internal", "bad json"))
 }
 
+/// Events as a JS array: [`to_js`], with a new empty array made without JSON when there are
+/// none (most calls of a stream release nothing, or only text).
+pub(crate) fn events_to_js<T: Serialize>(events: &[T]) -> Result<JsValue, BindingError> {
+    if events.is_empty() {
+        return Ok(js_sys::Array::new().into());
+    }
+    to_js(events)
+}
+
 /// The bytes of a `string` (UTF-8) or `Uint8Array` chunk.
 pub(crate) fn chunk_bytes(chunk: &JsValue) -> Result<Vec<u8>, BindingError> {
     if let Some(s) = chunk.as_string() {

@@ -4,17 +4,16 @@
 use citeflow_core::provider::{Dialect, Framing, ProviderError};
 use citeflow_core::{Event, Numbering, Settings};
 use serde::Deserialize;
-use serde_json::Value;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::error::BindingError;
-use crate::js::{chunk_bytes, stringify, to_js};
+use crate::js::{chunk_bytes, events_to_js, stringify, to_js};
 use crate::settings::{SettingsIn, SettingsOut};
 use crate::sources::Sources;
 use crate::types::{
-    Chunk, JsEventArray, JsMaybeEvent, JsNumberEntryArray, JsProviderEvent,
-    JsProviderStreamOptions, JsResolvedSettings,
+    Chunk, JsEventArray, JsMaybeEvent, JsNumberEntryArray, JsProviderEvent, JsProviderEventOrBytes,
+    JsProviderStreamOptions, JsResolvedSettings, JsTextOrEventArray,
 };
 
 /// The binding's lifecycle.
@@ -48,8 +47,10 @@ struct OptionsIn {
 ///    `"auto"` (detected from the first payload) or a dialect name; `framing` of the bytes is
 ///    `"auto"`, `"sse"`, `"jsonl"` or `"text"`.
 /// 2. `feedBytes(bytes)` with the raw stream (cut anywhere), or `feedEvent(event)` with one
-///    parsed event (an object, or its JSON text; a JSON string is a chunk of answer text):
-///    each returns the events it released (`write`-style: `pollEvent()` also works).
+///    parsed event (an object, or its JSON text; a JSON string is a chunk of answer text),
+///    or `feedText(text)` with the answer text of an event that holds text alone: each
+///    returns the events it released (`write`-style: `pollEvent()` also works);
+///    `feedEventCompact` and `feedTextCompact` return released text alone as a string.
 /// 3. `finish()`: the remaining events, the last being `done`, whose `text` is the final
 ///    answer when a citation was bound after its text was shown.
 ///
@@ -100,6 +101,48 @@ impl ProviderStream {
     fn drain(&mut self) -> Vec<Event> {
         std::iter::from_fn(|| self.stream.poll_event()).collect()
     }
+
+    /// One event as its JSON text (from an object, a string, or UTF-8 bytes when `bytes`),
+    /// read by the dialect's typed reader; its line is the count of events fed.
+    fn write_event(&mut self, event: &JsValue, bytes: bool) -> Result<(), BindingError> {
+        self.check()?;
+        self.payloads += 1;
+        let line = self.payloads;
+        let json = match event.dyn_ref::<js_sys::Uint8Array>().filter(|_| bytes) {
+            Some(a) => match String::from_utf8(a.to_vec()) {
+                Ok(text) => text,
+                Err(_) => return self.call(|_| Err(ProviderError::InvalidUtf8 { line })),
+            },
+            None => match event.as_string() {
+                Some(text) => text,
+                None => stringify(event)?.unwrap_or_else(|| "null".to_owned()),
+            },
+        };
+        self.call(|s| s.write_payload_json(&json, line))
+    }
+
+    /// The answer text of one event that holds text alone (nothing for empty text).
+    fn write_text(&mut self, text: &str) -> Result<(), BindingError> {
+        self.check()?;
+        self.payloads += 1;
+        if text.is_empty() {
+            return Ok(());
+        }
+        self.call(|s| s.write_text(text))
+    }
+}
+
+/// Events as a JS value: their text joined as one string when every one is non-empty `text`
+/// (`""` for none), else the array of events.
+fn compact(events: &[Event]) -> Result<JsValue, BindingError> {
+    let mut text = String::new();
+    for e in events {
+        match e {
+            Event::Text { text: t } if !t.is_empty() => text.push_str(t),
+            _ => return events_to_js(events),
+        }
+    }
+    Ok(JsValue::from_str(&text))
 }
 
 #[wasm_bindgen]
@@ -167,37 +210,59 @@ impl ProviderStream {
     pub fn feed_bytes(&mut self, bytes: &Chunk) -> Result<JsEventArray, JsValue> {
         let bytes = chunk_bytes(bytes)?;
         self.call(|s| s.write(&bytes))?;
-        Ok(to_js(&self.drain())?.unchecked_into())
+        Ok(events_to_js(&self.drain())?.unchecked_into())
     }
 
     /// Feeds one provider event (an object, or its JSON text) and returns the events it
-    /// released.
+    /// released. The text is read by the dialect's typed reader, without a JSON tree.
     ///
     /// # Errors
     /// As `feedBytes`; `ProviderError` `invalid_json` for text that is not JSON.
     #[wasm_bindgen(js_name = feedEvent)]
     pub fn feed_event(&mut self, event: &JsProviderEvent) -> Result<JsEventArray, JsValue> {
-        self.check()?;
-        self.payloads += 1;
-        let line = self.payloads;
-        let json = match event.as_string() {
-            Some(text) => text,
-            None => stringify(event)?.unwrap_or_else(|| "null".to_owned()),
-        };
-        let payload: Value = match serde_json::from_str(&json) {
-            Ok(v) => v,
-            Err(e) => {
-                let err = ProviderError::Json {
-                    line,
-                    sse: false,
-                    message: e.to_string(),
-                };
-                self.state = State::Failed(format!("the provider stream failed earlier: {err}"));
-                return Err(BindingError::from(err).into());
-            }
-        };
-        self.call(|s| s.write_payload(&payload, line))?;
-        Ok(to_js(&self.drain())?.unchecked_into())
+        self.write_event(event, false)?;
+        Ok(events_to_js(&self.drain())?.unchecked_into())
+    }
+
+    /// Feeds the answer text of one provider event that holds answer text alone, read by the
+    /// caller (what the dialect's reader would have given for the event, without reading
+    /// it: the core's `ProviderStream::write_text`), and returns the events it released. For
+    /// adapters whose SDK has already parsed the event; every other event goes to
+    /// `feedEvent`. It counts as one event (the line named in later errors); empty text
+    /// releases nothing, as an event without text.
+    ///
+    /// # Errors
+    /// As `feedBytes`.
+    #[wasm_bindgen(js_name = feedText)]
+    pub fn feed_text(&mut self, text: &str) -> Result<JsEventArray, JsValue> {
+        self.write_text(text)?;
+        Ok(events_to_js(&self.drain())?.unchecked_into())
+    }
+
+    /// `feedEvent` for adapters that feed every chunk: what the event released comes back
+    /// as one string when it is text alone (the `text` events' text joined, `""` when
+    /// nothing was released), as the events otherwise. The event may also be its JSON text
+    /// as UTF-8 bytes (a `Uint8Array`: a long text crosses into WebAssembly faster so).
+    ///
+    /// # Errors
+    /// As `feedEvent`; `ProviderError` `invalid_utf8` for bytes that are not UTF-8.
+    #[wasm_bindgen(js_name = feedEventCompact)]
+    pub fn feed_event_compact(
+        &mut self,
+        event: &JsProviderEventOrBytes,
+    ) -> Result<JsTextOrEventArray, JsValue> {
+        self.write_event(event, true)?;
+        Ok(compact(&self.drain())?.unchecked_into())
+    }
+
+    /// `feedText`, with what it released returned as `feedEventCompact` returns it.
+    ///
+    /// # Errors
+    /// As `feedText`.
+    #[wasm_bindgen(js_name = feedTextCompact)]
+    pub fn feed_text_compact(&mut self, text: &str) -> Result<JsTextOrEventArray, JsValue> {
+        self.write_text(text)?;
+        Ok(compact(&self.drain())?.unchecked_into())
     }
 
     /// Ends the stream: the remaining events are queued, the last being `done`.
@@ -215,7 +280,7 @@ impl ProviderStream {
     /// As `end`.
     pub fn finish(&mut self) -> Result<JsEventArray, JsValue> {
         self.end()?;
-        Ok(to_js(&self.drain())?.unchecked_into())
+        Ok(events_to_js(&self.drain())?.unchecked_into())
     }
 
     /// The next event, or `undefined` when the stream needs more input.

@@ -5,7 +5,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::error::BindingError;
-use crate::js::{chunk_bytes, stringify, to_js, whole_number};
+use crate::js::{chunk_bytes, events_to_js, stringify, to_js, whole_number};
 use crate::settings::{options_from_json, SettingsOut};
 use crate::sources::Sources;
 use crate::types::{
@@ -217,7 +217,7 @@ impl Rewriter {
     /// Throws as `write`.
     pub fn feed(&mut self, chunk: &Chunk) -> Result<JsEventArray, JsValue> {
         self.write(chunk)?;
-        Ok(to_js(&self.drain()?)?.unchecked_into())
+        Ok(events_to_js(&self.drain()?)?.unchecked_into())
     }
 
     /// `end()`, then every remaining event, the last being `done` (or a `number_needed` to
@@ -227,7 +227,7 @@ impl Rewriter {
     /// Throws as `end`.
     pub fn finish(&mut self) -> Result<JsEventArray, JsValue> {
         self.end()?;
-        Ok(to_js(&self.drain()?)?.unchecked_into())
+        Ok(events_to_js(&self.drain()?)?.unchecked_into())
     }
 
     /// Answers a `number_needed` event with the number the shared store gave `key`.

@@ -315,4 +315,10 @@ extern "C" {
     /// `ProviderEvent`.
     #[wasm_bindgen(typescript_type = "ProviderEvent")]
     pub type JsProviderEvent;
+    /// `ProviderEvent | Uint8Array`.
+    #[wasm_bindgen(typescript_type = "ProviderEvent | Uint8Array")]
+    pub type JsProviderEventOrBytes;
+    /// `string | Event[]`.
+    #[wasm_bindgen(typescript_type = "string | Event[]")]
+    pub type JsTextOrEventArray;
 }

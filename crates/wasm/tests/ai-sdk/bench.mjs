@@ -15,12 +15,21 @@
 //   `recordings`), each through its provider package, citeflow against the no-op.
 // citeflow runs as apps use it (the raw chunks read for provider citations) and with
 // `providerCitations: false` (the text-deltas alone, for models that only write markers).
+//
+// A/B against an earlier build: CITEFLOW_BENCH_BEFORE=DIR (a copy of crates/wasm/pkg built from
+// the tree before) adds "citeflow (before)" to every comparison, in the same interleaved rounds.
 import { createAnthropic } from "@ai-sdk/anthropic";
 import { createOpenAI } from "@ai-sdk/openai";
 import { wrapLanguageModel } from "ai";
 import { citeflow } from "citeflow/ai-sdk";
 
 import { payloads, recordings } from "./support.mjs";
+
+const before = process.env.CITEFLOW_BENCH_BEFORE
+  ? (await import(new URL(`file://${process.env.CITEFLOW_BENCH_BEFORE.replace(/\/$/, "")}/ai-sdk.js`).href)).citeflow
+  : null;
+/** `variants` with the earlier build's middleware beside citeflow's, when asked. */
+const withBefore = (variants, make) => (before ? { ...variants, "citeflow (before)": make(before) } : variants);
 
 const rounds = Number(process.argv[2] ?? 60);
 const prompt = [{ role: "user", content: [{ type: "text", text: "x" }] }];
@@ -133,6 +142,10 @@ async function compare(name, api, events, variants) {
       `${name}: ${k} against the no-op TransformStream: ${(per[k] / per.noop).toFixed(2)}× (${per[k].toFixed(1)} µs against ${per.noop.toFixed(1)} µs per text-delta, ${deltas.noop} deltas, median of ${rounds})`,
     );
   }
+  const was = per["citeflow (before)"];
+  if (was) {
+    console.log(`${name}: citeflow against citeflow (before): ${(per.citeflow / was).toFixed(2)}× (${per.citeflow.toFixed(1)} µs against ${was.toFixed(1)} µs)`);
+  }
   if (per.regex) {
     for (const k of Object.keys(variants).filter((k) => k.startsWith("citeflow"))) {
       console.log(`${name}: ${k} against the hand-written regex renumberer: ${(per[k] / per.regex).toFixed(2)}× (${per[k].toFixed(1)} µs against ${per.regex.toFixed(1)} µs)`);
@@ -149,16 +162,31 @@ async function compare(name, api, events, variants) {
   if (a.text !== b.text || c.text !== a.text) throw new Error("citeflow and the regex renumberer disagree on the text");
 }
 
-await compare("OpenAI chat, 303 deltas + markers", "chat", chatWithMarkers(), {
-  noop,
-  citeflow: citeflow({ sources, instruct: false }),
-  "citeflow, providerCitations: false": citeflow({ sources, instruct: false, providerCitations: false }),
-  regex: regexRenumberer,
-});
-await compare("Anthropic web search, provider citations", "anthropic", payloads("anthropic-web-search-tool.1.chunks.txt"), {
-  noop,
-  citeflow: citeflow(),
-});
+await compare(
+  "OpenAI chat, 303 deltas + markers",
+  "chat",
+  chatWithMarkers(),
+  withBefore(
+    {
+      noop,
+      citeflow: citeflow({ sources, instruct: false }),
+      "citeflow, providerCitations: false": citeflow({ sources, instruct: false, providerCitations: false }),
+      regex: regexRenumberer,
+    },
+    (mw) => mw({ sources, instruct: false }),
+  ),
+);
+await compare(
+  "Anthropic web search, provider citations",
+  "anthropic",
+  payloads("anthropic-web-search-tool.1.chunks.txt"),
+  withBefore({ noop, citeflow: citeflow() }, (mw) => mw()),
+);
 for (const rec of recordings) {
-  await compare(`${rec.file} (${rec.api}), provider citations`, rec.api, payloads(rec.file), { noop, citeflow: citeflow() });
+  await compare(
+    `${rec.file} (${rec.api}), provider citations`,
+    rec.api,
+    payloads(rec.file),
+    withBefore({ noop, citeflow: citeflow() }, (mw) => mw()),
+  );
 }

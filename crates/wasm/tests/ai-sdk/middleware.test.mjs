@@ -8,6 +8,7 @@ import { createAnthropic } from "@ai-sdk/anthropic";
 import { createOpenAI } from "@ai-sdk/openai";
 import { generateText, readUIMessageStream, streamText, wrapLanguageModel } from "ai";
 import fc from "fast-check";
+import { ProviderStream, Sources } from "citeflow";
 import { citeflow, citeflowDataParts } from "citeflow/ai-sdk";
 import { citeflowMessage } from "citeflow/react";
 
@@ -75,6 +76,27 @@ for (const rec of recordings) {
     assert.deepEqual(meta.sources.map((l) => l.number), sources.map((s) => s.providerMetadata.citeflow.number));
     assert.equal(meta.report.verified, true, JSON.stringify(meta.report));
     console.log(`${rec.file}: ${sources.length} numbered sources (the AI SDK alone: ${plainSources.length} source parts); ${JSON.stringify(text.slice(0, 160))}`);
+  });
+}
+
+// The fast path (ai-sdk/text-chunk.ts: a raw chunk of answer text alone given to the core as its
+// text) reads every recording as the core reads each chunk whole: the same text, the same
+// numbered sources and the same final text.
+for (const rec of recordings) {
+  test(`middleware_text_chunks_read_as_the_core_reads_them_whole: ${rec.file}`, async () => {
+    const parts = await modelParts(model(rec.api, rec.file));
+    // The middleware's sources when none are given: an empty first round.
+    const ps = new ProviderStream(Sources.fromArray([]));
+    const events = [];
+    for (const e of payloads(rec.file)) events.push(...ps.feedEvent(JSON.stringify(e)));
+    events.push(...ps.finish());
+    const done = events.at(-1);
+    assert.equal(done.type, "done");
+    const coreText = events.filter((e) => e.type === "text").map((e) => e.text).join("");
+    assert.equal(textOf(parts), coreText, `${rec.file}: the text is not the core's`);
+    const meta = parts.find((p) => p.type === "finish").providerMetadata.citeflow;
+    assert.deepEqual(meta.sources, JSON.parse(JSON.stringify(done.sources)), `${rec.file}: the sources are not the core's`);
+    assert.equal(meta.text ?? null, done.text ?? null, `${rec.file}: the final text is not the core's`);
   });
 }
 

@@ -70,6 +70,67 @@ for (const file of recordings()) {
   });
 }
 
+/** Events with consecutive `text` events joined (the compact calls join what one call released). */
+function joinText(events) {
+  const out = [];
+  for (const e of events) {
+    const last = out.at(-1);
+    if (e.type === "text" && last?.type === "text") out[out.length - 1] = { type: "text", text: last.text + e.text };
+    else out.push(e);
+  }
+  return out;
+}
+
+for (const file of recordings()) {
+  test(`feed_text_and_compact_calls_give_the_cli_events: ${file}`, () => {
+    const data = readFileSync(join(streamsDir, file));
+    const want = cliEvents(data);
+    const lines = data.toString("utf8").split("\n").filter((l) => l.trim() !== "");
+    // Anthropic text deltas (text alone) given as their text: the same events, one for one.
+    const text = run((ps, out) => {
+      for (const line of lines) {
+        const e = JSON.parse(line);
+        const t = ps.dialect === "anthropic" && e.type === "content_block_delta" && e.delta?.type === "text_delta" ? e.delta.text : null;
+        out.push(...(t !== null ? ps.feedText(t) : ps.feedEvent(line)));
+      }
+    });
+    assert.deepStrictEqual(text.events, want, `${file}: text deltas through feedText`);
+    // Compact: text released alone comes back as one string; events as JSON text or UTF-8 bytes.
+    const utf8 = new TextEncoder();
+    const compact = run((ps, out) => {
+      lines.forEach((line, i) => {
+        const r = i % 2 ? ps.feedEventCompact(utf8.encode(line)) : ps.feedEventCompact(line);
+        if (typeof r === "string") {
+          if (r) out.push({ type: "text", text: r });
+        } else {
+          out.push(...r);
+        }
+      });
+    });
+    assert.deepStrictEqual(joinText(compact.events), joinText(want), `${file}: compact calls`);
+  });
+}
+
+test("feed_text_counts_as_an_event_and_compact_bytes_must_be_utf8", () => {
+  const ps = new ProviderStream(new Sources(), { dialect: "anthropic" });
+  assert.deepStrictEqual(ps.feedText(""), []);
+  assert.equal(ps.feedTextCompact(""), "");
+  assert.deepStrictEqual(ps.feedText("Hello"), [{ type: "text", text: "Hello" }]);
+  assert.equal(ps.feedTextCompact(" world"), " world");
+  // The fifth event: its line in the error counts the text given alone.
+  assert.throws(
+    () => ps.feedEventCompact("{not json"),
+    (e) => e.name === "ProviderError" && e.code === "invalid_json" && /line 5/.test(e.message),
+  );
+  assert.throws(() => ps.feedTextCompact("more"), (e) => e.name === "RewriteError" && e.code === "failed");
+
+  const bytes = new ProviderStream(new Sources(), { dialect: "anthropic" });
+  assert.throws(
+    () => bytes.feedEventCompact(new Uint8Array([0x7b, 0xff, 0x7d])),
+    (e) => e.name === "ProviderError" && e.code === "invalid_utf8" && /line 1/.test(e.message),
+  );
+});
+
 test("provider_stream_errors_name_the_line_and_family", () => {
   const ps = new ProviderStream(new Sources());
   assert.throws(

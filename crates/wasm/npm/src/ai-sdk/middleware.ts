@@ -1,13 +1,15 @@
 // The AI SDK middleware `citeflow(options)`: the model's parts in, the same parts out with the
 // text rewritten by the core and one `source` part per new number; the final list at `finish`.
-// Provider citations are read from the raw chunks (one ProviderStream call per chunk); a
-// provider the core does not read, or `providerCitations: false`, rewrites the text-deltas.
+// Provider citations are read from the raw chunks (one ProviderStream call per chunk, a chunk of
+// text alone as its text: text-chunk.ts); a provider the core does not read, or
+// `providerCitations: false`, rewrites the text-deltas.
 import { ProviderStream, Rewriter, citationInstruction, contextBlock } from "citeflow";
 import type { Event, NumberEntry, Settings, Sources } from "citeflow";
 
 import { jsonSafe, mergeDone } from "../shared/done.js";
 import { toSources } from "../shared/sources.js";
 import { PartEmitter } from "./parts.js";
+import { TextChunks } from "./text-chunk.js";
 import type { CiteflowFinishMetadata, CiteflowMiddleware, CiteflowOptions, InstructOptions, Part, WrapOptions } from "./types.js";
 
 /** The settings with `anchors` on when the option asks for them. */
@@ -27,6 +29,10 @@ interface CallOptions {
   numbering: NumberEntry[] | undefined;
 }
 
+/** JSON text longer than this (UTF-16 units) is given to the core as UTF-8 bytes. */
+const LONG_JSON = 256;
+const utf8 = new TextEncoder();
+
 /** How a call reads the answer: the provider's raw chunks, or the text-deltas (one Rewriter per text id). */
 type Mode = "raw" | "text" | null;
 
@@ -37,6 +43,8 @@ class CallState {
   private readonly settings: Settings | undefined;
   private numbering: NumberEntry[];
   private ps: ProviderStream | null = null;
+  /** The fast path for chunks of text alone, once the core knows the dialect. */
+  private textChunks: TextChunks | null = null;
   private lastText: string | null = null;
   private readonly rewriters = new Map<string, Rewriter>();
   private readonly parts = new PartEmitter("delta");
@@ -57,12 +65,32 @@ class CallState {
   private feedRaw(rawValue: unknown, out: Part[]): void {
     if (this.mode === "text" || this.failed) return;
     try {
-      this.ps ??= new ProviderStream(this.sources, { settings: this.settings, numbering: this.numbering, framing: "jsonl" });
+      let ps = this.ps;
+      if (ps === null) {
+        ps = this.ps = new ProviderStream(this.sources, { settings: this.settings, numbering: this.numbering });
+      }
       this.mode = "raw";
-      // One call per chunk, as a JSON line: the core reads its text with the dialect's typed
-      // reader (feedEvent parses a tree first), and the text crosses the boundary cheaper than
-      // the object. JSON.stringify escapes every line break, so the chunk is one line.
-      this.parts.emit(this.ps.feedBytes(JSON.stringify(rawValue) + "\n"), out, null, this.currentNumbering);
+      // One call per chunk: a chunk of answer text alone as its text (no JSON either way), any
+      // other as its JSON text (UTF-8 bytes when long: they cross into WebAssembly faster than
+      // a string), which the core reads with the dialect's typed reader. Text released alone
+      // comes back as a string.
+      const text = this.textChunks?.text(rawValue) ?? null;
+      let released: string | Event[];
+      if (text !== null) {
+        released = ps.feedTextCompact(text);
+      } else {
+        const json = JSON.stringify(rawValue);
+        released = ps.feedEventCompact(json.length > LONG_JSON ? utf8.encode(json) : json);
+      }
+      if (this.textChunks === null) {
+        const dialect = ps.dialect;
+        if (dialect) this.textChunks = new TextChunks(dialect);
+      }
+      if (typeof released === "string") {
+        if (released) this.parts.text(released, out, null);
+      } else if (released.length) {
+        this.parts.emit(released, out, null, this.currentNumbering);
+      }
     } catch (e) {
       this.failed = e;
       if (this.parts.dones.length === 0 && !this.ps?.dialect) {
@@ -150,6 +178,7 @@ class CallState {
       this.parts.emit(events, out, this.parts.openText, this.currentNumbering);
       this.ps.free();
       this.ps = null;
+      this.textChunks = null;
     }
     this.parts.releaseSources(out);
     if (this.parts.hasPending) {

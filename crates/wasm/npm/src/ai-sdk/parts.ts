@@ -92,13 +92,9 @@ export class PartEmitter {
     for (let i = 0; i < events.length; i++) {
       const ev = events[i]!;
       switch (ev.type) {
-        case "text": {
-          this.releaseSources(out, events, i);
-          if (ev.text) this.pending.push(ev.text);
-          const target = id ?? this.openText;
-          if (target != null && this.pending.length) this.flushPending(target, out);
+        case "text":
+          this.text(ev.text, out, id, events, i);
           break;
-        }
         case "source":
           // One part per number in this answer (a later text id's rewriter shows it again).
           if (this.shown.has(ev.number)) break;
@@ -130,6 +126,17 @@ export class PartEmitter {
         default:
       }
     }
+  }
+
+  /**
+   * Text the core released (`events[i]`, or text alone from a compact call) onto the text part
+   * `id` (`null`: the open one, or pending until one opens), after the held source parts.
+   */
+  text(text: string, out: Part[], id: string | null, events: readonly Event[] = [], i = 0): void {
+    this.releaseSources(out, events, i);
+    if (text) this.pending.push(text);
+    const target = id ?? this.openText;
+    if (target != null && this.pending.length) this.flushPending(target, out);
   }
 
   /** The text (and anchors) released while no text part was open, onto `id`. */
