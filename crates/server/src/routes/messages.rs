@@ -16,16 +16,15 @@ use citeflow_core::provider::Dialect;
 use citeflow_core::Source;
 use serde_json::{json, Map, Value};
 
-use crate::answer::ai_sdk::AiSdkWire;
-use crate::answer::engine::Engine;
+use super::relay::{relay, Api, Relayed};
 use crate::answer::messages::{is_block_stop, MessagesWire};
-use crate::answer::stream::{self, citeflow_of, collect, new_stream_id, open_stream, start};
+use crate::answer::stream::{self, citeflow_of};
 use crate::error::ApiError;
 use crate::intake::auth::AnthropicOwner;
 use crate::intake::body::ApiJson;
 use crate::plan::{Plan, Route};
 use crate::state::AppState;
-use crate::upstream::{self, upstream_key};
+use crate::upstream::upstream_key;
 
 /// A book's passage as an Anthropic `search_result` block: Claude's `search_result_location`
 /// citations name its `source`, the passage's id, so they map back to the passage (chapter
@@ -223,34 +222,15 @@ pub(crate) async fn create(
     if let Some(k) = upstream_key(&state, &headers) {
         req = req.header("x-api-key", k);
     }
-    // A slot of the key's quota, taken before the upstream is called; it goes with the
-    // generation task (or ends with this request when not streaming).
-    let slot = state
-        .quota
-        .acquire(&plan.owner, state.settings.limits.max_streams_per_key)?;
-    let resp = upstream::send(&state, req).await?;
-    let engine = Engine::new(
-        &state,
-        plan.settings.clone(),
-        plan.sources.clone(),
-        plan.scope(),
-        Dialect::Anthropic,
-    )
-    .await?
-    .with_quotes(plan.quotes.clone());
-    if plan.stream {
-        let stream_id = new_stream_id();
-        open_stream(&state, &stream_id, &plan.owner, plan.session_id.as_deref()).await?;
-        if plan.ai_sdk {
-            let wire = AiSdkWire::new(engine, stream_id.clone(), is_block_stop);
-            return Ok(start(&state, stream_id, wire, resp, slot, None));
-        }
-        let wire = MessagesWire::new(engine, Some(stream_id.clone()));
-        let session = plan.session_id.as_deref();
-        return Ok(start(&state, stream_id, wire, resp, slot, session));
-    }
-    let mut answer = MessagesWire::new(engine, None);
-    let events = collect(&state, &mut answer, resp).await?;
+    let api = Api {
+        dialect: Dialect::Anthropic,
+        wire: MessagesWire::new,
+        is_block_end: is_block_stop,
+    };
+    let (answer, events) = match relay(&state, &plan, req, api).await? {
+        Relayed::Streamed(r) => return Ok(r),
+        Relayed::Whole(answer, events) => (answer, events),
+    };
     let mut answer = answer.message();
     answer["citeflow"] = citeflow_of(&events, plan.session_id.as_deref());
     state.metrics.completions.inc(crate::metrics::ANTHROPIC);

@@ -13,6 +13,7 @@ pub(crate) mod books;
 pub(crate) mod chat;
 pub(crate) mod messages;
 pub(crate) mod passthrough;
+mod relay;
 pub(crate) mod responses;
 pub(crate) mod sessions;
 pub(crate) mod web;

@@ -13,16 +13,15 @@ use axum::Json;
 use citeflow_core::provider::Dialect;
 use serde_json::{Map, Value};
 
-use crate::answer::ai_sdk::AiSdkWire;
-use crate::answer::engine::Engine;
+use super::relay::{relay, Api, Relayed};
 use crate::answer::responses::ResponsesWire;
-use crate::answer::stream::{self, citeflow_of, collect, new_stream_id, open_stream, start};
+use crate::answer::stream::{self, citeflow_of};
 use crate::error::ApiError;
 use crate::intake::body::ApiJson;
 use crate::plan::{Plan, Route};
 use crate::state::AppState;
 use crate::tenancy::Owner;
-use crate::upstream::{self, upstream_key};
+use crate::upstream::upstream_key;
 
 /// `POST /v1/responses`.
 pub(crate) async fn create(
@@ -53,36 +52,17 @@ pub(crate) async fn create(
     if let Some(k) = upstream_key(&state, &headers) {
         req = req.bearer_auth(k);
     }
-    // A slot of the key's quota, taken before the upstream is called; it goes with the
-    // generation task (or ends with this request when not streaming).
-    let slot = state
-        .quota
-        .acquire(&plan.owner, state.settings.limits.max_streams_per_key)?;
-    let resp = upstream::send(&state, req).await?;
-    let engine = Engine::new(
-        &state,
-        plan.settings.clone(),
-        plan.sources.clone(),
-        plan.scope(),
-        Dialect::OpenaiResponses,
-    )
-    .await?
-    .with_quotes(plan.quotes.clone());
-    if plan.stream {
-        let stream_id = new_stream_id();
-        open_stream(&state, &stream_id, &plan.owner, plan.session_id.as_deref()).await?;
-        if plan.ai_sdk {
-            let wire = AiSdkWire::new(engine, stream_id.clone(), |v: &Value| {
-                v.get("type").and_then(Value::as_str) == Some("response.output_text.done")
-            });
-            return Ok(start(&state, stream_id, wire, resp, slot, None));
-        }
-        let wire = ResponsesWire::new(engine, Some(stream_id.clone()));
-        let session = plan.session_id.as_deref();
-        return Ok(start(&state, stream_id, wire, resp, slot, session));
-    }
-    let mut answer = ResponsesWire::new(engine, None);
-    let events = collect(&state, &mut answer, resp).await?;
+    let api = Api {
+        dialect: Dialect::OpenaiResponses,
+        wire: ResponsesWire::new,
+        is_block_end: |v: &Value| {
+            v.get("type").and_then(Value::as_str) == Some("response.output_text.done")
+        },
+    };
+    let events = match relay(&state, &plan, req, api).await? {
+        Relayed::Streamed(r) => return Ok(r),
+        Relayed::Whole(_, events) => events,
+    };
     let mut answer = events
         .last()
         .and_then(|e| e.get("response"))
