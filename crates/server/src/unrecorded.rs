@@ -34,18 +34,38 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, StoreError>>,
 {
+    match write().await {
+        Ok(v) => Ok(v),
+        Err(e) => retry(what, e, write).await,
+    }
+}
+
+/// Runs `write` again after its first try failed with `first`, up to [`STORE_ATTEMPTS`] tries
+/// in all (as [`with_retries`]; for a caller that makes the first try itself, so that a write
+/// that succeeds runs no code here).
+pub(crate) async fn retry<T, F, Fut>(
+    what: &str,
+    first: StoreError,
+    mut write: F,
+) -> Result<T, StoreError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, StoreError>>,
+{
     let mut pause = FIRST_PAUSE_MS;
     let mut attempt = 1;
+    let mut last = first;
     loop {
+        if attempt >= STORE_ATTEMPTS {
+            return Err(last);
+        }
+        tracing::warn!(error = %last, attempt, "store write failed ({what}); retrying");
+        tokio::time::sleep(Duration::from_millis(pause)).await;
+        pause *= 2;
+        attempt += 1;
         match write().await {
             Ok(v) => return Ok(v),
-            Err(e) if attempt >= STORE_ATTEMPTS => return Err(e),
-            Err(e) => {
-                tracing::warn!(error = %e, attempt, "store write failed ({what}); retrying");
-                tokio::time::sleep(Duration::from_millis(pause)).await;
-                pause *= 2;
-                attempt += 1;
-            }
+            Err(e) => last = e,
         }
     }
 }

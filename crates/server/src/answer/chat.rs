@@ -6,13 +6,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use citeflow_core::provider::Dialect;
+use citeflow_core::provider::{ChatChunk, Dialect, CHAT_META_KEYS};
 use citeflow_core::{Settings, Sources};
 use citeflow_store::{NumberScope, StoreError, StoredEvent};
 use serde_json::{json, Value};
 
 use crate::answer::engine::{Cite, Drained, Engine};
-use crate::answer::plain_chunk::{self, Plain, META_KEYS};
 use crate::answer::{parse_object, Answer};
 use crate::code::ErrorCode;
 use crate::error::{ApiError, StreamError};
@@ -48,7 +47,7 @@ pub(crate) struct Generation {
     /// The upstream's answer came whole (a non-streamed completion, `choices[].message`):
     /// every choice ends with it, and its events name their choice one by one.
     whole: bool,
-    /// The [`META_KEYS`] members of the last upstream chunk, for our own chunks.
+    /// The [`CHAT_META_KEYS`] members of the last upstream chunk, for our own chunks.
     meta: Value,
     /// The same members as the last plain chunk wrote them (empty: not known), so that a
     /// plain chunk decodes them only when they change.
@@ -298,11 +297,12 @@ impl Generation {
     }
 
     /// Rewrites one upstream event's `data` (counted once it reads as JSON); returns the
-    /// events to log, and whether the chunk finished choice 0. A plain chunk ([`plain_chunk`])
-    /// is rewritten in its own text; any other goes through [`Self::on_chunk`].
+    /// events to log, and whether the chunk finished choice 0. A plain chunk (one the core's
+    /// [`ChatChunk`] reads) is rewritten in its own text; any other goes through
+    /// [`Self::on_chunk`].
     async fn on_data(&mut self, data: &str) -> Result<(Vec<String>, bool), StreamError> {
-        if let Some(p) = plain_chunk::read(data).filter(|_| !self.choices[0].ended) {
-            return Ok((self.on_plain(data, p).await?, false));
+        if let Some(p) = ChatChunk::read(data).filter(|_| !self.choices[0].ended) {
+            return Ok((self.on_plain(p).await?, false));
         }
         let v = parse_object(data)?;
         let finish = v
@@ -313,19 +313,19 @@ impl Generation {
 
     /// [`Self::on_chunk`] for a plain chunk of choice 0, which has not ended: the same
     /// events, its rewrite spliced into the upstream's text (no `Value` made of it).
-    async fn on_plain(&mut self, data: &str, p: Plain<'_>) -> Result<Vec<String>, StreamError> {
-        for (i, raw) in p.meta.iter().enumerate() {
-            let Some(raw) = raw.map(|r| r.get()) else {
+    async fn on_plain(&mut self, p: ChatChunk<'_>) -> Result<Vec<String>, StreamError> {
+        for (i, raw) in p.meta().iter().enumerate() {
+            let Some(raw) = *raw else {
                 continue;
             };
             if self.meta_text[i] != raw {
-                self.meta[META_KEYS[i]] =
+                self.meta[CHAT_META_KEYS[i]] =
                     serde_json::from_str(raw).map_err(|e| StreamError::internal(&e))?;
                 self.meta_text[i].clear();
                 self.meta_text[i].push_str(raw);
             }
         }
-        let text = p.content.as_ref();
+        let text = p.content();
         if !text.is_empty() {
             self.saw_content();
         }
@@ -333,10 +333,10 @@ impl Generation {
         let d = self.drain(0).await?;
         let annotations = annotations(&d.cites);
         let data = if d.events.is_empty() {
-            p.splice(data, &d.text, &annotations, &self.citeflow_empty)
+            p.splice(&d.text, &annotations, &self.citeflow_empty)
         } else {
             let citeflow = json_text(&self.citeflow(d.events));
-            p.splice(data, &d.text, &annotations, &citeflow)
+            p.splice(&d.text, &annotations, &citeflow)
         };
         let mut out = vec![data];
         if let Some(done) = d.done {
@@ -390,7 +390,7 @@ impl Generation {
                 .to_owned();
             return Err(StreamError::new(ErrorCode::UpstreamError, message));
         }
-        for k in META_KEYS {
+        for k in CHAT_META_KEYS {
             // The same on every chunk of an answer: copied only when it changes.
             if let Some(v) = chunk.get(k).filter(|v| self.meta.get(k) != Some(*v)) {
                 self.meta[k] = v.clone();

@@ -4,18 +4,22 @@
 //! generation ended, goes on from the log after the last event it got (the follower every
 //! other reader uses), so it sends exactly what the log holds, in order, whatever happens.
 //! A generation that finished with every event handed off says so ([`LiveTx::end`]): the
-//! response then ends without reading the log again.
+//! response then ends without reading the log again. [`Log`] is the generation's end of it:
+//! the stream's log, each batch appended (retried) and then handed off.
 
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use citeflow_store::{follow, EventFeed, StoreError, StoredEvent};
+use citeflow_store::{follow, EventFeed, StoreError, StoredEvent, StreamStatus};
 use futures_util::Stream;
 use tokio::sync::mpsc;
 
+use crate::answer::sink::Sink;
+use crate::error::StreamError;
 use crate::state::AppState;
+use crate::unrecorded::{record_failure, retry};
 
 /// Events a response may lag behind its generation before it is served from the log.
 pub(crate) const CAPACITY: usize = 256;
@@ -131,6 +135,83 @@ impl Stream for LiveFeed {
                 Phase::Ended => return Poll::Ready(None),
             }
         }
+    }
+}
+
+/// The log of one stream: event ids from 1, each write tried
+/// [`STORE_ATTEMPTS`](crate::unrecorded::STORE_ATTEMPTS) times, each logged event handed to
+/// the live response ([`LiveTx`]).
+pub(crate) struct Log {
+    state: AppState,
+    stream_id: String,
+    next_id: u64,
+    /// The id of the last event the log took.
+    logged: u64,
+    live: LiveTx,
+}
+
+impl Log {
+    pub(crate) fn new(state: AppState, stream_id: String, live: LiveTx) -> Self {
+        Log {
+            state,
+            stream_id,
+            next_id: 1,
+            logged: 0,
+            live,
+        }
+    }
+
+    pub(crate) fn stream_id(&self) -> &str {
+        &self.stream_id
+    }
+
+    fn event(&mut self, data: String) -> StoredEvent {
+        let e = StoredEvent {
+            id: self.next_id,
+            data,
+        };
+        self.next_id += 1;
+        e
+    }
+
+    /// Sets the stream's final status, the failure's `error` event logged first, with
+    /// retries; what the store does not take is kept and retried apart
+    /// ([`record_failure`]). A completed stream's live response ends here (it got every
+    /// event); a failed one's reads the error event (or learns that the store did not take
+    /// it) from the log.
+    pub(crate) async fn finish(&mut self, status: StreamStatus, error: Option<String>) {
+        if error.is_some() {
+            self.live = LiveTx::none();
+        }
+        // Right after the last event the log took (events it refused are lost).
+        self.next_id = self.logged + 1;
+        let error = error.map(|data| self.event(data));
+        let s = &self.state;
+        record_failure(&s.unrecorded, &s.store, &self.stream_id, error, status).await;
+        self.live.end();
+    }
+}
+
+impl Sink for Log {
+    async fn send(&mut self, events: Vec<String>) -> Result<(), StreamError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let events: Vec<StoredEvent> = events.into_iter().map(|d| self.event(d)).collect();
+        let last = events.last().map(|e| e.id);
+        let store = &self.state.store;
+        let id = &self.stream_id;
+        // The first try here, the retries (rare) in `unrecorded`.
+        if let Err(first) = store.append_events(id, events.clone()).await {
+            retry("stream events", first, || {
+                store.append_events(id, events.clone())
+            })
+            .await
+            .map_err(|e| StreamError::store(&e))?;
+        }
+        self.logged = last.unwrap_or(self.logged);
+        self.live.send(&events);
+        Ok(())
     }
 }
 

@@ -6,7 +6,7 @@
 //! upstream's end or cut, panics, metrics.
 //!
 //! A streamed answer ([`spawn`]) runs in a task of its own, so it goes on when the client
-//! leaves; its sink is the stream's log ([`sink::Log`]): every write tried
+//! leaves; its sink is the stream's log ([`live::Log`]): every write tried
 //! [`STORE_ATTEMPTS`](crate::unrecorded::STORE_ATTEMPTS) times, each logged event handed live
 //! to the response of the request that started it, a failure the store would not take kept
 //! and retried apart ([`crate::unrecorded`]). A non-streamed answer ([`collect`],
@@ -18,7 +18,6 @@ pub(crate) mod engine;
 pub(crate) mod live;
 pub(crate) mod messages;
 mod named;
-mod plain_chunk;
 pub(crate) mod responses;
 mod sink;
 pub(crate) mod stream;
@@ -39,7 +38,8 @@ use crate::quota::StreamSlot;
 use crate::state::AppState;
 use crate::upstream::events::UpstreamEvents;
 
-pub(crate) use sink::{Log, Sink};
+pub(crate) use live::Log;
+pub(crate) use sink::Sink;
 
 /// One output format: upstream events in, the events to send out (as their JSON text; a bare
 /// `[DONE]` as it is), and how the response frames them.
@@ -105,6 +105,9 @@ async fn drive<A: Answer, S: Sink>(
     sink: &mut S,
 ) -> Result<(), StreamError> {
     let mut body = UpstreamEvents::new(resp, &state.settings.limits);
+    // Taken once: a chunk adds to them without a look-up in the metrics.
+    let chunks = state.metrics.chunks.counter(upstream);
+    let added_latency = state.metrics.added_latency();
     loop {
         let batch = body.next_batch().await?;
         let mut out = Vec::new();
@@ -115,7 +118,7 @@ async fn drive<A: Answer, S: Sink>(
                 break;
             }
             out.extend(answer.on_data(&ev.data).await?);
-            state.metrics.chunks.inc(upstream);
+            chunks.inc();
         }
         if done || batch.last {
             return match answer.on_end(done).await {
@@ -131,9 +134,7 @@ async fn drive<A: Answer, S: Sink>(
         }
         if !out.is_empty() {
             sink.send(out).await?;
-            state
-                .metrics
-                .observe_added_latency(batch.received.elapsed());
+            added_latency.observe(batch.received.elapsed().as_secs_f64());
         }
     }
 }
