@@ -1,6 +1,7 @@
 //! Server-sent events as bytes: each event framed once into one [`Bytes`] ([`event`]), and the
 //! `text/event-stream` response that carries a feed of them with keep-alive comments
-//! ([`response`]), and the `Last-Event-ID` a client resumes after ([`last_event_id`], the one
+//! ([`response`]), a logged event's frame as its stream names it ([`logged`]), and the
+//! `Last-Event-ID` a client resumes after ([`last_event_id`], the one
 //! parser of every resume route).
 //!
 //! The frames are those axum's `Sse` writes (`id:`, `event:`, then the data split into one
@@ -55,6 +56,35 @@ pub(crate) fn event(id: Option<u64>, name: Option<&str>, data: &str) -> Bytes {
     }
     b.put_u8(b'\n');
     b.freeze()
+}
+
+/// How a stream's frames name its events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Naming {
+    /// No `event:` line (chat completions, the AI SDK UI message stream).
+    Unnamed,
+    /// `event:` the event's `type` (Responses, Messages: the Anthropic SDKs read that line).
+    ByType,
+}
+
+/// A logged event's frame: `id:` its `id`, `event:` as `naming` says, its `data`.
+pub(crate) fn logged(naming: Naming, id: u64, data: &str) -> Bytes {
+    let typed = match naming {
+        Naming::Unnamed => None,
+        Naming::ByType => serde_json::from_str::<Typed<'_>>(data).ok(),
+    };
+    event(
+        Some(id),
+        typed.as_ref().and_then(|t| t.r#type.as_deref()),
+        data,
+    )
+}
+
+/// The `type` of an event, read without a tree.
+#[derive(serde::Deserialize)]
+struct Typed<'a> {
+    #[serde(borrow)]
+    r#type: Option<std::borrow::Cow<'a, str>>,
 }
 
 /// A `text/event-stream` response of `feed`'s frames, with a comment after [`KEEP_ALIVE`] of

@@ -19,14 +19,14 @@
 
 use axum::http::{HeaderMap, HeaderValue};
 use bytes::Bytes;
-use citeflow_store::{StoreError, StoredEvent};
+use citeflow_store::StoreError;
 use serde_json::{json, Value};
 
 use crate::answer::engine::{Drained, Engine};
 use crate::answer::{parse_object, Answer};
 use crate::error::StreamError;
 use crate::ops::shutdown;
-use crate::sse;
+use crate::sse::{self, Naming};
 
 /// The id of the one text part.
 const TEXT_ID: &str = "text-0";
@@ -162,15 +162,12 @@ impl Answer for AiSdkWire {
         json!({"type": "error", "errorText": format!("{}: {}", e.code, e.message)}).to_string()
     }
 
-    fn frame(e: Result<&StoredEvent, &StoreError>) -> Bytes {
-        match e {
-            Ok(e) => sse::event(Some(e.id), None, &e.data),
-            Err(e) => {
-                tracing::error!(error = %e, "cannot read stream log");
-                let data = json!({"type": "error", "errorText": "the stream log cannot be read"});
-                sse::event(None, None, &data.to_string())
-            }
-        }
+    const NAMING: Naming = Naming::Unnamed;
+
+    fn read_error_frame(e: &StoreError) -> Bytes {
+        tracing::error!(error = %e, "cannot read stream log");
+        let data = json!({"type": "error", "errorText": "the stream log cannot be read"});
+        sse::event(None, None, &data.to_string())
     }
 
     /// Its event as it was meant for the log (already a part, or an error envelope).

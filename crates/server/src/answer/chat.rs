@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use citeflow_core::provider::{ChatChunk, Dialect, CHAT_META_KEYS};
 use citeflow_core::{Settings, Sources};
-use citeflow_store::{NumberScope, StoreError, StoredEvent};
+use citeflow_store::{NumberScope, StoreError};
 use serde_json::{json, Value};
 
 use crate::answer::engine::{Cite, Drained, Engine};
@@ -18,7 +18,7 @@ use crate::error::{ApiError, StreamError};
 use crate::metrics::OPENAI;
 use crate::ops::shutdown;
 use crate::plan::quotes::BookQuotes;
-use crate::sse;
+use crate::sse::{self, Naming};
 use crate::state::AppState;
 
 /// One choice of the answer (`choices[].index`; `n > 1` streams several): its text and the
@@ -558,20 +558,17 @@ impl Answer for Generation {
         OPENAI
     }
 
-    /// The chunk as logged; the log's read error as the error envelope every stream error
-    /// uses.
-    fn frame(e: Result<&StoredEvent, &StoreError>) -> Bytes {
-        match e {
-            Ok(e) => sse::event(Some(e.id), None, &e.data),
-            Err(e) => {
-                tracing::error!(error = %e, "cannot read stream log");
-                let f = StreamError::new(
-                    ErrorCode::StoreUnavailable,
-                    "the stream log cannot be read; reconnect with Last-Event-ID",
-                );
-                sse::event(None, None, &f.payload())
-            }
-        }
+    /// Chunks as logged, unnamed.
+    const NAMING: Naming = Naming::Unnamed;
+
+    /// The log's read error as the error envelope every stream error uses.
+    fn read_error_frame(e: &StoreError) -> Bytes {
+        tracing::error!(error = %e, "cannot read stream log");
+        let f = StreamError::new(
+            ErrorCode::StoreUnavailable,
+            "the stream log cannot be read; reconnect with Last-Event-ID",
+        );
+        sse::event(None, None, &f.payload())
     }
 
     fn failure_frame(data: &str) -> Bytes {

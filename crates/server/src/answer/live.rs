@@ -18,14 +18,32 @@ use tokio::sync::mpsc;
 
 use crate::answer::sink::Sink;
 use crate::error::StreamError;
+use crate::sse::{self, Naming};
 use crate::state::AppState;
 use crate::unrecorded::{record_failure, retry};
 
 /// Events a response may lag behind its generation before it is served from the log.
 pub(crate) const CAPACITY: usize = 256;
 
-/// How a logged event becomes the response's frame (or a read error its error frame).
-pub(crate) type Framer = fn(Result<&StoredEvent, &StoreError>) -> Bytes;
+/// How a logged event becomes the response's frame ([`sse::logged`], as the format names its
+/// events), or the log's read error the format's error frame.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Framer {
+    /// How the format names its events.
+    pub(crate) naming: Naming,
+    /// The format's frame of the log's read error.
+    pub(crate) read_error: fn(&StoreError) -> Bytes,
+}
+
+impl Framer {
+    /// The frame of a logged event, or of the log's read error.
+    pub(crate) fn frame(self, e: Result<&StoredEvent, &StoreError>) -> Bytes {
+        match e {
+            Ok(e) => sse::logged(self.naming, e.id, &e.data),
+            Err(e) => (self.read_error)(e),
+        }
+    }
+}
 
 /// What goes from the generation to its response.
 #[derive(Debug)]
@@ -53,7 +71,8 @@ impl LiveTx {
             return;
         };
         for e in events {
-            if tx.try_send(Live::Event(e.id, framer(Ok(e)))).is_err() {
+            let frame = sse::logged(framer.naming, e.id, &e.data);
+            if tx.try_send(Live::Event(e.id, frame)).is_err() {
                 self.0 = None;
                 return;
             }
@@ -130,7 +149,7 @@ impl Stream for LiveFeed {
                     return feed
                         .as_mut()
                         .poll_next(cx)
-                        .map(|e| e.map(|e| framer(e.as_ref())));
+                        .map(|e| e.map(|e| framer.frame(e.as_ref())));
                 }
                 Phase::Ended => return Poll::Ready(None),
             }
@@ -224,9 +243,13 @@ mod tests {
     use crate::ServerSettings;
 
     fn frame(e: Result<&StoredEvent, &StoreError>) -> Bytes {
-        let e = e.expect("read");
-        Bytes::from(format!("{}:{}", e.id, e.data))
+        FRAMER.frame(e)
     }
+
+    const FRAMER: Framer = Framer {
+        naming: Naming::Unnamed,
+        read_error: |e| panic!("read error: {e}"),
+    };
 
     fn ev(id: u64) -> StoredEvent {
         StoredEvent {
@@ -262,7 +285,7 @@ mod tests {
             ("behind", cap * 3),
         ] {
             running(&store, id).await;
-            let (mut tx, feed) = channel(&state, id, frame);
+            let (mut tx, feed) = channel(&state, id, FRAMER);
             for i in 1..=n {
                 store.append_events(id, vec![ev(i)]).await.expect("append");
                 tx.send(&[ev(i)]);
@@ -290,7 +313,7 @@ mod tests {
             let (store, state) = (store.clone(), state.clone());
             async move {
                 running(&store, id).await;
-                let (mut tx, feed) = channel(&state, id, frame);
+                let (mut tx, feed) = channel(&state, id, FRAMER);
                 for i in 1..=n {
                     store.append_events(id, vec![ev(i)]).await.expect("append");
                     tx.send(&[ev(i)]);

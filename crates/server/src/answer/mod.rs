@@ -27,7 +27,7 @@ use std::panic::AssertUnwindSafe;
 
 use axum::http::HeaderMap;
 use bytes::Bytes;
-use citeflow_store::{StoreError, StoredEvent, StreamStatus};
+use citeflow_store::{StoreError, StreamStatus};
 use futures_util::FutureExt;
 use serde_json::Value;
 
@@ -35,6 +35,7 @@ use crate::answer::live::LiveTx;
 use crate::code::ErrorCode;
 use crate::error::StreamError;
 use crate::quota::StreamSlot;
+use crate::sse::Naming;
 use crate::state::AppState;
 use crate::upstream::events::UpstreamEvents;
 
@@ -44,9 +45,14 @@ pub(crate) use sink::Sink;
 /// One output format: upstream events in, the events to send out (as their JSON text; a bare
 /// `[DONE]` as it is), and how the response frames them.
 pub(crate) trait Answer: Send + 'static {
-    /// The SSE frame of a logged event, or of the log's read error (a clear error event
-    /// without an id, so that `Last-Event-ID` stays on the last event sent).
-    fn frame(e: Result<&StoredEvent, &StoreError>) -> Bytes
+    /// How the format's frames name its events: a logged event's frame is
+    /// [`sse::logged`](crate::sse::logged), made where the log makes the event (its live
+    /// hand-off, [`live::Log`]) and by `resume`, without a call back into the format.
+    const NAMING: Naming;
+
+    /// The frame of the log's read error (a clear error event without an id, so that
+    /// `Last-Event-ID` stays on the last event sent).
+    fn read_error_frame(e: &StoreError) -> Bytes
     where
         Self: Sized;
 

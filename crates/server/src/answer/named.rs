@@ -4,14 +4,14 @@
 //! line; errors as `error` events.
 
 use bytes::Bytes;
-use citeflow_store::{StoreError, StoredEvent};
+use citeflow_store::StoreError;
 use serde_json::{json, Value};
 
 use super::engine::{Drained, Engine};
 use super::{parse_object, texts, Answer};
 use crate::error::StreamError;
 use crate::ops::shutdown;
-use crate::sse;
+use crate::sse::{self, Naming};
 
 /// What a named stream's wire adds to the engine: where its text blocks start and end, and
 /// how the engine's output becomes the API's own events.
@@ -56,8 +56,10 @@ impl<W: NamedWire> Answer for W {
         self.error_value(e).to_string()
     }
 
-    fn frame(e: Result<&StoredEvent, &StoreError>) -> Bytes {
-        frame(e)
+    const NAMING: Naming = Naming::ByType;
+
+    fn read_error_frame(e: &StoreError) -> Bytes {
+        read_error_frame(e)
     }
 
     fn failure_frame(data: &str) -> Bytes {
@@ -69,22 +71,13 @@ impl<W: NamedWire> Answer for W {
     }
 }
 
-/// A logged event of a named stream (Responses, Messages) as its frame, named by its `type`
-/// (the Anthropic SDKs read the `event:` line); the log's read error as an `error` event.
-pub(crate) fn frame(e: Result<&StoredEvent, &StoreError>) -> Bytes {
-    match e {
-        Ok(e) => {
-            let name = serde_json::from_str::<Typed<'_>>(&e.data).ok();
-            let name = name.as_ref().and_then(|t| t.r#type.as_deref());
-            sse::event(Some(e.id), name, &e.data)
-        }
-        Err(e) => {
-            tracing::error!(error = %e, "cannot read stream log");
-            let data = json!({"type": "error", "error": {"type": "api_error",
-                "message": "the stream log cannot be read; reconnect with Last-Event-ID"}});
-            sse::event(None, Some("error"), &data.to_string())
-        }
-    }
+/// The log's read error in a named stream (Responses, Messages), as an `error` event (its
+/// logged events are named by their `type`: [`Naming::ByType`]).
+pub(crate) fn read_error_frame(e: &StoreError) -> Bytes {
+    tracing::error!(error = %e, "cannot read stream log");
+    let data = json!({"type": "error", "error": {"type": "api_error",
+        "message": "the stream log cannot be read; reconnect with Last-Event-ID"}});
+    sse::event(None, Some("error"), &data.to_string())
 }
 
 /// A named stream's failure event, as it was logged.
@@ -97,11 +90,4 @@ pub(crate) fn shutdown_frame() -> Bytes {
     let data = json!({"type": "error", "error": {"type": "api_error",
         "code": shutdown::CODE.as_str(), "message": shutdown::MESSAGE}});
     sse::event(None, Some("error"), &data.to_string())
-}
-
-/// The `type` of an event, read without a tree.
-#[derive(serde::Deserialize)]
-struct Typed<'a> {
-    #[serde(borrow)]
-    r#type: Option<std::borrow::Cow<'a, str>>,
 }

@@ -12,6 +12,7 @@ use citeflow_store::{follow, StreamRecord, StreamStatus};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 
+use crate::answer::live::Framer;
 use crate::answer::{self, Answer};
 use crate::code::ErrorCode;
 use crate::error::{ApiError, StreamError};
@@ -58,13 +59,21 @@ pub(crate) fn start<A: Answer>(
     slot: StreamSlot,
     session_id: Option<&str>,
 ) -> Response {
-    let (live, feed) = crate::answer::live::channel(state, &stream_id, A::frame);
+    let (live, feed) = crate::answer::live::channel(state, &stream_id, framer::<A>());
     answer::spawn(state.clone(), stream_id.clone(), answer, resp, slot, live);
     let mut r = sse_response::<A, _>(state, &stream_id, feed);
     if let Some(v) = session_id.and_then(|s| s.parse().ok()) {
         r.headers_mut().insert("x-citeflow-session-id", v);
     }
     r
+}
+
+/// How `A`'s logged events and the log's read error are framed.
+fn framer<A: Answer>() -> Framer {
+    Framer {
+        naming: A::NAMING,
+        read_error: A::read_error_frame,
+    }
 }
 
 /// The SSE response of stream `stream_id` over `feed` (its frames): ended by the shutdown,
@@ -107,7 +116,9 @@ pub(crate) async fn resume<A: Answer>(
         return Err(ApiError::StoreUnavailable);
     }
     let after = sse::last_event_id(headers, query_last)?;
-    let feed = follow(state.store.clone(), id.clone(), after).map(|e| A::frame(e.as_ref()));
+    let framer = framer::<A>();
+    let feed =
+        follow(state.store.clone(), id.clone(), after).map(move |e| framer.frame(e.as_ref()));
     let mut resp = sse_response::<A, _>(state, &id, feed);
     if let Ok(v) = s.status.as_str().parse() {
         resp.headers_mut().insert("x-citeflow-stream-status", v);
