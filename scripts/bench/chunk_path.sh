@@ -12,6 +12,7 @@
 #   CARGO_TARGET_DIR: where the replaying upstream is built; the instrumented citeflow goes to
 #   its subfolder `chunk-path` (its own flags, so it never rebuilds the ordinary one).
 #   CHUNK_PATH_MIN: the runs that count (default 200).
+#   CHUNK_PATH_ANSWER=FILE keeps the answer's SSE there (to compare two trees' bytes).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -58,6 +59,7 @@ curl -sS --fail -N "$CITEFLOW/v1/chat/completions" -H 'content-type: application
     -d '{"model": "smollm2-01.sse", "stream": true, "messages": [{"role": "user", "content": "q"}],
          "sources": [{"id": "source_3"}, {"id": "source_7"}]}' > "$WORK/answer.sse"
 CHUNKS="$(grep -c '"content":' "$WORK/answer.sse" || true)"
+[ -n "${CHUNK_PATH_ANSWER:-}" ] && cp "$WORK/answer.sse" "$CHUNK_PATH_ANSWER"
 # A clean exit writes the profile.
 kill -TERM "$CITEFLOW_PID"
 wait "$CITEFLOW_PID" || true
