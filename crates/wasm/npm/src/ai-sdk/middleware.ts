@@ -79,7 +79,8 @@ class CallState {
       if (text !== null) {
         released = ps.feedTextCompact(text);
       } else {
-        const json = JSON.stringify(rawValue);
+        // `undefined` (no value) goes as its name, which the core refuses as `invalid_json`.
+        const json = String(JSON.stringify(rawValue));
         released = ps.feedEventCompact(json.length > LONG_JSON ? utf8.encode(json) : json);
       }
       if (this.textChunks === null) {
