@@ -3,13 +3,14 @@
 //! Nearly every chunk of a streamed chat answer is one choice, index 0, whose `delta` holds a
 //! string `content`: no finish, no annotations, no error, no usage, no `citeflow` of its own.
 //! For such a chunk the OpenAI chat dialect's reader gives nothing but that text (and what
-//! Perplexity's top-level `citations` and `search_results` list, which are not looked at here);
-//! [`ChatChunk::read`] recognises it by reading only those fields (borrowed, nothing else decoded) and says where
-//! its parts are, so that an adapter that sends the chunk on (a proxy) can write the rewrite
-//! into the upstream's own text ([`ChatChunk::splice`]): the content string replaced, the
-//! delta given its `annotations`, the chunk its `citeflow` member, every other byte as the
-//! upstream sent it. Any other chunk (or any doubt: a repeated key, an array where an object
-//! belongs) is `None`, for the dialect's general reading.
+//! Perplexity's top-level `citations` and `search_results` list, which are not looked at
+//! here; a test checks the two readers agree). [`ChatChunk::read`] recognises it by reading
+//! only those fields (borrowed, nothing else decoded) and says where its parts are, so that an
+//! adapter that sends the chunk on (a proxy) can write the rewrite into the upstream's own
+//! text ([`ChatChunk::splice`]): the content string replaced, the delta given its
+//! `annotations`, the chunk its `citeflow` member, every other byte as the upstream sent it.
+//! Any other chunk (or any doubt: a repeated key, an array where an object belongs) is `None`,
+//! for the dialect's general reading.
 
 use std::borrow::Cow;
 use std::ops::Range;
