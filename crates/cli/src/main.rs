@@ -62,6 +62,11 @@ enum Command {
 /// Parses the command line; for `serve --config FILE`, again with the file's values for the
 /// flags the command line and environment left unset. `Ok(None)`: `--print-config` printed.
 fn parse(argv: Vec<OsString>) -> anyhow::Result<Option<Cli>> {
+    if argv.get(1).is_none_or(|a| a != "serve") {
+        // Only `serve` reads a file of flags: every other command line is parsed once, without
+        // a copy of the command tree (start-up, `docs/benchmarks.md`).
+        return Ok(Some(Cli::parse_from(argv)));
+    }
     let cmd = Cli::command();
     let matches = cmd.clone().get_matches_from(&argv);
     let Some(("serve", serve)) = matches.subcommand() else {

@@ -356,11 +356,15 @@ pub(crate) fn run(args: RenderArgs) -> Result<ExitCode> {
         held: None,
         out: std::io::BufWriter::with_capacity(64 * 1024, stdout.lock()),
     };
-    if stdin_is_file() {
-        // Everything is ready at once: read in large blocks on this thread; the output is
-        // flushed when the buffer fills and at the end.
+    if let Some(len) = stdin_file_len() {
+        // Everything is ready at once: read in blocks on this thread; the output is flushed
+        // when the buffer fills and at the end. The stream's buffers are sized for the file
+        // at once rather than grown (at most `MAX_RESERVE_BYTES`: a hint, not a limit).
+        r.stream.reserve_input_bytes(
+            usize::try_from(len).map_or(MAX_RESERVE_BYTES, |l| l.min(MAX_RESERVE_BYTES)),
+        );
         let mut input = std::io::stdin().lock();
-        let mut buf = vec![0u8; 256 * 1024];
+        let mut buf = vec![0u8; FILE_BLOCK_BYTES];
         loop {
             let n = match input.read(&mut buf) {
                 Ok(0) => break,
@@ -390,8 +394,17 @@ pub(crate) fn run(args: RenderArgs) -> Result<ExitCode> {
     finish(r, &args)
 }
 
-/// Whether stdin is a regular file (`< answer.jsonl`), whose bytes are all ready at once.
-fn stdin_is_file() -> bool {
+/// Bytes of stdin read at a time when it is a file. The rewriter ends a text event where a
+/// write ends, so the block size shows in `--output jsonl` (not in the text): kept as it was.
+const FILE_BLOCK_BYTES: usize = 256 * 1024;
+
+/// Most input bytes the stream's buffers are sized for at once (see
+/// [`ProviderStream::reserve_input_bytes`]); a longer file grows them as a pipe does.
+const MAX_RESERVE_BYTES: usize = 64 << 20;
+
+/// The length of stdin when it is a regular file (`< answer.jsonl`), whose bytes are all
+/// ready at once; `None` for a pipe, a terminal or a socket.
+fn stdin_file_len() -> Option<u64> {
     use std::os::fd::AsFd;
     std::io::stdin()
         .as_fd()
@@ -399,7 +412,8 @@ fn stdin_is_file() -> bool {
         .ok()
         .map(std::fs::File::from)
         .and_then(|f| f.metadata().ok())
-        .is_some_and(|m| m.is_file())
+        .filter(std::fs::Metadata::is_file)
+        .map(|m| m.len())
 }
 
 /// After the input: the snapshot or the end of the stream, the session file.

@@ -169,6 +169,16 @@ impl ProviderStream {
         self
     }
 
+    /// Makes room for about `bytes` more bytes of input, for a caller that knows how long
+    /// its input is (a file). The stream keeps the text of the current part and all of its
+    /// output (for citations bound after their text was shown); grown a chunk at a time, each
+    /// is copied whenever it doubles, and the copies touch fresh memory. A hint only: more or
+    /// less than the input changes no event.
+    pub fn reserve_input_bytes(&mut self, bytes: usize) {
+        self.part.text.reserve(bytes);
+        self.out.reserve(bytes);
+    }
+
     /// The dialect, once given or detected.
     pub fn dialect(&self) -> Option<Dialect> {
         self.dialect
