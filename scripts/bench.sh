@@ -16,6 +16,8 @@
 #           github.com/onyx-dot-app/onyx, else the rows say skipped), and the number of write
 #           syscalls the render makes for 100k chunks (strace); the CPU time of 100× the
 #           text against 1× (scripts/bench/cli_linear.py).
+#           The start-up: `citeflow --version` and an empty render against `/bin/true`, with
+#           their page faults, and the 100k-token render (scripts/bench/cli_startup.py).
 #   anchors claim anchors on the WiCE dev split (issue 43, scripts/anchor-eval.sh): `citeflow
 #           render --anchors`, one process a claim, against the same render without it (hit@1,
 #           support AUROC, unsupported flagged, time added a claim, indexing speed), beside a
@@ -118,6 +120,9 @@ while IFS= read -r line; do rows+=("$line"); done < "$OUT/onyx.md"
 linear="$(python3 scripts/bench/cli_linear.py --citeflow "$REL/citeflow" | sed 's/^CLI linear: //')"
 row "CLI: linear in the text, 100k and 10M tokens (100× the text)" "$linear" \
     "python3 scripts/bench/cli_linear.py --citeflow target/release/citeflow"
+startup="$(python3 scripts/bench/cli_startup.py --citeflow "$REL/citeflow" | sed 's/^CLI start-up: //')"
+row "CLI: start-up against /bin/true, and 100k tokens (CPU, best of 30)" "$startup" \
+    "python3 scripts/bench/cli_startup.py --citeflow target/release/citeflow"
 if command -v strace >/dev/null 2>&1; then
     python3 - "$OUT/w.jsonl" "$OUT/s.json" <<'EOF'
 import json, sys
