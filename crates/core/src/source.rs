@@ -361,7 +361,9 @@ impl Sources {
                 return format!("key:{k}");
             }
             if let Some(url) = source.url.as_deref().filter(|u| !u.trim().is_empty()) {
-                let mut k = format!("url:{}", normalize_url(url));
+                let mut k = String::with_capacity(url.len() + 4);
+                k.push_str("url:");
+                push_normalized_url(&mut k, url);
                 if let Some(loc) = &source.locator {
                     if let Some(cfi) = &loc.cfi {
                         k.push('#');
@@ -387,52 +389,67 @@ const TRACKING_PARAMS: [&str; 9] = [
 /// (`:80` for http, `:443` for https), the `#fragment`, tracking parameters (`utm_*`, `fbclid`,
 /// `gclid`, …) and a trailing `/` dropped; the other parameters keep their order.
 pub(crate) fn normalize_url(url: &str) -> String {
+    let mut out = String::with_capacity(url.len());
+    push_normalized_url(&mut out, url);
+    out
+}
+
+/// [`normalize_url`] written to the end of `out`, with no other allocation.
+fn push_normalized_url(out: &mut String, url: &str) {
     let url = url.trim();
     let url = url.split('#').next().unwrap_or(url);
     let (scheme, rest) = match url.find("://") {
-        Some(i) => (url[..i].to_ascii_lowercase(), &url[i + 3..]),
-        None => (String::new(), url),
+        Some(i) => (&url[..i], &url[i + 3..]),
+        None => ("", url),
     };
     let (host, path) = match rest.find(['/', '?']) {
         Some(i) => (&rest[..i], &rest[i..]),
         None => (rest, ""),
     };
-    let mut host = host.to_ascii_lowercase();
-    let default_port = match scheme.as_str() {
-        "http" => Some(":80"),
-        "https" => Some(":443"),
-        _ => None,
+    let default_port = if scheme.eq_ignore_ascii_case("http") {
+        Some(":80")
+    } else if scheme.eq_ignore_ascii_case("https") {
+        Some(":443")
+    } else {
+        None
     };
-    if let Some(p) = default_port {
-        if host.ends_with(p) {
-            host.truncate(host.len() - p.len());
-        }
-    }
+    let host = match default_port {
+        Some(p) if host.ends_with(p) => &host[..host.len() - p.len()],
+        _ => host,
+    };
     let (path, query) = match path.find('?') {
         Some(i) => (&path[..i], Some(&path[i + 1..])),
         None => (path, None),
     };
     let path = path.strip_suffix('/').unwrap_or(path);
-    let kept: Vec<&str> = query
-        .into_iter()
-        .flat_map(|q| q.split('&'))
-        .filter(|kv| {
-            let k = kv.split('=').next().unwrap_or("").to_ascii_lowercase();
-            !k.is_empty() && !k.starts_with("utm_") && !TRACKING_PARAMS.contains(&k.as_str())
-        })
-        .collect();
-    let mut out = String::with_capacity(url.len());
     if !scheme.is_empty() {
-        out.push_str(&scheme);
+        push_lowercase(out, scheme);
         out.push_str("://");
     }
-    out.push_str(&host);
+    push_lowercase(out, host);
     out.push_str(path);
-    if !kept.is_empty() {
-        out.push('?');
-        out.push_str(&kept.join("&"));
+    let kept = query.into_iter().flat_map(|q| q.split('&')).filter(|kv| {
+        let k = kv.split('=').next().unwrap_or("");
+        !k.is_empty()
+            && !k
+                .as_bytes()
+                .get(..4)
+                .is_some_and(|p| p.eq_ignore_ascii_case(b"utm_"))
+            && !TRACKING_PARAMS.iter().any(|t| t.eq_ignore_ascii_case(k))
+    });
+    for (i, kv) in kept.enumerate() {
+        out.push(if i == 0 { '?' } else { '&' });
+        out.push_str(kv);
     }
-    out
+}
+
+/// `text` with ASCII letters lower-cased, at the end of `out`.
+fn push_lowercase(out: &mut String, text: &str) {
+    if text.bytes().any(|b| b.is_ascii_uppercase()) {
+        out.push_str(&text.to_ascii_lowercase());
+    } else {
+        out.push_str(text);
+    }
 }
 
 #[cfg(test)]
@@ -453,6 +470,80 @@ mod tests {
             key("https://example.org/a?x=2")
         );
         assert_ne!(key("https://example.org/A"), key("https://example.org/a"));
+    }
+
+    /// `normalize_url` as first written (an allocation per part): the one-pass version gives
+    /// the same text.
+    fn normalize_url_by_parts(url: &str) -> String {
+        let url = url.trim();
+        let url = url.split('#').next().unwrap_or(url);
+        let (scheme, rest) = match url.find("://") {
+            Some(i) => (url[..i].to_ascii_lowercase(), &url[i + 3..]),
+            None => (String::new(), url),
+        };
+        let (host, path) = match rest.find(['/', '?']) {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, ""),
+        };
+        let mut host = host.to_ascii_lowercase();
+        let default_port = match scheme.as_str() {
+            "http" => Some(":80"),
+            "https" => Some(":443"),
+            _ => None,
+        };
+        if let Some(p) = default_port {
+            if host.ends_with(p) {
+                host.truncate(host.len() - p.len());
+            }
+        }
+        let (path, query) = match path.find('?') {
+            Some(i) => (&path[..i], Some(&path[i + 1..])),
+            None => (path, None),
+        };
+        let path = path.strip_suffix('/').unwrap_or(path);
+        let kept: Vec<&str> = query
+            .into_iter()
+            .flat_map(|q| q.split('&'))
+            .filter(|kv| {
+                let k = kv.split('=').next().unwrap_or("").to_ascii_lowercase();
+                !k.is_empty() && !k.starts_with("utm_") && !TRACKING_PARAMS.contains(&k.as_str())
+            })
+            .collect();
+        let mut out = String::new();
+        if !scheme.is_empty() {
+            out.push_str(&scheme);
+            out.push_str("://");
+        }
+        out.push_str(&host);
+        out.push_str(path);
+        if !kept.is_empty() {
+            out.push('?');
+            out.push_str(&kept.join("&"));
+        }
+        out
+    }
+
+    #[test]
+    fn urls_normalize_in_one_pass_as_by_parts() {
+        let urls = [
+            "HTTPS://Example.org:443/a/?utm_source=openai&x=1&fbclid=9#top",
+            "  http://EXAMPLE.org:80  ",
+            "Http://a.b:80/?UTM_x=1&&=2&GCLID=3&Fbclid&y&z=utm_",
+            "https://a.b:8443/p/",
+            "://host/x",
+            "example.org/Path/?q=1#f",
+            "mailto:Someone@Example.org",
+            "https://é.example/ü?utmé=1&ütm_=2&utm=3",
+            "#only",
+            "",
+            "https://a.b?",
+            "https://a.b/?&",
+            "file:///C:/X/",
+            "https://www.apple.com/newsroom/2025/09/x/?utm_source=openai",
+        ];
+        for u in urls {
+            assert_eq!(normalize_url(u), normalize_url_by_parts(u), "{u:?}");
+        }
     }
 
     #[test]
