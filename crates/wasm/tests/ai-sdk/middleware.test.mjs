@@ -3,6 +3,7 @@
 // baseURL at the replaying upstream that serves the shared recordings over HTTP.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { readdirSync } from "node:fs";
 
 import { createAnthropic } from "@ai-sdk/anthropic";
 import { createOpenAI } from "@ai-sdk/openai";
@@ -23,6 +24,7 @@ import {
   recordings,
   recut,
   recuttingFetch,
+  streamsDir,
   replayUrl,
   textOf,
 } from "./support.mjs";
@@ -99,6 +101,34 @@ for (const rec of recordings) {
     assert.equal(meta.text ?? null, done.text ?? null, `${rec.file}: the final text is not the core's`);
   });
 }
+
+// The fields the middleware gives the core once the dialect is known (ai-sdk/core-fields.ts:
+// only those the dialect's reader reads) give, chunk by chunk, the events the whole chunk gives,
+// on every recorded stream.
+test("middleware_core_fields_read_as_the_whole_chunk: every recording", async () => {
+  const { coreFields } = await import(new URL("./node_modules/citeflow/ai-sdk/core-fields.js", import.meta.url).href);
+  const files = readdirSync(streamsDir).filter((f) => f.endsWith(".chunks.txt"));
+  let slimmer = 0;
+  for (const file of files) {
+    const whole = new ProviderStream(Sources.fromArray([]));
+    const slim = new ProviderStream(Sources.fromArray([]));
+    for (const [i, e] of payloads(file).entries()) {
+      const json = JSON.stringify(e);
+      const cut = JSON.stringify(coreFields(whole.dialect ?? null, e));
+      if (cut.length < json.length) slimmer++;
+      const a = (() => { try { return whole.feedEvent(json); } catch (err) { return { error: err.code ?? String(err) }; } })();
+      const b = (() => { try { return slim.feedEvent(cut); } catch (err) { return { error: err.code ?? String(err) }; } })();
+      assert.deepEqual(b, a, `${file}: chunk ${i + 1}`);
+      if (a.error) break;
+    }
+    const end = (ps) => { try { return ps.finish(); } catch (err) { return { error: err.code ?? String(err) }; } };
+    assert.deepEqual(end(slim), end(whole), `${file}: finish`);
+    whole.free();
+    slim.free();
+  }
+  // Anthropic's search results and the Responses lifecycle events go without their other fields.
+  assert.ok(slimmer > 50, `only ${slimmer} chunks were cut`);
+});
 
 // The provider's citation events dropped by the AI SDK alone are kept (Perplexity's [n] tied to
 // its `citations`; the Responses API's file citations).

@@ -8,6 +8,7 @@ import type { Event, NumberEntry, Settings, Sources } from "citeflow";
 
 import { jsonSafe, mergeDone } from "../shared/done.js";
 import { toSources } from "../shared/sources.js";
+import { coreFields } from "./core-fields.js";
 import { PartEmitter } from "./parts.js";
 import { TextChunks } from "./text-chunk.js";
 import type { CiteflowFinishMetadata, CiteflowMiddleware, CiteflowOptions, InstructOptions, Part, WrapOptions } from "./types.js";
@@ -45,6 +46,8 @@ class CallState {
   private ps: ProviderStream | null = null;
   /** The fast path for chunks of text alone, once the core knows the dialect. */
   private textChunks: TextChunks | null = null;
+  /** The dialect the core detected (null before the first chunk it read). */
+  private dialect: string | null = null;
   private lastText: string | null = null;
   private readonly rewriters = new Map<string, Rewriter>();
   private readonly parts = new PartEmitter("delta");
@@ -80,12 +83,16 @@ class CallState {
         released = ps.feedTextCompact(text);
       } else {
         // `undefined` (no value) goes as its name, which the core refuses as `invalid_json`.
-        const json = String(JSON.stringify(rawValue));
+        // Once the dialect is known, only the fields its reader reads (core-fields.ts).
+        const json = String(JSON.stringify(coreFields(this.dialect, rawValue)));
         released = ps.feedEventCompact(json.length > LONG_JSON ? utf8.encode(json) : json);
       }
       if (this.textChunks === null) {
         const dialect = ps.dialect;
-        if (dialect) this.textChunks = new TextChunks(dialect);
+        if (dialect) {
+          this.textChunks = new TextChunks(dialect);
+          this.dialect = dialect;
+        }
       }
       if (typeof released === "string") {
         if (released) this.parts.text(released, out, null);
@@ -180,6 +187,7 @@ class CallState {
       this.ps.free();
       this.ps = null;
       this.textChunks = null;
+      this.dialect = null;
     }
     this.parts.releaseSources(out);
     if (this.parts.hasPending) {
