@@ -93,15 +93,9 @@ if [ ! -x /usr/bin/chromium ]; then
   if [ "$(id -u)" -eq 0 ]; then apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
   else sudo apt-get update && sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; fi
 fi
-npm_ci_if_changed "$example"
-build_stamp="$( (cd "$example" && find app lib next.config.mjs package.json package-lock.json tsconfig.json -type f -print0 \
-  | sort -z | xargs -0 cat; cat "$root/crates/wasm/pkg/.stamp") | sha256sum | cut -c1-16)"
-if [ -f "$example/.next/BUILD_ID" ] && [ "$(cat "$example/.build-stamp" 2>/dev/null)" = "$build_stamp" ]; then
-  echo "$example: .next is up to date ($build_stamp)"
-else
-  (cd "$example" && ./node_modules/.bin/next build)
-  echo "$build_stamp" >"$example/.build-stamp"
-fi
+# shellcheck source=next-example.sh
+. scripts/next-example.sh
+next_example_build
 
 step "Next.js example: next start against the replaying upstream; useChat in headless Chromium, the Edge route"
 port="$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')"

@@ -64,7 +64,7 @@ cargo test --locked --release -p citeflow-llm --features local-model -- --test-t
 # requirements of scripts/test-frameworks-py.sh are reused (the citeflow package is built into
 # it only when that script has not done it already); `agent_upstream` links the release build
 # above. A few generations of at most 96 tokens.
-step "agents on the local model: openai client and LangChain create_agent (issue 47)"
+step "agents on the local model: openai client, LangChain create_agent, Chainlit, the Next.js agent route (issue 47)"
 agents_started=$SECONDS
 VENV="${CITEFLOW_FRAMEWORKS_VENV:-$ROOT/target/venv-frameworks}"
 if [ ! -x "$VENV/bin/python" ]; then
@@ -82,6 +82,16 @@ root="$ROOT"
 # shellcheck source=browser-env.sh
 source "$ROOT/scripts/browser-env.sh"
 ensure_browser >/dev/null
+# The Next.js example's build for its agent route (reused from scripts/test-ai-sdk.sh, which
+# runs before this script in scripts/test.sh; built here when this script runs alone).
+# shellcheck source=wasm-pkg.sh
+. "$ROOT/scripts/wasm-pkg.sh"
+# shellcheck source=next-example.sh
+. "$ROOT/scripts/next-example.sh"
+next_started=$SECONDS
+build_wasm_pkg
+next_example_build
+echo "the Next.js example's build: $((SECONDS - next_started)) s"
 agents_dir="$(mktemp -d)"
 mkfifo "$agents_dir/stdin"
 "$TARGET_DIR/release/examples/agent_upstream" --model "$MODEL" <"$agents_dir/stdin" >"$agents_dir/urls" &
