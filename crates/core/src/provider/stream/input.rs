@@ -229,11 +229,16 @@ impl ProviderStream {
 /// without a parser. `None` for anything else (escapes, control characters, other values),
 /// which the parser reads.
 fn plain_json_string(data: &str) -> Option<&str> {
-    let is_ws = |c: char| matches!(c, ' ' | '\t' | '\n' | '\r');
-    let body = data
-        .trim_matches(is_ws)
-        .strip_prefix('"')?
-        .strip_suffix('"')?;
+    let is_ws = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
+    let b = data.as_bytes();
+    // A byte test, not `trim_matches`: its pattern machinery was most of this function's cost.
+    let open = b.iter().position(|c| !is_ws(c))?;
+    let close = b.iter().rposition(|c| !is_ws(c))?;
+    if close <= open || b[open] != b'"' || b[close] != b'"' {
+        return None;
+    }
+    // Both ends are ASCII quotes, so character boundaries.
+    let body = data.get(open + 1..close)?;
     is_plain(body.as_bytes()).then_some(body)
 }
 
