@@ -106,7 +106,8 @@ for (const rec of recordings) {
 // only those the dialect's reader reads) give, chunk by chunk, the events the whole chunk gives,
 // on every recorded stream.
 test("middleware_core_fields_read_as_the_whole_chunk: every recording", async () => {
-  const { coreFields } = await import(new URL("./node_modules/citeflow/ai-sdk/core-fields.js", import.meta.url).href);
+  // Not among the package's exports: the module beside the package's entry (inline/citeflow.js).
+  const { coreFields } = await import(new URL("../ai-sdk/core-fields.js", import.meta.resolve("citeflow")).href);
   const files = readdirSync(streamsDir).filter((f) => f.endsWith(".chunks.txt"));
   let slimmer = 0;
   for (const file of files) {
