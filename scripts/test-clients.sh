@@ -74,7 +74,17 @@ CITEFLOW_LOG=warn "$TARGET_DIR/debug/citeflow" serve --upstream "$UPSTREAM" \
 PIDS+=($!)
 PROXY="$(first_line "$WORK/citeflow.out" | sed 's/^citeflow listening on //')"
 echo "upstream $UPSTREAM, citeflow $PROXY"
-export CITEFLOW_PROXY="$PROXY" CITEFLOW_KEY="$KEY" CITEFLOW_SHARED_DIR="$SHARED"
+# The same recordings paced (15 ms before each event) behind a citeflow serve whose streams
+# send a keep-alive comment after 3 ms of silence (check_clients.py's keep_alive).
+"$TARGET_DIR/debug/examples/replay_upstream" "$SHARED/fixtures/streams" 15 > "$WORK/upstream-paced.out" &
+PIDS+=($!)
+UPSTREAM_PACED="$(first_line "$WORK/upstream-paced.out")"
+CITEFLOW_LOG=warn "$TARGET_DIR/debug/citeflow" serve --upstream "$UPSTREAM_PACED" \
+    --anthropic-upstream "$UPSTREAM_PACED" --listen 127.0.0.1:0 --store memory --api-key "$KEY" \
+    --sse-keep-alive-ms 3 > "$WORK/citeflow-paced.out" 2> "$WORK/citeflow-paced.err" &
+PIDS+=($!)
+PROXY_PACED="$(first_line "$WORK/citeflow-paced.out" | sed 's/^citeflow listening on //')"
+export CITEFLOW_PROXY="$PROXY" CITEFLOW_PROXY_PACED="$PROXY_PACED" CITEFLOW_KEY="$KEY" CITEFLOW_SHARED_DIR="$SHARED"
 export CITEFLOW_MODEL_RESPONSES="openai-web-search-tool.1.chunks.txt"
 export CITEFLOW_MODEL_MESSAGES="anthropic-web-search-tool.1.chunks.txt"
 

@@ -129,6 +129,10 @@ pub(crate) struct ServeArgs {
     /// Longest upstream silence between chunks in ms [default: 60000].
     #[arg(long, env = "CITEFLOW_UPSTREAM_IDLE_TIMEOUT_MS")]
     upstream_idle_timeout_ms: Option<u64>,
+    /// Longest a streamed response stays silent before a keep-alive comment line goes out,
+    /// in ms (at least 1) [default: 15000].
+    #[arg(long, env = "CITEFLOW_SSE_KEEP_ALIVE_MS")]
+    sse_keep_alive_ms: Option<u64>,
     /// Most bytes of one upstream answer's body; then the stream ends with an
     /// upstream_too_large error event [default: 67108864].
     #[arg(long, env = "CITEFLOW_MAX_UPSTREAM_BYTES")]
@@ -251,6 +255,7 @@ fn limits(a: &ServeArgs) -> Limits {
     );
     set(&mut l.upstream_response_timeout_ms, a.upstream_timeout_ms);
     set(&mut l.upstream_idle_timeout_ms, a.upstream_idle_timeout_ms);
+    set(&mut l.sse_keep_alive_ms, a.sse_keep_alive_ms);
     set(&mut l.max_upstream_bytes, a.max_upstream_bytes);
     if let Some(v) = a.max_upstream_line_bytes {
         l.max_upstream_line_bytes = v;

@@ -110,6 +110,13 @@ pub struct Limits {
     /// ### Default
     /// 60 s.
     pub upstream_idle_timeout_ms: u64,
+    /// Longest a streamed response stays silent: past it a comment line (`:`) goes out, so
+    /// that proxies and load balancers keep the connection open while the model thinks. At
+    /// least 1 ms (a smaller value is taken as 1).
+    ///
+    /// ### Default
+    /// 15 s.
+    pub sse_keep_alive_ms: u64,
     /// Most bytes of one upstream answer's streamed body; past it the stream ends with an
     /// `upstream_too_large` error event (what was taken stays in the log).
     ///
@@ -226,6 +233,7 @@ impl Default for Limits {
             upstream_connect_timeout_ms: 10_000,
             upstream_response_timeout_ms: 120_000,
             upstream_idle_timeout_ms: 60_000,
+            sse_keep_alive_ms: 15_000,
             max_upstream_bytes: 64 << 20,
             max_upstream_line_bytes: 1 << 20,
             session_idle_ttl_ms: 7 * 24 * 3600 * 1000,

@@ -22,11 +22,13 @@ use tokio::time::{interval_at, Instant, Interval, MissedTickBehavior};
 
 use crate::error::ApiError;
 
-/// The longest a response stays silent: past it, a comment line goes out.
-pub(crate) const KEEP_ALIVE: Duration = Duration::from_secs(15);
-
-/// The keep-alive comment (axum's default).
-const COMMENT: &[u8] = b":\n\n";
+/// The keep-alive comment: a comment line alone, with no blank line after it. A blank line
+/// ends an event, and the official OpenAI and Anthropic Python SDKs dispatch one even when it
+/// holds no `data:` once an `id:` was seen (the last event id persists), then fail to parse
+/// its empty data as JSON: axum's default (`:` and a blank line) broke them on an answer
+/// silent for the keep-alive's period. A comment line joins the next event's lines, where
+/// every reader skips it.
+const COMMENT: &[u8] = b":\n";
 
 /// One event: `id: {id}` and `event: {name}` when given, `data` split into `data:` lines at
 /// each `\n` or `\r` (as axum splits it), then the blank line that ends it.
@@ -87,13 +89,14 @@ struct Typed<'a> {
     r#type: Option<std::borrow::Cow<'a, str>>,
 }
 
-/// A `text/event-stream` response of `feed`'s frames, with a comment after [`KEEP_ALIVE`] of
-/// silence.
-pub(crate) fn response<S>(feed: S) -> Response
+/// A `text/event-stream` response of `feed`'s frames, with a comment after `keep_alive` of
+/// silence (at least 1 ms).
+pub(crate) fn response<S>(feed: S, keep_alive: Duration) -> Response
 where
     S: Stream<Item = Bytes> + Send + 'static,
 {
-    let body = Body::from_stream(KeptAlive::new(feed, KEEP_ALIVE));
+    let keep_alive = keep_alive.max(Duration::from_millis(1));
+    let body = Body::from_stream(KeptAlive::new(feed, keep_alive));
     (
         [
             (header::CONTENT_TYPE, "text/event-stream"),

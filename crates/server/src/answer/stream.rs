@@ -86,7 +86,8 @@ where
     let feed = crate::ops::shutdown::until_interrupted(state, feed, A::shutdown_frame());
     let feed =
         crate::unrecorded::until_unrecorded(&state.unrecorded, stream_id, feed, A::failure_frame);
-    let mut resp = sse::response(feed);
+    let keep_alive = std::time::Duration::from_millis(state.settings.limits.sse_keep_alive_ms);
+    let mut resp = sse::response(feed, keep_alive);
     let h = resp.headers_mut();
     if let Ok(v) = stream_id.parse() {
         h.insert("x-citeflow-stream-id", v);

@@ -1,7 +1,7 @@
 """The official Python clients against `citeflow serve` fed by the replaying upstream.
 
-Run by scripts/test-clients.sh with CITEFLOW_PROXY=http://127.0.0.1:PORT, CITEFLOW_KEY and
-CITEFLOW_SHARED_DIR. `openai` for chat completions and responses, `anthropic` for messages,
+Run by scripts/test-clients.sh with CITEFLOW_PROXY=http://127.0.0.1:PORT, CITEFLOW_PROXY_PACED
+(the same, with keep-alive comments between paced events), CITEFLOW_KEY and CITEFLOW_SHARED_DIR. `openai` for chat completions and responses, `anthropic` for messages,
 streaming and not. Each check asserts content: the numbered text, the sources, and the
 annotations (their offsets slice the cited number).
 """
@@ -13,6 +13,7 @@ import os
 import re
 import sys
 import time
+import urllib.request
 from typing import Any
 
 import anthropic
@@ -30,6 +31,9 @@ CHAT = "smollm2-17.sse"
 
 oa = openai.OpenAI(base_url=f"{PROXY}/v1", api_key=KEY, max_retries=0)
 an = anthropic.Anthropic(base_url=PROXY, api_key=KEY, max_retries=0)
+# A second citeflow serve (--sse-keep-alive-ms 3) in front of a replay that waits 15 ms
+# before each event: its streams carry keep-alive comments between their events.
+PACED = os.environ["CITEFLOW_PROXY_PACED"]
 
 
 def numbers(text: str) -> list[int]:
@@ -195,9 +199,52 @@ def passthrough() -> None:
     print("  pass-through: models, embeddings")
 
 
+def chat_text(client: openai.OpenAI) -> str:
+    stream = client.chat.completions.create(
+        model=CHAT,
+        messages=[{"role": "user", "content": "Tell me about Paris."}],
+        stream=True,
+        extra_body={"sources": chat_sources(), "citeflow": {"marker": "rank", "inject_prompt": False}},
+    )
+    return "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+
+
+def messages_text(client: anthropic.Anthropic) -> str:
+    body: dict[str, Any] = dict(
+        model=MESSAGES, max_tokens=1024, messages=[{"role": "user", "content": "Tech news today?"}]
+    )
+    with client.messages.stream(**body) as stream:
+        return "".join(stream.text_stream)
+
+
+def keep_alive() -> None:
+    """A stream silent past the keep-alive period carries comment lines between its events,
+    and the official clients read it as they read the same stream without them (the Python
+    SDKs once failed on a blank line after a comment: an event with no data)."""
+    body = {"model": CHAT, "stream": True, "sources": chat_sources(),
+            "messages": [{"role": "user", "content": "Tell me about Paris."}],
+            "citeflow": {"marker": "rank", "inject_prompt": False}}
+    req = urllib.request.Request(
+        f"{PACED}/v1/chat/completions", data=json.dumps(body).encode(),
+        headers={"authorization": f"Bearer {KEY}", "content-type": "application/json"},
+    )
+    with urllib.request.urlopen(req, timeout=60) as r:
+        raw = r.read().decode()
+    comments = raw.count("\n:\n") + raw.startswith(":\n")
+    assert comments >= 3, raw[:500]
+    assert "\n:\n\n" not in raw and not raw.startswith(":\n\n"), "a comment followed by a blank line"
+    with openai.OpenAI(base_url=f"{PACED}/v1", api_key=KEY, max_retries=0) as paced_oa:
+        chat = chat_text(paced_oa)
+    assert chat == chat_text(oa) and numbers(chat), chat
+    with anthropic.Anthropic(base_url=PACED, api_key=KEY, max_retries=0) as paced_an:
+        text = messages_text(paced_an)
+    assert text == messages_text(an) and numbers(text), text
+    print(f"  keep-alive: {comments} comment lines in one chat stream; chat and messages streams read as without them")
+
+
 def main() -> int:
     print(f"openai {openai.__version__}, anthropic {anthropic.__version__}")
-    for check in (chat_stream, chat_plain, lambda: responses_plain(responses_stream()), messages, passthrough):
+    for check in (chat_stream, chat_plain, lambda: responses_plain(responses_stream()), messages, passthrough, keep_alive):
         started = time.monotonic()
         check()
         print(f"    ({time.monotonic() - started:.2f} s)")
