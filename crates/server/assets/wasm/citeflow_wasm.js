@@ -11,8 +11,10 @@
  *    `"auto"` (detected from the first payload) or a dialect name; `framing` of the bytes is
  *    `"auto"`, `"sse"`, `"jsonl"` or `"text"`.
  * 2. `feedBytes(bytes)` with the raw stream (cut anywhere), or `feedEvent(event)` with one
- *    parsed event (an object, or its JSON text; a JSON string is a chunk of answer text):
- *    each returns the events it released (`write`-style: `pollEvent()` also works).
+ *    parsed event (an object, or its JSON text; a JSON string is a chunk of answer text),
+ *    or `feedText(text)` with the answer text of an event that holds text alone: each
+ *    returns the events it released (`write`-style: `pollEvent()` also works);
+ *    `feedEventCompact` and `feedTextCompact` return released text alone as a string.
  * 3. `finish()`: the remaining events, the last being `done`, whose `text` is the final
  *    answer when a citation was bound after its text was shown.
  *
@@ -81,8 +83,26 @@ export class ProviderStream {
         return takeFromExternrefTable0(ret[0]);
     }
     /**
+     * `feedEvent` for adapters that feed every chunk: what the event released comes back
+     * as one string when it is text alone (the `text` events' text joined, `""` when
+     * nothing was released), as the events otherwise. The event may also be its JSON text
+     * as UTF-8 bytes (a `Uint8Array`: a long text crosses into WebAssembly faster so).
+     *
+     * # Errors
+     * As `feedEvent`; `ProviderError` `invalid_utf8` for bytes that are not UTF-8.
+     * @param {ProviderEvent | Uint8Array} event
+     * @returns {string | Event[]}
+     */
+    feedEventCompact(event) {
+        const ret = wasm.providerstream_feedEventCompact(this.__wbg_ptr, event);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return takeFromExternrefTable0(ret[0]);
+    }
+    /**
      * Feeds one provider event (an object, or its JSON text) and returns the events it
-     * released.
+     * released. The text is read by the dialect's typed reader, without a JSON tree.
      *
      * # Errors
      * As `feedBytes`; `ProviderError` `invalid_json` for text that is not JSON.
@@ -91,6 +111,45 @@ export class ProviderStream {
      */
     feedEvent(event) {
         const ret = wasm.providerstream_feedEvent(this.__wbg_ptr, event);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return takeFromExternrefTable0(ret[0]);
+    }
+    /**
+     * `feedText`, with what it released returned as `feedEventCompact` returns it.
+     *
+     * # Errors
+     * As `feedText`.
+     * @param {string} text
+     * @returns {string | Event[]}
+     */
+    feedTextCompact(text) {
+        const ptr0 = passStringToWasm0(text, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        const len0 = WASM_VECTOR_LEN;
+        const ret = wasm.providerstream_feedTextCompact(this.__wbg_ptr, ptr0, len0);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return takeFromExternrefTable0(ret[0]);
+    }
+    /**
+     * Feeds the answer text of one provider event that holds answer text alone, read by the
+     * caller (what the dialect's reader would have given for the event, without reading
+     * it: the core's `ProviderStream::write_text`), and returns the events it released. For
+     * adapters whose SDK has already parsed the event; every other event goes to
+     * `feedEvent`. It counts as one event (the line named in later errors); empty text
+     * releases nothing, as an event without text.
+     *
+     * # Errors
+     * As `feedBytes`.
+     * @param {string} text
+     * @returns {Event[]}
+     */
+    feedText(text) {
+        const ptr0 = passStringToWasm0(text, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        const len0 = WASM_VECTOR_LEN;
+        const ret = wasm.providerstream_feedText(this.__wbg_ptr, ptr0, len0);
         if (ret[2]) {
             throw takeFromExternrefTable0(ret[1]);
         }
@@ -908,6 +967,10 @@ function __wbg_get_imports() {
         },
         __wbg_message_43d8c8f1d543a349: function(arg0) {
             const ret = arg0.message;
+            return ret;
+        },
+        __wbg_new_37eb45aaf5eeb820: function() {
+            const ret = new Array();
             return ret;
         },
         __wbg_new_787b9fb330d55d78: function(arg0, arg1) {
