@@ -255,6 +255,26 @@ mod tests {
         assert_eq!(kept.next().await, None);
     }
 
+    /// The keep-alive's edge: a period of 0 is taken as 1 ms (a zero-period timer would
+    /// panic), and the silent response still gets its comments.
+    #[tokio::test(start_paused = true)]
+    async fn a_zero_keep_alive_is_taken_as_one_millisecond() {
+        let feed = futures_util::stream::pending::<Bytes>();
+        let mut body = response(feed, Duration::ZERO)
+            .into_body()
+            .into_data_stream();
+        let start = Instant::now();
+        for _ in 0..3 {
+            let frame = body.next().await.expect("a frame").expect("bytes");
+            assert_eq!(frame, Bytes::from_static(COMMENT));
+        }
+        assert!(
+            start.elapsed() <= Duration::from_millis(3),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+
     fn headers(last: Option<&[u8]>) -> HeaderMap {
         let mut h = HeaderMap::new();
         if let Some(v) = last {
