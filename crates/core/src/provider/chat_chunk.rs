@@ -4,19 +4,22 @@
 //! string `content`: no finish, no annotations, no error, no usage, no `citeflow` of its own.
 //! For such a chunk the OpenAI chat dialect's reader gives nothing but that text (and what
 //! Perplexity's top-level `citations` and `search_results` list, which are not looked at
-//! here; a test checks the two readers agree). [`ChatChunk::read`] recognises it by reading
-//! only those fields (borrowed, nothing else decoded) and says where its parts are, so that an
-//! adapter that sends the chunk on (a proxy) can write the rewrite into the upstream's own
-//! text ([`ChatChunk::splice`]): the content string replaced, the delta given its
-//! `annotations`, the chunk its `citeflow` member, every other byte as the upstream sent it.
-//! Any other chunk (or any doubt: a repeated key, an array where an object belongs) is `None`,
-//! for the dialect's general reading.
+//! here). [`ChatChunk::read`] reads the chunk into the dialect's own structs (one reader of a
+//! chat chunk: `openai_chat::Chunk`, borrowed, nothing else decoded), recognises the plain
+//! chunk there, and says where its parts are, so that an adapter that sends the chunk on (a
+//! proxy) can write the rewrite into the upstream's own text ([`ChatChunk::splice`]): the
+//! content string replaced, the delta given its `annotations`, the chunk its `citeflow`
+//! member, every other byte as the upstream sent it. Any other chunk (or any doubt: a
+//! repeated key, an array where an object belongs) is `None`, for the dialect's general
+//! reading.
 
 use std::borrow::Cow;
 use std::ops::Range;
 
-use serde::{Deserialize, Deserializer, Serialize};
-use serde_json::value::RawValue;
+use serde::Serialize;
+
+use super::json::{List, Obj, Str, U64};
+use super::openai_chat::Chunk;
 
 /// The chunk members kept as an answer's metadata, in [`ChatChunk::meta`]'s order.
 pub const CHAT_META_KEYS: [&str; 5] = ["id", "object", "created", "model", "system_fingerprint"];
@@ -38,77 +41,10 @@ pub struct ChatChunk<'a> {
     chunk_end: usize,
 }
 
-#[derive(Deserialize)]
-struct Chunk<'a> {
-    #[serde(borrow)]
-    choices: Vec<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    id: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    object: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    created: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    model: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    system_fingerprint: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    error: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    usage: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    citeflow: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize)]
-struct Choice<'a> {
-    #[serde(default)]
-    index: Option<u64>,
-    #[serde(borrow)]
-    delta: &'a RawValue,
-    #[serde(default, borrow, deserialize_with = "present")]
-    finish_reason: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    text: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize)]
-struct Delta<'a> {
-    #[serde(borrow)]
-    content: &'a RawValue,
-    #[serde(default, borrow, deserialize_with = "present")]
-    annotations: Option<&'a RawValue>,
-}
-
-/// A member that is there, even as `null` (serde's `Option` would make `null` absent).
-fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
-    <&RawValue>::deserialize(d).map(Some)
-}
-
-fn is_null(v: Option<&RawValue>) -> bool {
-    v.is_none_or(|v| v.get() == "null")
-}
-
-fn is_object(v: &RawValue) -> bool {
-    v.get().starts_with('{')
-}
-
 /// Where `part` (a slice of `whole`) starts in `whole`.
 fn offset(whole: &str, part: &str) -> Option<usize> {
     let at = (part.as_ptr() as usize).checked_sub(whole.as_ptr() as usize)?;
     (at + part.len() <= whole.len()).then_some(at)
-}
-
-/// A JSON string literal's text (borrowed when it has no escapes).
-fn json_str(raw: &RawValue) -> Option<Cow<'_, str>> {
-    let s = raw.get();
-    if !s.starts_with('"') {
-        return None;
-    }
-    match serde_json::from_str::<&str>(s) {
-        Ok(b) => Some(Cow::Borrowed(b)),
-        Err(_) => serde_json::from_str::<String>(s).ok().map(Cow::Owned),
-    }
 }
 
 impl<'a> ChatChunk<'a> {
@@ -123,42 +59,45 @@ impl<'a> ChatChunk<'a> {
             return None;
         }
         let chunk: Chunk<'a> = serde_json::from_str(data).ok()?;
-        let [choice] = chunk.choices.as_slice() else {
+        if chunk.error.is_given() || chunk.citeflow.is_given() || !chunk.usage.is_null() {
+            return None;
+        }
+        let List::Is(choices) = chunk.choices else {
             return None;
         };
-        if chunk.error.is_some() || chunk.citeflow.is_some() || !is_null(chunk.usage) {
+        let [Obj::Is(choice)] = <[_; 1]>::try_from(choices).ok()? else {
+            return None;
+        };
+        if !matches!(choice.index, U64::Absent | U64::Null | U64::Is(0))
+            || choice.finish_reason.0
+            || choice.text.is_given()
+        {
             return None;
         }
-        if !is_object(choice) {
+        let (Obj::Is(delta), Some(delta_at)) = (choice.delta.value, choice.delta.raw.0) else {
+            return None;
+        };
+        if !matches!(delta.annotations, List::Absent) {
             return None;
         }
-        let c: Choice<'a> = serde_json::from_str(choice.get()).ok()?;
-        if c.index.is_some_and(|i| i != 0) || !is_null(c.finish_reason) || c.text.is_some() {
+        let (Str::Is(content), Some(content_raw)) = (delta.content.value, delta.content.raw.0)
+        else {
             return None;
-        }
-        if !is_object(c.delta) {
-            return None;
-        }
-        let d: Delta<'a> = serde_json::from_str(c.delta.get()).ok()?;
-        if d.annotations.is_some() {
-            return None;
-        }
-        let content = json_str(d.content)?;
-        let cs = offset(data, d.content.get())?;
-        let ds = offset(data, c.delta.get())?;
-        let raw = |v: Option<&'a RawValue>| v.map(RawValue::get);
+        };
+        let cs = offset(data, content_raw)?;
+        let ds = offset(data, delta_at)?;
         Some(ChatChunk {
             data,
             content,
             meta: [
-                raw(chunk.id),
-                raw(chunk.object),
-                raw(chunk.created),
-                raw(chunk.model),
-                raw(chunk.system_fingerprint),
+                chunk.id.0,
+                chunk.object.0,
+                chunk.created.0,
+                chunk.model.0,
+                chunk.system_fingerprint.0,
             ],
-            content_at: cs..cs + d.content.get().len(),
-            delta_end: ds + c.delta.get().len() - 1,
+            content_at: cs..cs + content_raw.len(),
+            delta_end: ds + delta_at.len() - 1,
             chunk_end: body.len() - 1,
         })
     }

@@ -18,7 +18,8 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use serde::de::value::MapAccessDeserializer;
-use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserialize, Deserializer, Error as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 /// Why a dialect reader refused a payload.
@@ -63,6 +64,15 @@ impl<'a> Doc<'a> {
                 .map(Cow::Owned)
                 .map_err(|_| Problem::Untyped),
             Doc::Tree(v) => Ok(Cow::Borrowed(v)),
+        }
+    }
+
+    /// The payload's text: as given, or a tree's compact JSON (for a dialect whose structs
+    /// keep where a field is in the text, [`Raw`] and [`At`], which only a text can say).
+    pub(crate) fn text(self) -> Cow<'a, str> {
+        match self {
+            Doc::Text(s) => Cow::Borrowed(s),
+            Doc::Tree(v) => Cow::Owned(v.to_string()),
         }
     }
 
@@ -405,8 +415,8 @@ impl<T> std::ops::Deref for Lax<T> {
 /// An array field of `T` (each element a lenient type).
 #[derive(Debug, Clone, Default)]
 pub(crate) enum List<T> {
-    /// Absent or `null`.
     #[default]
+    Absent,
     Null,
     Is(Vec<T>),
     /// Another kind.
@@ -417,7 +427,7 @@ impl<T> List<T> {
     /// The elements (absent or null is empty), or a problem naming `key`.
     pub(crate) fn req(&self, key: &str) -> Result<&[T], Problem> {
         match self {
-            List::Null => Ok(&[]),
+            List::Absent | List::Null => Ok(&[]),
             List::Is(v) => Ok(v),
             List::Not => Err(shape(format!("`{key}` to be an array"))),
         }
@@ -452,6 +462,51 @@ impl<'de, T: Deserialize<'de>> Lenient<'de> for List<T> {
 }
 
 lenient_deserialize!(impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T>);
+
+/// A field's JSON text as the payload wrote it (`null` too), or `None` when absent. Only a
+/// payload's text reads into it: a dialect with such a field reads a tree as its text
+/// ([`Doc::text`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Raw<'a>(pub(crate) Option<&'a str>);
+
+impl<'a> Raw<'a> {
+    /// Whether the field was given (even as `null`).
+    pub(crate) fn is_given(self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Whether the field was absent or `null`.
+    pub(crate) fn is_null(self) -> bool {
+        self.0.is_none_or(|v| v == "null")
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Raw<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        <&'de RawValue>::deserialize(d).map(|v| Raw(Some(v.get())))
+    }
+}
+
+/// A field read as `T`, with its JSON text as the payload wrote it (`None` when absent): where
+/// it is, for an adapter that rewrites the payload in its own text. Read from a payload's text
+/// only, as [`Raw`]; the field's text is read twice (once skipped, once as `T`), so only small
+/// fields are worth it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct At<'a, T> {
+    pub(crate) raw: Raw<'a>,
+    pub(crate) value: T,
+}
+
+impl<'de: 'a, 'a, T: Deserialize<'a>> Deserialize<'de> for At<'a, T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw: &'a str = <&'de RawValue>::deserialize(d)?.get();
+        let value = serde_json::from_str(raw).map_err(D::Error::custom)?;
+        Ok(At {
+            raw: Raw(Some(raw)),
+            value,
+        })
+    }
+}
 
 /// An object of any keys, each value read as `V`, in the order a tree keeps them (sorted by
 /// key, the last of duplicate keys kept). Anything but an object reads as no entries.

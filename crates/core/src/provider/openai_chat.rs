@@ -1,18 +1,21 @@
 //! OpenAI Chat Completions chunks (and completions, and compatible servers): `delta.content`,
 //! `delta.annotations` (`url_citation`), Perplexity's top-level `citations` and
-//! `search_results`.
+//! `search_results`. The one reader of a chat chunk: [`super::ChatChunk`] reads the same
+//! structs, for the plain chunk an adapter rewrites in its own text.
 
 use serde::Deserialize;
 
-use super::json::{shape, Doc, Given, Lax, List, Obj, Problem, ReadResult, Str, U64};
+use super::json::{shape, At, Doc, Given, Lax, List, Obj, Problem, Raw, ReadResult, Str, U64};
 use super::read::{url_source, Placement, ProviderCitation, ProviderEvent, Unit};
 
-/// A chunk: only the fields read.
+/// A chunk: only the fields read (by the dialect, and by [`super::ChatChunk`]: the members
+/// an answer keeps as metadata, `usage` and `citeflow`, as the upstream wrote them).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct Chunk<'a> {
     /// An error object (given and not null: the stream reported an error).
-    pub(crate) error: Given,
+    #[serde(borrow)]
+    pub(crate) error: Raw<'a>,
     #[serde(borrow)]
     pub(crate) choices: List<Obj<Choice<'a>>>,
     /// Perplexity: the urls `[n]` counts.
@@ -21,6 +24,21 @@ pub(crate) struct Chunk<'a> {
     /// Perplexity: the search results (`url`, `title`, `snippet`).
     #[serde(borrow)]
     pub(crate) search_results: List<Lax<SearchResult<'a>>>,
+    #[serde(borrow)]
+    pub(crate) id: Raw<'a>,
+    #[serde(borrow)]
+    pub(crate) object: Raw<'a>,
+    #[serde(borrow)]
+    pub(crate) created: Raw<'a>,
+    #[serde(borrow)]
+    pub(crate) model: Raw<'a>,
+    #[serde(borrow)]
+    pub(crate) system_fingerprint: Raw<'a>,
+    #[serde(borrow)]
+    pub(crate) usage: Raw<'a>,
+    /// What a citeflow proxy added (a chunk that has it was rewritten already).
+    #[serde(borrow)]
+    pub(crate) citeflow: Raw<'a>,
 }
 
 /// A choice: `delta` (streamed) or `message` (whole), or `text` (completions).
@@ -28,20 +46,23 @@ pub(crate) struct Chunk<'a> {
 #[serde(default)]
 pub(crate) struct Choice<'a> {
     pub(crate) index: U64,
+    /// With its text, for where its closing brace is.
     #[serde(borrow)]
-    pub(crate) delta: Obj<Delta<'a>>,
+    pub(crate) delta: At<'a, Obj<Delta<'a>>>,
     #[serde(borrow)]
     pub(crate) message: Obj<Delta<'a>>,
     #[serde(borrow)]
     pub(crate) text: Str<'a>,
+    pub(crate) finish_reason: Given,
 }
 
 /// A choice's `delta` or `message`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct Delta<'a> {
+    /// With its string literal, for an adapter that replaces it.
     #[serde(borrow)]
-    pub(crate) content: Str<'a>,
+    pub(crate) content: At<'a, Str<'a>>,
     #[serde(borrow)]
     pub(crate) annotations: List<Lax<Annotation<'a>>>,
 }
@@ -100,8 +121,10 @@ pub(crate) struct Chat {
 
 impl Chat {
     pub(crate) fn read(&mut self, doc: Doc<'_>, out: &mut Vec<ProviderEvent>) -> ReadResult {
-        let v: Chunk<'_> = doc.parse()?;
-        if v.error.0 {
+        // The structs keep where some fields are in the text: a tree is read as its text.
+        let text = doc.text();
+        let v: Chunk<'_> = Doc::Text(&text).parse()?;
+        if !v.error.is_null() {
             let tree = doc.tree()?;
             return Err(Problem::Upstream(tree["error"].to_string()));
         }
@@ -117,13 +140,13 @@ impl Chat {
         let Some(choice) = choice.get() else {
             return Err(shape("`choices[0]` to be an object"));
         };
-        let delta = match choice.delta.or(&choice.message) {
+        let delta = match choice.delta.value.or(&choice.message) {
             Obj::Absent | Obj::Null => None,
             Obj::Is(d) => Some(d),
             Obj::Not => return Err(shape("`choices[0].delta` to be an object")),
         };
         let text = match delta {
-            Some(d) => d.content.opt("content")?,
+            Some(d) => d.content.value.opt("content")?,
             None => choice.text.opt("text")?,
         };
         if let Some(t) = text.filter(|t| !t.is_empty()) {
