@@ -52,7 +52,8 @@ struct OptionsIn {
 ///    returns the events it released (`write`-style: `pollEvent()` also works);
 ///    `feedEventCompact` and `feedTextCompact` return released text alone as a string.
 /// 3. `finish()`: the remaining events, the last being `done`, whose `text` is the final
-///    answer when a citation was bound after its text was shown.
+///    answer when a citation was bound after its text was shown (`finishCompact()`: the
+///    same without the `done` event's `uncited` list).
 ///
 /// Errors are `ProviderError` (`invalid_json`, `unknown_dialect`, `unexpected_shape`,
 /// `upstream_error`, `no_text`, …), `RewriteError` or `SourceError`; after one, every call
@@ -281,6 +282,24 @@ impl ProviderStream {
     pub fn finish(&mut self) -> Result<JsEventArray, JsValue> {
         self.end()?;
         Ok(events_to_js(&self.drain())?.unchecked_into())
+    }
+
+    /// `finish()` for adapters that do not list the sources left uncited: the same events,
+    /// the `done` event without its `uncited` list (as when every source was cited), which
+    /// is then neither turned into JSON nor into JS values.
+    ///
+    /// # Errors
+    /// As `end`.
+    #[wasm_bindgen(js_name = finishCompact)]
+    pub fn finish_compact(&mut self) -> Result<JsEventArray, JsValue> {
+        self.end()?;
+        let mut events = self.drain();
+        for e in &mut events {
+            if let Event::Done { uncited, .. } = e {
+                uncited.clear();
+            }
+        }
+        Ok(events_to_js(&events)?.unchecked_into())
     }
 
     /// The next event, or `undefined` when the stream needs more input.

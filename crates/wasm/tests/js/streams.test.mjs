@@ -108,6 +108,17 @@ for (const file of recordings()) {
       });
     });
     assert.deepStrictEqual(joinText(compact.events), joinText(want), `${file}: compact calls`);
+    // finishCompact: the same last events, the `done` event without its `uncited` list.
+    const ps = new ProviderStream(new Sources());
+    for (const line of lines) ps.feedEvent(line);
+    const last = ps.finishCompact();
+    const wantLast = want.slice(want.length - last.length).map((e) => {
+      if (e.type !== "done") return e;
+      const { uncited: _u, ...rest } = e;
+      return rest;
+    });
+    assert.deepStrictEqual(last, wantLast, `${file}: finishCompact`);
+    assert.equal(last.at(-1).type, "done", `${file}: finishCompact ends with done`);
   });
 }
 

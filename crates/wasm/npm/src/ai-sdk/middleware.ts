@@ -176,7 +176,8 @@ class CallState {
     } else if (this.ps) {
       let events: Event[];
       try {
-        events = this.ps.finish();
+        // The `done` event without `uncited`: the metadata does not list them.
+        events = this.ps.finishCompact();
       } catch (e) {
         // A step without answer text (tool calls only) is not an error here.
         if ((e as { code?: unknown } | null)?.code !== "no_text") throw e;
@@ -215,6 +216,52 @@ class CallState {
   private withMetadata(part: Part): Part {
     return { ...part, providerMetadata: { ...(part.providerMetadata ?? {}), citeflow: this.metadata() } };
   }
+}
+
+/**
+ * The model's parts through `state`, as a stream that reads the model's stream itself when its
+ * reader asks for a part: no TransformStream (whose writable side and pipe cost more per part
+ * than the rewriting), and a part that gives nothing out (a raw chunk, a text-delta the raw
+ * chunks already gave) costs no enqueue. An error of `state` goes out as an `error` part after
+ * the parts it gave; the model's stream's error errors this stream; cancelling it cancels the
+ * model's.
+ */
+function citeflowStream(
+  source: ReadableStream<Part>,
+  state: CallState,
+  onFinish: ((metadata: CiteflowFinishMetadata) => void) | undefined,
+): ReadableStream<Part> {
+  const reader = source.getReader();
+  const out: Part[] = [];
+  return new ReadableStream<Part>(
+    {
+      async pull(controller) {
+        for (;;) {
+          const next = await reader.read();
+          if (next.done) {
+            controller.close();
+            return;
+          }
+          const part = next.value;
+          out.length = 0;
+          let failed = false;
+          try {
+            state.transform(part, out);
+          } catch (error) {
+            out.push({ type: "error", error });
+            failed = true;
+          }
+          for (let i = 0; i < out.length; i++) controller.enqueue(out[i]!);
+          if (part.type === "finish" && onFinish && !failed) onFinish(state.metadata());
+          if (out.length) return;
+        }
+      },
+      cancel(reason) {
+        return reader.cancel(reason);
+      },
+    },
+    { highWaterMark: 0 },
+  );
 }
 
 /** `generateText`'s result collected from the middleware's stream. */
@@ -301,22 +348,7 @@ export function citeflow(options: CiteflowOptions = {}): CiteflowMiddleware {
     const result = await model.doStream({ ...params, includeRawChunks: keepRaw || providerCitations });
     const state = new CallState(opts, keepRaw);
     if (!providerCitations) state.mode = "text";
-    const stream = (result.stream as ReadableStream<Part>).pipeThrough(
-      new TransformStream<Part, Part>({
-        transform(part, controller) {
-          const out: Part[] = [];
-          try {
-            state.transform(part, out);
-          } catch (error) {
-            for (const p of out) controller.enqueue(p);
-            controller.enqueue({ type: "error", error });
-            return;
-          }
-          for (const p of out) controller.enqueue(p);
-          if (part.type === "finish" && onFinish) onFinish(state.metadata());
-        },
-      }),
-    );
+    const stream = citeflowStream(result.stream as ReadableStream<Part>, state, onFinish);
     return { ...result, stream };
   };
 

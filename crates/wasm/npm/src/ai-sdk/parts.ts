@@ -78,7 +78,7 @@ export class PartEmitter {
   private keys = new Map<number, string>();
   private readonly shown = new Set<number>();
   private held: Held[] = [];
-  private pending: (string | Anchor)[] = [];
+  private readonly pending: (string | Anchor)[] = [];
 
   constructor(private readonly textKey: TextKey) {}
 
@@ -133,10 +133,20 @@ export class PartEmitter {
    * `id` (`null`: the open one, or pending until one opens), after the held source parts.
    */
   text(text: string, out: Part[], id: string | null, events: readonly Event[] = [], i = 0): void {
-    this.releaseSources(out, events, i);
-    if (text) this.pending.push(text);
+    if (this.held.length) this.releaseSources(out, events, i);
     const target = id ?? this.openText;
+    if (target != null && this.pending.length === 0) {
+      // Nothing waits: the text goes straight onto its part.
+      if (text) out.push(this.delta(target, text));
+      return;
+    }
+    if (text) this.pending.push(text);
     if (target != null && this.pending.length) this.flushPending(target, out);
+  }
+
+  /** A `text-delta` part of `text` on `id` (the text under `delta` or `text`: see TextKey). */
+  private delta(id: string, text: string): Part {
+    return this.textKey === "delta" ? { type: "text-delta", id, delta: text } : { type: "text-delta", id, text };
   }
 
   /** The text (and anchors) released while no text part was open, onto `id`. */
@@ -148,12 +158,12 @@ export class PartEmitter {
         text += p;
         continue;
       }
-      if (text) out.push({ type: "text-delta", id, [this.textKey]: text });
+      if (text) out.push(this.delta(id, text));
       text = "";
       out.push({ type: "text-delta", id, [this.textKey]: "", providerMetadata: { citeflow: { anchor: p } } });
     }
-    this.pending = [];
-    if (text) out.push({ type: "text-delta", id, [this.textKey]: text });
+    this.pending.length = 0;
+    if (text) out.push(this.delta(id, text));
   }
 
   /** Emits the held source parts, with the quote of a citation later in `events` if they have none. */
