@@ -12,8 +12,8 @@ use crate::js::{chunk_bytes, events_to_js, stringify, to_js};
 use crate::settings::{SettingsIn, SettingsOut};
 use crate::sources::Sources;
 use crate::types::{
-    Chunk, JsEventArray, JsMaybeEvent, JsNumberEntryArray, JsProviderEvent, JsProviderEventOrBytes,
-    JsProviderStreamOptions, JsResolvedSettings, JsTextOrEventArray,
+    Chunk, JsEventArray, JsLeanRelease, JsMaybeEvent, JsNumberEntryArray, JsProviderEvent,
+    JsProviderEventOrBytes, JsProviderStreamOptions, JsResolvedSettings, JsTextOrEventArray,
 };
 
 /// The binding's lifecycle.
@@ -50,7 +50,9 @@ struct OptionsIn {
 ///    parsed event (an object, or its JSON text; a JSON string is a chunk of answer text),
 ///    or `feedText(text)` with the answer text of an event that holds text alone: each
 ///    returns the events it released (`write`-style: `pollEvent()` also works);
-///    `feedEventCompact` and `feedTextCompact` return released text alone as a string.
+///    `feedEventCompact` and `feedTextCompact` return released text alone as a string;
+///    `feedEventLean` and `feedTextLean` return `false` for nothing released and (text)
+///    `true` for exactly the text given.
 /// 3. `finish()`: the remaining events, the last being `done`, whose `text` is the final
 ///    answer when a citation was bound after its text was shown (`finishCompact()`: the
 ///    same without the `done` event's `uncited` list).
@@ -144,6 +146,17 @@ fn compact(events: &[Event]) -> Result<JsValue, BindingError> {
         }
     }
     Ok(JsValue::from_str(&text))
+}
+
+/// Events as the lean calls return them: `true` when they are exactly one `text` event of
+/// `echo` (the text just given: nothing crosses back), `false` when there are none, else as
+/// [`compact`]. Neither answer makes a JS string.
+fn lean(events: &[Event], echo: Option<&str>) -> Result<JsValue, BindingError> {
+    match (events, echo) {
+        ([], _) => Ok(JsValue::FALSE),
+        ([Event::Text { text }], Some(echo)) if text == echo => Ok(JsValue::TRUE),
+        _ => compact(events),
+    }
 }
 
 #[wasm_bindgen]
@@ -264,6 +277,32 @@ impl ProviderStream {
     pub fn feed_text_compact(&mut self, text: &str) -> Result<JsTextOrEventArray, JsValue> {
         self.write_text(text)?;
         Ok(compact(&self.drain())?.unchecked_into())
+    }
+
+    /// `feedEventCompact` for adapters that feed every chunk and mostly get nothing back:
+    /// `false` when the event released nothing (instead of `""`), else as `feedEventCompact`.
+    ///
+    /// # Errors
+    /// As `feedEventCompact`.
+    #[wasm_bindgen(js_name = feedEventLean)]
+    pub fn feed_event_lean(
+        &mut self,
+        event: &JsProviderEventOrBytes,
+    ) -> Result<JsLeanRelease, JsValue> {
+        self.write_event(event, true)?;
+        Ok(lean(&self.drain(), None)?.unchecked_into())
+    }
+
+    /// `feedTextCompact` for adapters that keep the text they gave: `true` when the call
+    /// released exactly `text` (the usual case: no string comes back), `false` when it
+    /// released nothing, else as `feedTextCompact` (other text as a string, or the events).
+    ///
+    /// # Errors
+    /// As `feedText`.
+    #[wasm_bindgen(js_name = feedTextLean)]
+    pub fn feed_text_lean(&mut self, text: &str) -> Result<JsLeanRelease, JsValue> {
+        self.write_text(text)?;
+        Ok(lean(&self.drain(), Some(text))?.unchecked_into())
     }
 
     /// Ends the stream: the remaining events are queued, the last being `done`.

@@ -321,4 +321,7 @@ extern "C" {
     /// `string | Event[]`.
     #[wasm_bindgen(typescript_type = "string | Event[]")]
     pub type JsTextOrEventArray;
+    /// `boolean | string | Event[]`.
+    #[wasm_bindgen(typescript_type = "boolean | string | Event[]")]
+    pub type JsLeanRelease;
 }

@@ -108,6 +108,26 @@ for (const file of recordings()) {
       });
     });
     assert.deepStrictEqual(joinText(compact.events), joinText(want), `${file}: compact calls`);
+    // Lean: `false` for nothing released, `true` for exactly the text given (Anthropic text
+    // deltas given as their text), else as the compact calls.
+    const lean = run((ps, out) => {
+      lines.forEach((line, i) => {
+        const e = JSON.parse(line);
+        const t = ps.dialect === "anthropic" && e.type === "content_block_delta" && e.delta?.type === "text_delta" ? e.delta.text : null;
+        const r = t !== null ? ps.feedTextLean(t) : ps.feedEventLean(i % 2 ? utf8.encode(line) : line);
+        if (r === true) {
+          assert.notEqual(t, null, `${file}: true only for text given`);
+          out.push({ type: "text", text: t });
+        } else if (typeof r === "string") {
+          assert.notEqual(r, "", `${file}: nothing released is false, not ""`);
+          out.push({ type: "text", text: r });
+        } else if (r !== false) {
+          assert.ok(r.length > 0, `${file}: nothing released is false, not []`);
+          out.push(...r);
+        }
+      });
+    });
+    assert.deepStrictEqual(joinText(lean.events), joinText(want), `${file}: lean calls`);
     // finishCompact: the same last events, the `done` event without its `uncited` list.
     const ps = new ProviderStream(new Sources());
     for (const line of lines) ps.feedEvent(line);
@@ -128,6 +148,11 @@ test("feed_text_counts_as_an_event_and_compact_bytes_must_be_utf8", () => {
   assert.equal(ps.feedTextCompact(""), "");
   assert.deepStrictEqual(ps.feedText("Hello"), [{ type: "text", text: "Hello" }]);
   assert.equal(ps.feedTextCompact(" world"), " world");
+  const lean = new ProviderStream(new Sources(), { dialect: "anthropic" });
+  assert.equal(lean.feedTextLean(""), false);
+  assert.equal(lean.feedTextLean("Hello"), true);
+  assert.equal(lean.feedEventLean(JSON.stringify({ type: "ping" })), false);
+  assert.equal(lean.feedEventLean(JSON.stringify({ type: "content_block_delta", delta: { type: "text_delta", text: " world" } })), " world");
   // The fifth event: its line in the error counts the text given alone.
   assert.throws(
     () => ps.feedEventCompact("{not json"),

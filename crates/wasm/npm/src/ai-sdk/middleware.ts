@@ -77,15 +77,18 @@ class CallState {
       // other as its JSON text (UTF-8 bytes when long: they cross into WebAssembly faster than
       // a string), which the core reads with the dialect's typed reader. Text released alone
       // comes back as a string.
+      // The lean calls: `false` for nothing released, `true` for exactly the text given (no
+      // string crosses back for either).
       const text = this.textChunks?.text(rawValue) ?? null;
-      let released: string | Event[];
+      let released: boolean | string | Event[];
       if (text !== null) {
-        released = ps.feedTextCompact(text);
+        released = ps.feedTextLean(text);
+        if (released === true) released = text;
       } else {
         // `undefined` (no value) goes as its name, which the core refuses as `invalid_json`.
         // Once the dialect is known, only the fields its reader reads (core-fields.ts).
         const json = String(JSON.stringify(coreFields(this.dialect, rawValue)));
-        released = ps.feedEventCompact(json.length > LONG_JSON ? utf8.encode(json) : json);
+        released = ps.feedEventLean(json.length > LONG_JSON ? utf8.encode(json) : json);
       }
       if (this.textChunks === null) {
         const dialect = ps.dialect;
@@ -94,7 +97,9 @@ class CallState {
           this.dialect = dialect;
         }
       }
-      if (typeof released === "string") {
+      if (released === false || released === true) {
+        // Nothing released (`true` is only ever turned into the text above).
+      } else if (typeof released === "string") {
         if (released) this.parts.text(released, out, null);
       } else if (released.length) {
         this.parts.emit(released, out, null, this.currentNumbering);
@@ -184,7 +189,7 @@ class CallState {
         events = [];
       }
       this.numbering = this.ps.numbering();
-      this.parts.emit(events, out, this.parts.openText, this.currentNumbering);
+      this.parts.emit(events, out, this.parts.openText, () => this.numbering);
       this.ps.free();
       this.ps = null;
       this.textChunks = null;
