@@ -6,7 +6,7 @@
 import { ProviderStream, Rewriter, citationInstruction, contextBlock } from "citeflow";
 import type { Event, NumberEntry, Settings, Sources } from "citeflow";
 
-import { jsonSafe, mergeDone } from "../shared/done.js";
+import { copyJson, jsonSafe, mergeDone } from "../shared/done.js";
 import { toSources } from "../shared/sources.js";
 import { coreFields } from "./core-fields.js";
 import { PartEmitter } from "./parts.js";
@@ -70,7 +70,11 @@ class CallState {
     try {
       let ps = this.ps;
       if (ps === null) {
-        ps = this.ps = new ProviderStream(this.sources, { settings: this.settings, numbering: this.numbering });
+        // Without options when there are none (no JSON of them for the core to read).
+        ps = this.ps =
+          this.settings === undefined && this.numbering.length === 0
+            ? new ProviderStream(this.sources)
+            : new ProviderStream(this.sources, { settings: this.settings, numbering: this.numbering });
       }
       this.mode = "raw";
       // One call per chunk: a chunk of answer text alone as its text (no JSON either way), any
@@ -209,12 +213,14 @@ class CallState {
     const dones = this.parts.dones;
     const merged = mergeDone(dones);
     const meta: CiteflowFinishMetadata = {
-      sources: jsonSafe(merged.sources),
-      report: jsonSafe(dones.length === 1 ? dones[0]!.report : (merged.report as CiteflowFinishMetadata["report"])),
+      // Copies of what the core gave (its JSON: no JSON text in between); the numbering may
+      // still be the caller's own entries, copied through JSON as before.
+      sources: copyJson(merged.sources),
+      report: copyJson(dones.length === 1 ? dones[0]!.report : (merged.report as CiteflowFinishMetadata["report"])),
       numbering: jsonSafe(this.numbering),
     };
     if (this.parts.finalText != null) meta.text = this.parts.finalText;
-    if (this.parts.anchors.length) meta.anchors = jsonSafe(this.parts.anchors);
+    if (this.parts.anchors.length) meta.anchors = copyJson(this.parts.anchors);
     return meta;
   }
 

@@ -31,3 +31,20 @@ export function mergeDone(dones: readonly DoneEvent[]): Merged {
 export function jsonSafe<T>(v: T): T {
   return v === undefined ? (null as T) : (JSON.parse(JSON.stringify(v)) as T);
 }
+
+/**
+ * A deep copy of a value made of the core's JSON (objects, arrays, strings, numbers, booleans,
+ * null: what the core's events hold, and what `mergeDone` builds from them): equal to
+ * `jsonSafe(v)` for such a value, without the JSON text in between. A field whose value is
+ * `undefined` is left out, as `JSON.stringify` leaves it out.
+ */
+export function copyJson<T>(v: T): T {
+  if (v === null || typeof v !== "object") return (v === undefined ? null : v) as T;
+  if (Array.isArray(v)) return v.map((x: unknown) => (x === undefined ? null : copyJson(x))) as T;
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(v)) {
+    const x = (v as Record<string, unknown>)[k];
+    if (x !== undefined) out[k] = copyJson(x);
+  }
+  return out as T;
+}
