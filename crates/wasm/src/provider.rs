@@ -384,6 +384,21 @@ impl ProviderStream {
         Ok(to_js(entries)?.unchecked_into())
     }
 
+    /// The key `number` belongs to in the numbering table (`undefined` for a number not
+    /// handed out): one entry of `numbering()`, without the whole table's JSON.
+    #[wasm_bindgen(js_name = keyOf)]
+    pub fn key_of(&self, number: u32) -> Option<String> {
+        let numbering = match self.stream.rewriter() {
+            Some(rw) => rw.numbering(),
+            None => &self.numbering,
+        };
+        numbering
+            .entries()
+            .iter()
+            .find(|e| e.number == number)
+            .map(|e| e.key.clone())
+    }
+
     /// The settings, every key present.
     ///
     /// # Errors

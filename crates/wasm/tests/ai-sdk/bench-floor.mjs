@@ -94,7 +94,7 @@ async function once(api, body, mw) {
 }
 
 const P = ProviderStream.prototype;
-const methods = ["feedTextLean", "feedEventLean", "finishCompact", "numbering", "free"];
+const methods = ["feedTextLean", "feedEventLean", "finishCompact", "numbering", "keyOf", "free"];
 const dialect = Object.getOwnPropertyDescriptor(P, "dialect");
 
 /** citeflow's WASM calls on one stream: method, arguments, answer; and the dialect it saw. */

@@ -139,6 +139,10 @@ for (const file of recordings()) {
     });
     assert.deepStrictEqual(last, wantLast, `${file}: finishCompact`);
     assert.equal(last.at(-1).type, "done", `${file}: finishCompact ends with done`);
+    // keyOf: one entry of the numbering table.
+    const table = ps.numbering();
+    for (const e of table) assert.equal(ps.keyOf(e.number), e.key, `${file}: keyOf(${e.number})`);
+    assert.equal(ps.keyOf(table.length + 1), undefined, `${file}: keyOf of a number not handed out`);
   });
 }
 

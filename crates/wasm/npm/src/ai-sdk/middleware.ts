@@ -62,8 +62,6 @@ class CallState {
     this.numbering = opts.numbering ?? [];
   }
 
-  private currentNumbering = (): NumberEntry[] => (this.ps ? this.ps.numbering() : this.numbering);
-
   /** Feeds one raw provider chunk; a provider the core cannot read turns the call to text mode. */
   private feedRaw(rawValue: unknown, out: Part[]): void {
     if (this.mode === "text" || this.failed) return;
@@ -106,7 +104,8 @@ class CallState {
       } else if (typeof released === "string") {
         if (released) this.parts.text(released, out, null);
       } else if (released.length) {
-        this.parts.emit(released, out, null, this.currentNumbering);
+        // A new number's key from the core, one number at a time (no numbering table's JSON).
+        this.parts.emit(released, out, null, ps);
       }
     } catch (e) {
       this.failed = e;

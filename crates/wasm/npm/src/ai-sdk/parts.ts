@@ -13,6 +13,12 @@ import type { Anchor, AnchorEvent, DoneEvent, Event, NumberEntry, SourceEvent } 
 
 import type { CiteflowSourceMetadata, Part } from "./types.js";
 
+/**
+ * Where the emitter finds a number's key when it first shows it: the numbering table (read once
+ * for a batch of events), or one number at a time (`ProviderStream.keyOf`: no table's JSON).
+ */
+export type Keys = (() => NumberEntry[]) | { keyOf(number: number): string | undefined };
+
 /** The field of a `text-delta` that holds its text: `delta` in model parts, `text` in `streamText` parts. */
 export type TextKey = "delta" | "text";
 
@@ -88,7 +94,7 @@ export class PartEmitter {
   }
 
   /** Turns `events` into parts on `out`; `numbering` is read when a number's key is not known yet. */
-  emit(events: readonly Event[], out: Part[], id: string | null, numbering: () => NumberEntry[]): void {
+  emit(events: readonly Event[], out: Part[], id: string | null, numbering: Keys): void {
     for (let i = 0; i < events.length; i++) {
       const ev = events[i]!;
       switch (ev.type) {
@@ -99,7 +105,15 @@ export class PartEmitter {
           // One part per number in this answer (a later text id's rewriter shows it again).
           if (this.shown.has(ev.number)) break;
           this.shown.add(ev.number);
-          if (!this.keys.has(ev.number)) this.keys = keysOf(numbering());
+          if (!this.keys.has(ev.number)) {
+            if (typeof numbering === "function") {
+              this.keys = keysOf(numbering());
+            } else {
+              // The table only grows: one number's key is what the whole table would give.
+              const key = numbering.keyOf(ev.number);
+              if (key !== undefined) this.keys.set(ev.number, key);
+            }
+          }
           this.held.push({ ev, key: this.keys.get(ev.number), quote: null });
           break;
         case "citation": {
