@@ -309,10 +309,14 @@ impl ProviderStream {
 
     /// The next event.
     pub fn poll_event(&mut self) -> Option<Event> {
-        if self.events.is_empty() {
-            self.drain();
+        if let Some(ev) = self.events.pop_front() {
+            return Some(ev);
         }
-        self.events.pop_front()
+        // Straight from the rewriter, one at a time: a chunk's events (thousands for a large
+        // write) are not moved into a second queue first.
+        let mut ev = self.rw.as_mut()?.poll_event()?;
+        self.keep(&mut ev);
+        Some(ev)
     }
 
     fn rw_mut(&mut self) -> &mut Rewriter {
@@ -325,35 +329,41 @@ impl ProviderStream {
 
     /// Moves the rewriter's events out, keeping the output text and the late edits.
     fn drain(&mut self) {
-        let Some(rw) = self.rw.as_mut() else {
+        while let Some(mut ev) = self.rw.as_mut().and_then(Rewriter::poll_event) {
+            self.keep(&mut ev);
+            self.events.push_back(ev);
+        }
+    }
+
+    /// What the stream keeps of an event taken from the rewriter, in their order: the output
+    /// text, the late edits.
+    fn keep(&mut self, ev: &mut Event) {
+        let Some(rw) = self.rw.as_ref() else {
             return;
         };
-        while let Some(mut ev) = rw.poll_event() {
-            match &mut ev {
-                Event::Text { text } => self.out.push_str(text),
-                Event::Citation {
-                    number,
-                    source_id,
-                    provider: Some(d),
-                    ..
-                } if d.late => {
-                    if let Some((start, end, replace)) = self.late.pop_front() {
-                        let mut text = String::new();
-                        if let Some(source) = rw.sources().get(source_id) {
-                            rw.settings()
-                                .style()
-                                .render_number(*number, source, &mut text);
-                        }
-                        let start = if replace { start } else { end };
-                        self.edits.push(late::LateEdit { start, end, text });
+        match ev {
+            Event::Text { text } => self.out.push_str(text),
+            Event::Citation {
+                number,
+                source_id,
+                provider: Some(d),
+                ..
+            } if d.late => {
+                if let Some((start, end, replace)) = self.late.pop_front() {
+                    let mut text = String::new();
+                    if let Some(source) = rw.sources().get(source_id) {
+                        rw.settings()
+                            .style()
+                            .render_number(*number, source, &mut text);
                     }
+                    let start = if replace { start } else { end };
+                    self.edits.push(late::LateEdit { start, end, text });
                 }
-                Event::Done { text, .. } if !self.edits.is_empty() => {
-                    *text = Some(late::apply_late_edits(&self.out, &self.edits).0);
-                }
-                _ => {}
             }
-            self.events.push_back(ev);
+            Event::Done { text, .. } if !self.edits.is_empty() => {
+                *text = Some(late::apply_late_edits(&self.out, &self.edits).0);
+            }
+            _ => {}
         }
     }
 

@@ -40,8 +40,7 @@ impl ProviderStream {
             // no text payload is held back (`blocked`), and the one error a `&str` write can
             // have (the rewriter was closed) is the same for the first payload as for all.
             self.gather_text = self.settings.number_source() == NumberSource::Local;
-            let r =
-                frames.write_jsonl_with(bytes, |data, line| self.take_payload(data, line, false));
+            let r = frames.write_jsonl_with(bytes, |data, line| self.take_line(data, line));
             self.frames = frames;
             self.gather_text = false;
             // Text gathered before a bad line is given before its error, as line by line.
@@ -61,7 +60,24 @@ impl ProviderStream {
         Ok(())
     }
 
+    /// One JSONL payload: the common chunk of text, a JSON string without escapes, read here
+    /// (inlined in the line loop); anything else by [`ProviderStream::take_payload`].
+    #[inline]
+    fn take_line(&mut self, data: &str, line: u64) -> Result<(), ProviderError> {
+        let b = data.as_bytes();
+        if let [b'"', body @ .., b'"'] = b {
+            if !has_special(body) && !self.blocked() {
+                let before = self.part.text.len();
+                // Both ends are ASCII quotes, so character boundaries.
+                self.part.text.push_str(&data[1..data.len() - 1]);
+                return self.text_appended(before, line);
+            }
+        }
+        self.take_payload(data, line, false)
+    }
+
     /// One payload: a JSON string is a chunk of text, anything else is the dialect's.
+    #[inline(never)]
     pub(super) fn take_payload(
         &mut self,
         data: &str,
@@ -73,6 +89,13 @@ impl ProviderStream {
             sse,
             message: e.to_string(),
         };
+        if data.as_bytes().first() == Some(&b'"') && !self.blocked() {
+            // The common chunk of text: read into the part's text in place, escapes too.
+            let before = self.part.text.len();
+            if append_json_string(data, &mut self.part.text) {
+                return self.text_appended(before, line);
+            }
+        }
         if let Some(text) = plain_json_string(data) {
             return self.write_text_at(text, line);
         }
@@ -132,8 +155,17 @@ impl ProviderStream {
                 .push_back(Deferred::Text(text.to_owned(), line));
             return Ok(());
         }
-        self.text_seen |= !text.is_empty();
+        let before = self.part.text.len();
         self.part.text.push_str(text);
+        self.text_appended(before, line)
+    }
+
+    /// After a chunk of answer text was appended to the part's text from byte `before` (the
+    /// stream not blocked): gathered, or given to the rewriter.
+    #[inline]
+    fn text_appended(&mut self, before: usize, line: u64) -> Result<(), ProviderError> {
+        self.line = line;
+        self.text_seen |= self.part.text.len() > before;
         if self.gather_text {
             self.gathered = true;
             return Ok(());
@@ -242,6 +274,157 @@ fn plain_json_string(data: &str) -> Option<&str> {
     is_plain(body.as_bytes()).then_some(body)
 }
 
+/// Appends the text of `data` to `out` when `data` is one JSON string (a `"` first, only JSON
+/// whitespace after its closing quote) whose escapes are the short ones (`\" \\ \/ \b \f \n
+/// \r \t`) or `\u` of a character outside the surrogates: the text `serde_json` reads from it,
+/// without a parser or an allocation. `false`, with `out` as it was, for anything else (a
+/// surrogate escape, a control character, a bad escape, an unclosed string, more after it),
+/// which the parser reads or refuses.
+fn append_json_string(data: &str, out: &mut String) -> bool {
+    let before = out.len();
+    let ok = append_json_string_or_part(data, out);
+    if !ok {
+        out.truncate(before);
+    }
+    ok
+}
+
+/// As [`append_json_string`], leaving part of the text in `out` when it returns `false`.
+fn append_json_string_or_part(data: &str, out: &mut String) -> bool {
+    let b = data.as_bytes();
+    if b.first() != Some(&b'"') {
+        return false;
+    }
+    // The start of the run of plain bytes not yet appended.
+    let mut run = 1;
+    let mut at = 1;
+    loop {
+        let Some(i) = special_at(b, at) else {
+            return false;
+        };
+        // `i` and `run` are at ASCII bytes, so at character boundaries.
+        out.push_str(&data[run..i]);
+        match b[i] {
+            b'"' => {
+                return b[i + 1..]
+                    .iter()
+                    .all(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r'));
+            }
+            b'\\' => {
+                let c = match b.get(i + 1) {
+                    Some(b'"') => '"',
+                    Some(b'\\') => '\\',
+                    Some(b'/') => '/',
+                    Some(b'b') => '\u{8}',
+                    Some(b'f') => '\u{c}',
+                    Some(b'n') => '\n',
+                    Some(b'r') => '\r',
+                    Some(b't') => '\t',
+                    Some(b'u') => {
+                        let Some(c) = b.get(i + 2..i + 6).and_then(hex4) else {
+                            return false;
+                        };
+                        // A surrogate (half of a pair, or alone) is left to the parser.
+                        let Some(c) = char::from_u32(c) else {
+                            return false;
+                        };
+                        out.push(c);
+                        at = i + 6;
+                        run = at;
+                        continue;
+                    }
+                    _ => return false,
+                };
+                out.push(c);
+                at = i + 2;
+                run = at;
+            }
+            // A control character, which JSON refuses unescaped.
+            _ => return false,
+        }
+    }
+}
+
+/// Whether some byte of `b` is a quote, a backslash or a control character: whole words
+/// (overlapping at the end), or for fewer than eight bytes two overlapping halves or three
+/// single bytes, without a loop over the bytes or a copy (a token's text is a few bytes).
+fn has_special(b: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_byte = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    // Exact for "some byte" (what is asked), in the low `k` bytes of a word.
+    let special = |w: u64| {
+        let found = (w.wrapping_sub(ONES * 0x20) & !w & HIGH)
+            | zero_byte(w ^ (ONES * u64::from(b'"')))
+            | zero_byte(w ^ (ONES * u64::from(b'\\')));
+        found != 0
+    };
+    let n = b.len();
+    if n >= 8 {
+        let word = |at: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&b[at..at + 8]);
+            u64::from_le_bytes(w)
+        };
+        let mut at = 0;
+        while at + 8 < n {
+            if special(word(at)) {
+                return true;
+            }
+            at += 8;
+        }
+        return special(word(n - 8));
+    }
+    if n >= 4 {
+        let half = |at: usize| {
+            let mut w = [0u8; 4];
+            w.copy_from_slice(&b[at..at + 4]);
+            // The high half a plain byte, so that only these four bytes count.
+            u64::from(u32::from_le_bytes(w)) | (ONES * u64::from(b'a')) << 32
+        };
+        return special(half(0)) || special(half(n - 4));
+    }
+    let bad = |c: u8| c == b'"' || c == b'\\' || c < 0x20;
+    n > 0 && (bad(b[0]) || bad(b[n / 2]) || bad(b[n - 1]))
+}
+
+/// The value of four hexadecimal digits (either case).
+fn hex4(d: &[u8]) -> Option<u32> {
+    d.iter().try_fold(0u32, |n, &c| {
+        let v = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            b'A'..=b'F' => c - b'A' + 10,
+            _ => return None,
+        };
+        Some(n << 4 | u32::from(v))
+    })
+}
+
+/// The index of the first byte of `b` from `from` that is a quote, a backslash or a control
+/// character, eight bytes at a time.
+fn special_at(b: &[u8], from: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_byte = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    let mut at = from;
+    while let Some(word) = b.get(at..at + 8) {
+        let w = u64::from_le_bytes(word.try_into().expect("eight bytes"));
+        // The lowest set bit is exact (a borrow runs only upwards).
+        let found = (w.wrapping_sub(ONES * 0x20) & !w & HIGH)
+            | zero_byte(w ^ (ONES * u64::from(b'"')))
+            | zero_byte(w ^ (ONES * u64::from(b'\\')));
+        if found != 0 {
+            return Some(at + (found.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    b.get(at..)?
+        .iter()
+        .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
+        .map(|p| at + p)
+}
+
 /// Whether no byte of `b` is a control character, a quote or a backslash (what a JSON
 /// string's body holds without escapes), tested eight bytes at a time: a token's text is a
 /// word or two, and a test per byte was a tenth of `citeflow render`'s CPU time.
@@ -268,7 +451,107 @@ fn is_plain(b: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::plain_json_string;
+    use super::{append_json_string, has_special, plain_json_string};
+    use proptest::prelude::*;
+
+    /// What `append_json_string` appends, checked against serde_json: when it reads `data`,
+    /// the text is serde_json's, and the text before it is kept; when it does not, nothing
+    /// is appended.
+    fn read(data: &str) -> Option<String> {
+        let mut out = String::from("before|");
+        let ok = append_json_string(data, &mut out);
+        if !ok {
+            assert_eq!(out, "before|", "{data:?}");
+            return None;
+        }
+        let text = out.strip_prefix("before|").expect("kept").to_owned();
+        assert_eq!(
+            Some(&text),
+            serde_json::from_str::<String>(data).ok().as_ref(),
+            "{data:?}"
+        );
+        Some(text)
+    }
+
+    #[test]
+    fn json_strings_read_in_place_as_serde_json_reads_them() {
+        let read_here = [
+            r#""""#,
+            r#"" the""#,
+            "\"a b\" \t\r\n",
+            r#""é 😀 【1】""#,
+            r#""a\"b""#,
+            r#""a\\""#,
+            r#""\/\b\f\n\r\t""#,
+            r#""\u00e9\u00E9\u0000\u001f\uffff\u20ac""#,
+            r#""x\u0041y\n""#,
+            r#"".\n\n""#,
+            "\"\u{7f}\"",
+        ];
+        for data in read_here {
+            assert!(read(data).is_some(), "{data:?}");
+        }
+        // Left to the parser (which reads or refuses them): surrogates, bad escapes, control
+        // characters, an unclosed string, more after it, leading blanks, not a string.
+        let left = [
+            r#""\ud83d\ude00""#,
+            r#""\ud83d""#,
+            r#""\ude00""#,
+            r#""\u12""#,
+            r#""\u12g4""#,
+            r#""\x""#,
+            r#""\""#,
+            "\"a\u{1}\"",
+            "\"a\nb\"",
+            r#""abc"#,
+            r#"""#,
+            r#""a" "b""#,
+            r#""a"x"#,
+            r#" "a""#,
+            r#"{"a":"b"}"#,
+            "1",
+            "",
+        ];
+        for data in left {
+            assert_eq!(read(data), None, "{data:?}");
+        }
+    }
+
+    #[test]
+    fn special_bytes_are_found_at_every_place() {
+        for len in 0..40 {
+            for at in 0..len {
+                for bad in [b'"', b'\\', 0, 0x1f, b'\n'] {
+                    let mut b = vec![b'x'; len];
+                    b[at] = bad;
+                    assert!(has_special(&b), "{b:?}");
+                }
+                for fine in [b' ', b'~', 0x7f, 0x80, 0xff, b'a'] {
+                    let mut b = vec![b'x'; len];
+                    b[at] = fine;
+                    assert!(!has_special(&b), "{b:?}");
+                }
+            }
+        }
+        assert!(!has_special(b""));
+    }
+
+    proptest! {
+        /// Any text, written as serde_json writes it or with every character a `\u` escape,
+        /// reads back as itself (or is left to the parser: astral characters as surrogates).
+        #[test]
+        fn prop_json_strings_read_back(text in any::<String>(), spaces in "[ \t\r\n]{0,3}") {
+            let written = serde_json::to_string(&text).unwrap() + &spaces;
+            prop_assert_eq!(read(&written), Some(text.clone()));
+            let mut escaped = String::from("\"");
+            for u in text.encode_utf16() {
+                escaped.push_str(&format!("\\u{u:04x}"));
+            }
+            escaped.push('"');
+            let astral = text.chars().any(|c| c.len_utf16() == 2);
+            prop_assert_eq!(read(&escaped), (!astral).then_some(text));
+        }
+    }
 
     #[test]
     fn plain_json_strings_read_as_serde_json_reads_them() {
