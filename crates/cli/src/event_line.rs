@@ -46,17 +46,28 @@ pub(crate) fn write_event_line(out: &mut impl Write, event: &Event) -> std::io::
     }
 }
 
-/// `n` in decimal, as `Display` (and serde_json) writes it.
+/// `n` in decimal, as `Display` (and serde_json) writes it: two digits at a time.
 fn write_u64(out: &mut impl Write, mut n: u64) -> std::io::Result<()> {
+    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+        2021222324252627282930313233343536373839\
+        4041424344454647484950515253545556575859\
+        6061626364656667686970717273747576777879\
+        8081828384858687888990919293949596979899";
     let mut buf = [0u8; 20];
     let mut at = buf.len();
-    loop {
+    while n >= 100 {
+        let pair = usize::try_from(n % 100).expect("below 100") * 2;
+        n /= 100;
+        at -= 2;
+        buf[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    }
+    if n >= 10 {
+        let pair = usize::try_from(n).expect("below 100") * 2;
+        at -= 2;
+        buf[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    } else {
         at -= 1;
-        buf[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
+        buf[at] = b'0' + u8::try_from(n).expect("below 10");
     }
     out.write_all(&buf[at..])
 }

@@ -14,6 +14,7 @@ mod data_dir;
 mod epub_cmd;
 mod event_line;
 mod ingest;
+mod lazy_args;
 mod local_model;
 mod progress;
 mod render;
@@ -22,6 +23,7 @@ mod serve_config;
 
 use anyhow::Context;
 use broken_pipe::is_broken_pipe;
+use lazy_args::Lazy;
 
 /// mimalloc (v2): the proxy's hot path allocates and frees many small buffers on several
 /// threads (tokio's workers, the SQLite writer). Against glibc's malloc, in the same runs of
@@ -46,17 +48,17 @@ enum Command {
     /// Rewrite a streamed answer read from stdin: markers with source ids become numbers.
     Render(render::RenderArgs),
     /// Serve the OpenAI-compatible streaming proxy with sessions, resume and a SQLite store.
-    Serve(Box<serve::ServeArgs>),
+    Serve(Lazy<Box<serve::ServeArgs>>),
     /// Cut EPUB books into passages (JSON lines that are also citeflow sources), optionally
     /// into a local full-text index.
-    Ingest(ingest::IngestArgs),
+    Ingest(Lazy<ingest::IngestArgs>),
     /// Answer a question from a book: retrieve passages, stream the model's answer with
     /// stable numbers, list the cited chapters and CFIs.
-    Ask(ask::AskArgs),
+    Ask(Lazy<ask::AskArgs>),
     /// Inspect an EPUB: text nodes with their CFIs, chapters.
-    Epub(epub_cmd::EpubArgs),
+    Epub(Lazy<epub_cmd::EpubArgs>),
     /// Parse, compare and resolve EPUB CFIs.
-    Cfi(cfi_cmd::CfiArgs),
+    Cfi(Lazy<cfi_cmd::CfiArgs>),
 }
 
 /// Parses the command line; for `serve --config FILE`, again with the file's values for the
@@ -64,10 +66,14 @@ enum Command {
 fn parse(argv: Vec<OsString>) -> anyhow::Result<Option<Cli>> {
     if argv.get(1).is_none_or(|a| a != "serve") {
         // Only `serve` reads a file of flags: every other command line is parsed once, without
-        // a copy of the command tree (start-up, `docs/benchmarks.md`).
+        // a copy of the command tree, building only its own subcommand's arguments (start-up,
+        // `docs/benchmarks.md`).
         return Ok(Some(Cli::parse_from(argv)));
     }
-    let cmd = Cli::command();
+    let mut cmd = Cli::command();
+    // The arguments of every subcommand, for `serve_cmd`'s below (other subcommands' are
+    // built only when parsed into: `Lazy`).
+    cmd.build();
     let matches = cmd.clone().get_matches_from(&argv);
     let Some(("serve", serve)) = matches.subcommand() else {
         return Ok(Some(Cli::from_arg_matches(&matches)?));
@@ -104,11 +110,11 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Render(args) => render::run(args),
-        Command::Serve(args) => serve::run(*args),
-        Command::Ingest(args) => ingest::run(args),
-        Command::Ask(args) => ask::run(args),
-        Command::Epub(args) => epub_cmd::run(args),
-        Command::Cfi(args) => cfi_cmd::run(args),
+        Command::Serve(args) => serve::run(*args.0),
+        Command::Ingest(args) => ingest::run(args.0),
+        Command::Ask(args) => ask::run(args.0),
+        Command::Epub(args) => epub_cmd::run(args.0),
+        Command::Cfi(args) => cfi_cmd::run(args.0),
     };
     match result {
         Ok(code) => code,

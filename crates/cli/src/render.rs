@@ -364,15 +364,23 @@ pub(crate) fn run(args: RenderArgs) -> Result<ExitCode> {
             usize::try_from(len).map_or(MAX_RESERVE_BYTES, |l| l.min(MAX_RESERVE_BYTES)),
         );
         let mut input = std::io::stdin().lock();
-        let mut buf = vec![0u8; FILE_BLOCK_BYTES];
+        // Read into the vector's unused capacity: not zeroed first (for an empty input, 64
+        // pages never touched). A block is what one `read` of the file gives (all of it but
+        // at the end), as before.
+        let mut buf: Vec<u8> = Vec::with_capacity(FILE_BLOCK_BYTES);
         loop {
-            let n = match input.read(&mut buf) {
+            buf.clear();
+            let block = u64::try_from(FILE_BLOCK_BYTES).expect("a block fits u64");
+            let read = (&mut input).take(block).read_to_end(&mut buf);
+            // What was read before an error is rendered before it, as before.
+            if !buf.is_empty() {
+                r.write(&buf)?;
+            }
+            match read {
                 Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Ok(_) => {}
                 Err(e) => return Err(e).context("cannot read stdin"),
-            };
-            r.write(&buf[..n])?;
+            }
         }
         return finish(r, &args);
     }
