@@ -419,3 +419,44 @@ fn regression_39_session_file_keeps_the_sources_of_earlier_runs() {
     );
     let _ = std::fs::remove_file(&session);
 }
+
+/// Each subcommand's arguments are built only when it is used (start-up): its help still
+/// begins with the subcommand's own line, lists its flags, and `citeflow --help` lists every
+/// subcommand with that line.
+#[test]
+fn subcommand_help_is_whole_with_lazy_arguments() {
+    let cases = [
+        (
+            "render",
+            "Rewrite a streamed answer read from stdin",
+            "--sources",
+        ),
+        (
+            "serve",
+            "Serve the OpenAI-compatible streaming proxy",
+            "--upstream",
+        ),
+        ("ingest", "Cut EPUB books into passages", "--out"),
+        ("ask", "Answer a question from a book", "--book <BOOK>"),
+        (
+            "epub",
+            "Inspect an EPUB: text nodes with their CFIs",
+            "chapters",
+        ),
+        ("cfi", "Parse, compare and resolve EPUB CFIs", "resolve"),
+    ];
+    let top = citeflow(&["--help"], b"");
+    let top = String::from_utf8(top.stdout).unwrap();
+    for (name, about, flag) in cases {
+        assert!(
+            top.lines()
+                .any(|l| l.trim_start().starts_with(name) && l.contains(about)),
+            "{name} not listed with {about:?}:\n{top}"
+        );
+        let out = citeflow(&[name, "--help"], b"");
+        let help = String::from_utf8(out.stdout).unwrap();
+        assert!(out.status.success(), "{name} --help: {help}");
+        assert!(help.starts_with(about), "{name} --help begins:\n{help}");
+        assert!(help.contains(flag), "{name} --help lacks {flag}:\n{help}");
+    }
+}
