@@ -200,15 +200,16 @@ impl FrameDecoder {
     }
 
     /// Feeds bytes of a stream whose framing is decided as JSONL, calling `each` with every
-    /// complete non-blank line in order (its text without the `\r`, and its 1-based number)
-    /// instead of queueing it as a [`Payload`]: the lines are borrowed from `bytes` (a line
-    /// cut by a chunk boundary from the held partial line), and the UTF-8 of a run of whole
-    /// lines is checked once. Lines, numbers and errors are those of [`FrameDecoder::write`]
-    /// then [`FrameDecoder::poll_payload`]; the first error (of framing, or of `each`) stops.
+    /// complete non-blank line in order (its text without the `\r`, its 1-based number, and
+    /// whether it is [plain](Plain)) instead of queueing it as a [`Payload`]: the lines are
+    /// borrowed from `bytes` (a line cut by a chunk boundary from the held partial line), and
+    /// the UTF-8 of a run of whole lines is checked once. Lines, numbers and errors are those
+    /// of [`FrameDecoder::write`] then [`FrameDecoder::poll_payload`]; the first error (of
+    /// framing, or of `each`) stops.
     pub(crate) fn write_jsonl_with(
         &mut self,
         bytes: &[u8],
-        mut each: impl FnMut(&str, u64) -> Result<(), ProviderError>,
+        mut each: impl FnMut(&str, u64, Plain) -> Result<(), ProviderError>,
     ) -> Result<(), ProviderError> {
         debug_assert_eq!(self.framing, Framing::Jsonl);
         let mut rest = bytes;
@@ -219,7 +220,7 @@ impl FrameDecoder {
             self.line_buf.extend_from_slice(&rest[..i]);
             rest = &rest[i + 1..];
             let line = std::mem::take(&mut self.line_buf);
-            let r = self.jsonl_line(&line, &mut each);
+            let r = self.jsonl_line(&line, &mut |data, n| each(data, n, Plain::Unknown));
             // The buffer is kept for the next partial line.
             self.line_buf = line;
             self.line_buf.clear();
@@ -230,7 +231,26 @@ impl FrameDecoder {
         match std::str::from_utf8(lines) {
             Ok(text) => {
                 let mut at = 0;
-                while let Some(nl) = next_newline(lines, at) {
+                loop {
+                    // The common line, a JSON string without escapes (a chunk of text): its
+                    // end found with its closing quote, in one pass.
+                    if lines.get(at) == Some(&b'"') {
+                        if let Some(q) = special_at(lines, at + 1) {
+                            if lines[q] == b'"' && lines.get(q + 1) == Some(&b'\n') {
+                                self.line += 1;
+                                if q + 1 - at > self.max_line_bytes {
+                                    return Err(self.too_long());
+                                }
+                                // `at` and `q + 1` are at ASCII bytes.
+                                each(&text[at..=q], self.line, Plain::String)?;
+                                at = q + 2;
+                                continue;
+                            }
+                        }
+                    }
+                    let Some(nl) = next_newline(lines, at) else {
+                        break;
+                    };
                     self.line += 1;
                     if nl - at > self.max_line_bytes {
                         return Err(self.too_long());
@@ -246,14 +266,14 @@ impl FrameDecoder {
                     at = nl + 1;
                     // A payload's first byte is not blank: the test ends there.
                     if !line.bytes().all(|b| b.is_ascii_whitespace()) {
-                        each(line, self.line)?;
+                        each(line, self.line, Plain::Unknown)?;
                     }
                 }
             }
             // Some line is not UTF-8: line by line, to name it after the lines before it.
             Err(_) => {
                 for line in lines[..lines.len().saturating_sub(1)].split(|b| *b == b'\n') {
-                    self.jsonl_line(line, &mut each)?;
+                    self.jsonl_line(line, &mut |data, n| each(data, n, Plain::Unknown))?;
                 }
             }
         }
@@ -264,7 +284,7 @@ impl FrameDecoder {
     fn jsonl_line(
         &mut self,
         line: &[u8],
-        each: &mut impl FnMut(&str, u64) -> Result<(), ProviderError>,
+        each: &mut dyn FnMut(&str, u64) -> Result<(), ProviderError>,
     ) -> Result<(), ProviderError> {
         self.line += 1;
         if line.len() > self.max_line_bytes {
@@ -323,6 +343,40 @@ impl FrameDecoder {
     pub fn poll_payload(&mut self) -> Option<Payload> {
         self.ready.pop_front()
     }
+}
+
+/// What [`FrameDecoder::write_jsonl_with`] knows of a line it gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Plain {
+    /// The line is one JSON string whose body has no quote, backslash or control character
+    /// (its text is the line without its first and last byte).
+    String,
+    /// Not looked at.
+    Unknown,
+}
+
+/// The index of the first byte of `b` from `from` that is a quote, a backslash or a control
+/// character (what ends a JSON string's plain run), eight bytes at a time.
+pub(crate) fn special_at(b: &[u8], from: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_byte = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    let mut at = from;
+    while let Some(word) = b.get(at..at + 8) {
+        let w = u64::from_le_bytes(word.try_into().expect("eight bytes"));
+        // The lowest set bit is exact (a borrow runs only upwards).
+        let found = (w.wrapping_sub(ONES * 0x20) & !w & HIGH)
+            | zero_byte(w ^ (ONES * u64::from(b'"')))
+            | zero_byte(w ^ (ONES * u64::from(b'\\')));
+        if found != 0 {
+            return Some(at + (found.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    b.get(at..)?
+        .iter()
+        .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
+        .map(|p| at + p)
 }
 
 /// The index of the first `\n` in `bytes` from `from`: the first sixteen bytes a word at a

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::frame::{FrameDecoder, Framing};
+use super::frame::{FrameDecoder, Framing, Plain};
 use super::ProviderStream;
 use crate::{Event, NumberSource, Numbering, Settings, Source, Sources};
 
@@ -13,7 +13,12 @@ fn borrowed(bytes: &[u8], cuts: &[usize], max: usize) -> (Vec<(String, u64)>, Op
     let mut got = Vec::new();
     let mut at = 0;
     for c in cuts.iter().copied().chain([bytes.len()]) {
-        let r = d.write_jsonl_with(&bytes[at..c], |data, line| {
+        let r = d.write_jsonl_with(&bytes[at..c], |data, line, plain| {
+            // A line said to be a plain string is one, without escapes.
+            if plain == Plain::String {
+                let text = serde_json::from_str::<&str>(data).expect("a JSON string");
+                assert_eq!(&data[1..data.len() - 1], text, "{data:?}");
+            }
             got.push((data.to_owned(), line));
             Ok(())
         });

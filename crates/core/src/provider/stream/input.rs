@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::{Deferred, ProviderStream};
 use crate::provider::error::ProviderError;
-use crate::provider::frame::{FrameDecoder, Framing};
+use crate::provider::frame::{special_at, FrameDecoder, Framing, Plain};
 use crate::provider::json::keys_of;
 use crate::provider::read::ProviderEvent;
 use crate::provider::reader::{Dialect, Reader};
@@ -40,7 +40,8 @@ impl ProviderStream {
             // no text payload is held back (`blocked`), and the one error a `&str` write can
             // have (the rewriter was closed) is the same for the first payload as for all.
             self.gather_text = self.settings.number_source() == NumberSource::Local;
-            let r = frames.write_jsonl_with(bytes, |data, line| self.take_line(data, line));
+            let r = frames
+                .write_jsonl_with(bytes, |data, line, plain| self.take_line(data, line, plain));
             self.frames = frames;
             self.gather_text = false;
             // Text gathered before a bad line is given before its error, as line by line.
@@ -63,10 +64,10 @@ impl ProviderStream {
     /// One JSONL payload: the common chunk of text, a JSON string without escapes, read here
     /// (inlined in the line loop); anything else by [`ProviderStream::take_payload`].
     #[inline]
-    fn take_line(&mut self, data: &str, line: u64) -> Result<(), ProviderError> {
+    fn take_line(&mut self, data: &str, line: u64, plain: Plain) -> Result<(), ProviderError> {
         let b = data.as_bytes();
         if let [b'"', body @ .., b'"'] = b {
-            if !has_special(body) && !self.blocked() {
+            if (plain == Plain::String || !has_special(body)) && !self.blocked() {
                 let before = self.part.text.len();
                 // Both ends are ASCII quotes, so character boundaries.
                 self.part.text.push_str(&data[1..data.len() - 1]);
@@ -399,30 +400,6 @@ fn hex4(d: &[u8]) -> Option<u32> {
         };
         Some(n << 4 | u32::from(v))
     })
-}
-
-/// The index of the first byte of `b` from `from` that is a quote, a backslash or a control
-/// character, eight bytes at a time.
-fn special_at(b: &[u8], from: usize) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let zero_byte = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
-    let mut at = from;
-    while let Some(word) = b.get(at..at + 8) {
-        let w = u64::from_le_bytes(word.try_into().expect("eight bytes"));
-        // The lowest set bit is exact (a borrow runs only upwards).
-        let found = (w.wrapping_sub(ONES * 0x20) & !w & HIGH)
-            | zero_byte(w ^ (ONES * u64::from(b'"')))
-            | zero_byte(w ^ (ONES * u64::from(b'\\')));
-        if found != 0 {
-            return Some(at + (found.trailing_zeros() / 8) as usize);
-        }
-        at += 8;
-    }
-    b.get(at..)?
-        .iter()
-        .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
-        .map(|p| at + p)
 }
 
 /// Whether no byte of `b` is a control character, a quote or a backslash (what a JSON
