@@ -41,6 +41,7 @@ mod anthropic;
 mod bedrock;
 mod chat_chunk;
 mod cohere;
+mod detect;
 mod error;
 mod frame;
 mod gemini;

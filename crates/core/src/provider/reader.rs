@@ -2,6 +2,7 @@
 
 use serde_json::Value;
 
+use super::detect::TopLevel;
 use super::error::ProviderError;
 use super::json::{json_kind, Doc, Problem};
 use super::read::ProviderEvent;
@@ -60,14 +61,23 @@ impl Dialect {
 
     /// The dialect a payload belongs to, if any.
     pub fn detect(payload: &Value) -> Option<Dialect> {
-        let o = payload.as_object()?;
-        if o.contains_key("event_type") {
+        payload
+            .as_object()
+            .and_then(|o| Self::of_top_level(&TopLevel::of_tree(o)))
+    }
+
+    /// [`Dialect::detect`] from a payload's JSON text, without a tree: `None` when the text is
+    /// not a JSON object or repeats a key (detect its tree), else what `detect` gives.
+    pub(crate) fn detect_text(data: &str) -> Option<Option<Dialect>> {
+        TopLevel::of_text(data).map(|top| Self::of_top_level(&top))
+    }
+
+    /// The dialect of a payload's top level.
+    fn of_top_level(o: &TopLevel<'_>) -> Option<Dialect> {
+        if o.has("event_type") {
             return Some(Dialect::GeminiInteractions);
         }
-        if o.contains_key("candidates")
-            || o.contains_key("usageMetadata")
-            || o.contains_key("promptFeedback")
-        {
+        if o.has("candidates") || o.has("usageMetadata") || o.has("promptFeedback") {
             return Some(Dialect::Gemini);
         }
         const BEDROCK: [&str; 6] = [
@@ -78,17 +88,17 @@ impl Dialect {
             "messageStop",
             "metadata",
         ];
-        if o.len() <= 2 && o.keys().any(|k| BEDROCK.contains(&k.as_str())) {
+        if o.keys.len() <= 2 && o.keys.iter().any(|k| BEDROCK.contains(&&**k)) {
             return Some(Dialect::Bedrock);
         }
-        if o.contains_key("choices")
-            || o.get("object")
-                .and_then(Value::as_str)
+        if o.has("choices")
+            || o.object
+                .as_deref()
                 .is_some_and(|t| t.starts_with("chat.completion") || t == "text_completion")
         {
             return Some(Dialect::OpenaiChat);
         }
-        let t = o.get("type").and_then(Value::as_str)?;
+        let t = o.kind.as_deref()?;
         if t.starts_with("response.") {
             return Some(Dialect::OpenaiResponses);
         }
@@ -101,7 +111,7 @@ impl Dialect {
                 | "message_delta"
                 | "message_stop"
                 | "ping"
-        ) || (t == "message" && o.contains_key("content"))
+        ) || (t == "message" && o.has("content"))
         {
             return Some(Dialect::Anthropic);
         }

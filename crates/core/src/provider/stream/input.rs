@@ -113,7 +113,13 @@ impl ProviderStream {
         // The text gathered so far goes before this payload (and before its error).
         self.feed_gathered()?;
         if self.reader.is_none() {
-            if let Some(dialect) = self.dialect {
+            // The first payload's dialect, when not given, is detected from its text (a text
+            // that does not say, such as one with a repeated key, is detected on its tree).
+            let dialect = self
+                .dialect
+                .or_else(|| Dialect::detect_text(data).flatten());
+            if let Some(dialect) = dialect {
+                self.dialect = Some(dialect);
                 self.reader = Some(Reader::new(dialect));
             }
         }
