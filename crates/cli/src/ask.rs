@@ -321,11 +321,12 @@ async fn stream_answer(
             if ev.data.trim().is_empty() {
                 continue;
             }
-            let value: Value = serde_json::from_str(&ev.data).with_context(|| {
-                format!("upstream sse event ending at line {line}: data is not JSON")
-            })?;
-            match ps.write_payload(&value, line) {
+            // Read by the dialect from its text, without a JSON tree.
+            match ps.write_payload_json(&ev.data, line) {
                 Ok(()) => {}
+                Err(ProviderError::Json { message, .. }) => {
+                    bail!("upstream sse event ending at line {line}: data is not JSON: {message}")
+                }
                 Err(ProviderError::Upstream { message, .. }) => {
                     bail!("the upstream reported an error: {message}")
                 }
