@@ -236,6 +236,33 @@ def test_provider_errors_name_the_line_and_fail_later_calls() -> None:
         citeflow.ProviderStream().feed_event(42)
 
 
+def test_json_text_events_read_like_dicts_and_bad_text_fails_only_its_call() -> None:
+    """An event given as JSON text (str or bytes) is read by the dialect from its text: the
+    same events as its dict; text that is not JSON is an error of that call alone."""
+    path = streams_dir() / "anthropic-web-search-tool.1.chunks.txt"
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.startswith("{")]
+
+    def run(feed: Callable[[str], Any]) -> list[dict[str, Any]]:
+        ps = citeflow.ProviderStream()
+        events: list[Any] = []
+        for i, line in enumerate(lines):
+            if i == 3:
+                with pytest.raises(citeflow.ProviderError, match="line 4") as e:
+                    ps.feed_event('{"type": "content_block_delta",')
+                assert e.value.code == "invalid_json"  # type: ignore[attr-defined]
+            events += feed_into(ps, feed(line))
+        events += ps.finish()
+        return [e.to_dict() for e in events]
+
+    def feed_into(ps: citeflow.ProviderStream, event: Any) -> list[Any]:
+        return list(ps.feed_event(event))
+
+    as_dicts = run(json.loads)
+    assert run(lambda line: line) == as_dicts
+    assert run(lambda line: line.encode("utf-8")) == as_dicts
+    assert any(e["type"] == "citation" for e in as_dicts)
+
+
 def test_text_framing_and_iteration_poll_like_the_rewriter() -> None:
     ps = citeflow.ProviderStream([{"id": "source_1", "title": "One"}], framing="text")
     events = ps.feed_bytes("A fact [[source_1]].")
