@@ -31,7 +31,7 @@ harness="$crate/tests/js"
 # (-12.5 KB gzip, 2.8%, on 2026-12-06); the rewriter alone as wasm-bindgen writes it, which is
 # what the server vendors (scripts/test-install.sh). A faster core does not fit either budget
 # (issue 45, item 2; docs/benchmarks.md): opt-level "s" for citeflow-core makes the WASM calls
-# about 0.7x the time for +36 KB gzip beside books (464,052 bytes after wasm-opt) and +31 KB
+# about 0.7x the time for +36 KB gzip beside books (464,061 bytes after wasm-opt) and +31 KB
 # alone (328,605 before wasm-opt); opt-level 2 or 3 about 0.55-0.6x for +112-115 KB.
 budget_gzip_bytes=$((300 * 1024))
 budget_book_gzip_bytes=$((450 * 1024))

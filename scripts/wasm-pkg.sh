@@ -1,8 +1,9 @@
 # Sourced by scripts/test-wasm.sh and scripts/test-ai-sdk.sh: builds the npm package in
 # crates/wasm/pkg (web + nodejs builds of the .wasm with books, the entry that needs no init(),
 # and the integrations — citeflow/ai-sdk, citeflow/react, … — compiled from the TypeScript of
-# crates/wasm/npm/src by its pinned tsc, strict) once, the .wasm shrunk by wasm-opt (below); a second call in the same run, or a run
-# whose .wasm and npm sources have not changed, only checks. Expects `root` (the repository).
+# crates/wasm/npm/src by its pinned tsc, strict) once, the .wasm shrunk by wasm-opt (below); a
+# second call in the same run, or a run whose .wasm, npm sources and wasm-opt pin and flags have
+# not changed, only checks. Expects `root` (the repository).
 
 ensure_wasm_bindgen() {
   if command -v rustup >/dev/null && ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
@@ -41,8 +42,8 @@ npm_ci_if_changed() {
 # scripts/wasm-opt/package-lock.json and installed there by npm ci once (Debian's binaryen 108
 # writes modules Node refuses). -Oz without three of its passes, which make the gzip larger
 # although the raw bytes shrink (measured on the npm build, 2026-12-06: inlining-optimizing
-# +58 KB gzip, reorder-functions +22 KB, local-cse +3 KB); what is left takes 2.8% off the
-# gzip (440,267 → 427,744 bytes) at the same speed. The module's features (bulk memory,
+# +58 KB gzip, reorder-functions +22 KB, local-cse +3 KB; -Oz whole 484,568 bytes); what is left takes 2.8% off the
+# gzip (440,267 → 427,754 bytes, gzip -9 of citeflow_wasm_bg.wasm) at the same speed. The module's features (bulk memory,
 # sign-ext, …) are read from its target_features section. The server's vendored copy
 # (scripts/test-install.sh) is the plain wasm-bindgen output, without this pass.
 wasm_opt_flags=(-Oz --skip-pass=inlining-optimizing --skip-pass=reorder-functions --skip-pass=local-cse)
