@@ -40,11 +40,12 @@ npm_ci_if_changed() {
 
 # wasm-opt on the npm package's .wasm (issue 45, item 5): binaryen from npm, pinned in
 # scripts/wasm-opt/package-lock.json and installed there by npm ci once (Debian's binaryen 108
-# writes modules Node refuses). -Oz without three of its passes, which make the gzip larger
-# although the raw bytes shrink (measured on the npm build, 2026-12-06: inlining-optimizing
-# +58 KB gzip, reorder-functions +22 KB, local-cse +3 KB; -Oz whole 484,568 bytes); what is left takes 2.8% off the
-# gzip (440,267 → 427,754 bytes, gzip -9 of citeflow_wasm_bg.wasm) at the same speed. The module's features (bulk memory,
-# sign-ext, …) are read from its target_features section. The server's vendored copy
+# writes modules Node refuses). Plain -Oz shrinks the raw bytes by a tenth but grows the gzip
+# (439,681 → 484,568 bytes, 2026-12-06); three of its passes do that (each alone after -O1:
+# inlining-optimizing +58 KB gzip, reorder-functions +22 KB, local-cse +3 KB), so they are
+# skipped. What is left takes 2.8% off the gzip (440,267 → 427,754 bytes, gzip -9 of
+# citeflow_wasm_bg.wasm) at the same speed, in about 20-30 s. The module's features (bulk
+# memory, sign-ext, …) are read from its target_features section. The server's vendored copy
 # (scripts/test-install.sh) is the plain wasm-bindgen output, without this pass.
 wasm_opt_flags=(-Oz --skip-pass=inlining-optimizing --skip-pass=reorder-functions --skip-pass=local-cse)
 
