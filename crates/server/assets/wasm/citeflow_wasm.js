@@ -14,9 +14,12 @@
  *    parsed event (an object, or its JSON text; a JSON string is a chunk of answer text),
  *    or `feedText(text)` with the answer text of an event that holds text alone: each
  *    returns the events it released (`write`-style: `pollEvent()` also works);
- *    `feedEventCompact` and `feedTextCompact` return released text alone as a string.
+ *    `feedEventCompact` and `feedTextCompact` return released text alone as a string;
+ *    `feedEventLean` and `feedTextLean` return `false` for nothing released and (text)
+ *    `true` for exactly the text given.
  * 3. `finish()`: the remaining events, the last being `done`, whose `text` is the final
- *    answer when a citation was bound after its text was shown.
+ *    answer when a citation was bound after its text was shown (`finishCompact()`: the
+ *    same without the `done` event's `uncited` list).
  *
  * Errors are `ProviderError` (`invalid_json`, `unknown_dialect`, `unexpected_shape`,
  * `upstream_error`, `no_text`, …), `RewriteError` or `SourceError`; after one, every call
@@ -101,6 +104,22 @@ export class ProviderStream {
         return takeFromExternrefTable0(ret[0]);
     }
     /**
+     * `feedEventCompact` for adapters that feed every chunk and mostly get nothing back:
+     * `false` when the event released nothing (instead of `""`), else as `feedEventCompact`.
+     *
+     * # Errors
+     * As `feedEventCompact`.
+     * @param {ProviderEvent | Uint8Array} event
+     * @returns {boolean | string | Event[]}
+     */
+    feedEventLean(event) {
+        const ret = wasm.providerstream_feedEventLean(this.__wbg_ptr, event);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return takeFromExternrefTable0(ret[0]);
+    }
+    /**
      * Feeds one provider event (an object, or its JSON text) and returns the events it
      * released. The text is read by the dialect's typed reader, without a JSON tree.
      *
@@ -134,6 +153,25 @@ export class ProviderStream {
         return takeFromExternrefTable0(ret[0]);
     }
     /**
+     * `feedTextCompact` for adapters that keep the text they gave: `true` when the call
+     * released exactly `text` (the usual case: no string comes back), `false` when it
+     * released nothing, else as `feedTextCompact` (other text as a string, or the events).
+     *
+     * # Errors
+     * As `feedText`.
+     * @param {string} text
+     * @returns {boolean | string | Event[]}
+     */
+    feedTextLean(text) {
+        const ptr0 = passStringToWasm0(text, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        const len0 = WASM_VECTOR_LEN;
+        const ret = wasm.providerstream_feedTextLean(this.__wbg_ptr, ptr0, len0);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return takeFromExternrefTable0(ret[0]);
+    }
+    /**
      * Feeds the answer text of one provider event that holds answer text alone, read by the
      * caller (what the dialect's reader would have given for the event, without reading
      * it: the core's `ProviderStream::write_text`), and returns the events it released. For
@@ -156,6 +194,22 @@ export class ProviderStream {
         return takeFromExternrefTable0(ret[0]);
     }
     /**
+     * `finish()` for adapters that do not list the sources left uncited: the same events,
+     * the `done` event without its `uncited` list (as when every source was cited), which
+     * is then neither turned into JSON nor into JS values.
+     *
+     * # Errors
+     * As `end`.
+     * @returns {Event[]}
+     */
+    finishCompact() {
+        const ret = wasm.providerstream_finishCompact(this.__wbg_ptr);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return takeFromExternrefTable0(ret[0]);
+    }
+    /**
      * `end()`, then every remaining event, the last being `done`.
      *
      * # Errors
@@ -168,6 +222,21 @@ export class ProviderStream {
             throw takeFromExternrefTable0(ret[1]);
         }
         return takeFromExternrefTable0(ret[0]);
+    }
+    /**
+     * The key `number` belongs to in the numbering table (`undefined` for a number not
+     * handed out): one entry of `numbering()`, without the whole table's JSON.
+     * @param {number} number
+     * @returns {string | undefined}
+     */
+    keyOf(number) {
+        const ret = wasm.providerstream_keyOf(this.__wbg_ptr, number);
+        let v1;
+        if (ret[0] !== 0) {
+            v1 = getStringFromWasm0(ret[0], ret[1]);
+            wasm.__wbindgen_free(ret[0], ret[1] * 1, 1);
+        }
+        return v1;
     }
     /**
      * A stream over a copy of `sources` (may be empty, `new Sources()`: provider citations
