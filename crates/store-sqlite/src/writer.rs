@@ -56,24 +56,14 @@ impl Running {
 /// Sends the job's result once the batch is committed (`Some(error)` when the commit failed).
 pub(crate) type Reply = Box<dyn FnOnce(Option<StoreError>) + Send>;
 
-/// Most jobs in one transaction: far more than come in one gathering wait at any load this
-/// store is meant for, so that a writer that fell behind (its thread kept off the CPU by
-/// other work) takes everything queued in its next transaction and catches up in one commit,
-/// where a smaller cap let the queue, and every append's wait, grow for as long as the load
-/// lasted.
-const MAX_BATCH: usize = 8192;
+/// Most jobs in one transaction.
+const MAX_BATCH: usize = 512;
 
 /// How long the writer waits after a batch of more than one job before it takes the next:
 /// under load, the jobs that come meanwhile share one commit and one wake-up of this thread
 /// (a commit rewrites the log's last page whole, and each wake-up is a thread switch), and
-/// their senders find no sleeping writer to wake. A lone job (no load) is never delayed, and
-/// neither is a batch of [`BEHIND`] jobs or more: the writer is behind, and waiting would
-/// only make the queue longer.
+/// their senders find no sleeping writer to wake. A lone job (no load) is never delayed.
 const GATHER: std::time::Duration = std::time::Duration::from_micros(200);
-
-/// A batch this large means the jobs queued faster than the writer committed them: the next
-/// batch is taken at once, without the [`GATHER`] wait.
-const BEHIND: usize = 256;
 
 /// The store error of an SQLite error, by its result code: a file that cannot take writes
 /// now (full disk, read-only file or file system, a lock held too long, an I/O error, a file
@@ -175,7 +165,7 @@ pub(crate) fn run(
             // that to the next commit, which could not restart while any reader was reading.
             let _ = conn.query_row("PRAGMA wal_checkpoint(RESTART)", [], |_| Ok(()));
         }
-        if n > 1 && n < BEHIND {
+        if n > 1 {
             std::thread::sleep(GATHER);
         }
     }
