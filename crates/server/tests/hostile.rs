@@ -26,25 +26,7 @@ fn script_with(payload: &str) -> Script {
 }
 
 async fn streams_open(h: &Harness) -> u64 {
-    // A stream's task lowers the gauge just after its last event reached the client: wait
-    // for it to reach 0 (at most 5 s), and give the last value read.
-    let mut open = 0;
-    for _ in 0..100 {
-        let text = h
-            .get("/metrics")
-            .send()
-            .await
-            .expect("send")
-            .text()
-            .await
-            .expect("text");
-        open = crate::metrics::sum(&text, "citeflow_streams_open", &[]) as u64;
-        if open == 0 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    open
+    crate::metrics::open_streams_settled(&h.state).await.0 as u64
 }
 
 /// Streams `model`; returns the stream id and its events (the reader gives up after 10 s, so a

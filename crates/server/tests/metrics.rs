@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use citeflow_replay::Script;
-use citeflow_server::StoreLocation;
+use citeflow_server::{AppState, StoreLocation};
 use citeflow_store_sqlite::SqliteStore;
 use serde_json::json;
 
@@ -104,6 +104,22 @@ pub(crate) fn sum(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
         })
         .map(|s| s.value)
         .sum()
+}
+
+/// The metrics text once no stream is open, and the open streams then: a stream's task lowers
+/// the gauge just after the client read its last event, so the text is rendered again every
+/// 50 ms until the gauge is 0, at most 5 s (the last text read when it never is).
+pub(crate) async fn open_streams_settled(state: &AppState) -> (f64, String) {
+    let mut text = state.metrics().render();
+    for _ in 0..100 {
+        let open = sum(&text, "citeflow_streams_open", &[]);
+        if open == 0.0 {
+            return (open, text);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        text = state.metrics().render();
+    }
+    (sum(&text, "citeflow_streams_open", &[]), text)
 }
 
 /// The buckets of histogram `name` with these labels, by bound, in bound order.

@@ -164,16 +164,7 @@ fn prop_any_upstream_payload_ends_with_done_or_an_error() {
             rt.block_on(case(&h, body, cuts))
         })
         .unwrap_or_else(|e| panic!("{e}"));
-    // Every generation ended: no stream is left open (a task lowers the gauge just after its
-    // last event reached the client: wait for it, at most 5 s).
-    let mut metrics = h.state.metrics().render();
-    for _ in 0..100 {
-        if crate::metrics::sum(&metrics, "citeflow_streams_open", &[]) == 0.0 {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        metrics = h.state.metrics().render();
-    }
-    let open = crate::metrics::sum(&metrics, "citeflow_streams_open", &[]);
+    // Every generation ended: no stream is left open.
+    let (open, metrics) = rt.block_on(crate::metrics::open_streams_settled(&h.state));
     assert_eq!(open, 0.0, "{metrics}");
 }

@@ -248,15 +248,7 @@ async fn a_store_failure_mid_stream_ends_it_with_an_error_never_a_wait() {
         );
         // The generation task lowers the gauge as it ends, which may be just after the
         // client read the last event: wait for it (bounded), never for a fixed time.
-        let mut open = h.state.metrics().render();
-        for _ in 0..100 {
-            if crate::metrics::sum(&open, "citeflow_streams_open", &[]) == 0.0 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            open = h.state.metrics().render();
-        }
-        let n = crate::metrics::sum(&open, "citeflow_streams_open", &[]);
+        let (n, open) = crate::metrics::open_streams_settled(&h.state).await;
         assert_eq!(n, 0.0, "{url}: {open}");
     }
 }
