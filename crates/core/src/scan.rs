@@ -60,6 +60,11 @@ pub(crate) struct ScanConfig {
     ascii3: [u8; 3],
 }
 
+/// As many rank digits as the label `max_label` needs (4 to 9).
+fn rank_digits(max_label: u32) -> u32 {
+    (max_label.checked_ilog10().unwrap_or(0) + 1).clamp(4, 9)
+}
+
 impl ScanConfig {
     pub(crate) fn new<'a>(settings: &Settings, ids: impl Iterator<Item = &'a str>) -> Self {
         let mut ids: Vec<String> = ids.map(str::to_owned).collect();
@@ -126,8 +131,22 @@ impl ScanConfig {
     pub(crate) fn for_sources(settings: &Settings, sources: &Sources) -> Self {
         let mut c = ScanConfig::new(settings, sources.iter().map(|s| s.id.as_str()));
         let max_label = sources.iter().filter_map(|s| s.label).max().unwrap_or(0);
-        c.rank_digits = (max_label.checked_ilog10().unwrap_or(0) + 1).clamp(4, 9);
+        c.rank_digits = rank_digits(max_label);
         c
+    }
+
+    /// Adds the sources registered after the first `known` of `sources` (they only grow at
+    /// the end): what [`ScanConfig::for_sources`] would give for them all, without sorting
+    /// every id again.
+    pub(crate) fn add_sources(&mut self, sources: &Sources, known: usize) {
+        for s in sources.iter().skip(known) {
+            if let Err(i) = self.ids.binary_search_by(|x| x.as_str().cmp(&s.id)) {
+                self.ids.insert(i, s.id.clone());
+            }
+            if let Some(label) = s.label {
+                self.rank_digits = self.rank_digits.max(rank_digits(label));
+            }
+        }
     }
 
     /// The value of 1 to `rank_digits` ASCII or full-width digits.

@@ -2,11 +2,11 @@
 //! ([`Rewriter::provide_number`]), search rounds added mid-stream, and provider citations
 //! placed ([`Rewriter::write_citation`]) or bound late ([`Rewriter::cite_late`]).
 
-use super::{keys_of, Group, Phase, Rewriter};
+use super::{Group, Phase, Rewriter};
 use crate::error::{RewriteError, SourceError};
 use crate::event::{CitationDetail, Span};
-use crate::scan::{Item, Marker, ScanConfig};
-use crate::source::Source;
+use crate::scan::{Item, Marker};
+use crate::source::{Source, Sources};
 
 impl Rewriter {
     /// Answers [`Event::NumberNeeded`](crate::Event::NumberNeeded) with the number the shared store gave `key`.
@@ -60,8 +60,7 @@ impl Rewriter {
         sources: Vec<Source>,
     ) -> Result<u32, SourceError> {
         let round = self.st.sources.append_round(query, sources)?;
-        self.cfg = ScanConfig::for_sources(&self.st.settings, &self.st.sources);
-        self.keys = keys_of(&self.st.sources, &self.st.settings);
+        self.add_new_sources();
         Ok(round)
     }
 
@@ -76,9 +75,24 @@ impl Rewriter {
             return Ok(self.st.sources.round_of(&source.id).unwrap_or(1));
         }
         let round = self.st.sources.append_to_last_round(source)?;
-        self.cfg = ScanConfig::for_sources(&self.st.settings, &self.st.sources);
-        self.keys = keys_of(&self.st.sources, &self.st.settings);
+        self.add_new_sources();
         Ok(round)
+    }
+
+    /// The scanner's ids and the numbering keys of the sources registered since the last
+    /// call (sources are only ever appended): a provider citing its tenth source does not
+    /// normalise the urls of the nine before it again.
+    fn add_new_sources(&mut self) {
+        let known = self.keys.len();
+        self.cfg.add_sources(&self.st.sources, known);
+        let dedupe = self.st.settings.is_dedupe();
+        self.keys.extend(
+            self.st
+                .sources
+                .iter()
+                .skip(known)
+                .map(|s| Sources::key_of(s, dedupe)),
+        );
     }
 
     /// Decides the held-back text now, as if the input ended here, and keeps the stream open:
@@ -162,5 +176,42 @@ impl Rewriter {
             detail,
         };
         self.resolve(group);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::keys_of;
+    use crate::numbering::Numbering;
+    use crate::scan::ScanConfig;
+    use crate::settings::Settings;
+    use crate::source::{Source, Sources};
+    use crate::Rewriter;
+
+    /// Sources appended mid-stream give the keys and scanner ids that the whole list given to
+    /// `new` would have given.
+    #[test]
+    fn sources_added_mid_stream_as_if_given_at_the_start() {
+        for dedupe in [true, false] {
+            let settings = Settings::default().with_dedupe(dedupe);
+            let first =
+                Sources::from_vec(vec![Source::new("b").with_url("https://Example.com/b/")]);
+            let mut rw = Rewriter::new(settings, first.unwrap(), Numbering::new());
+            let a = Source::new("a").with_url("https://example.com/a?utm_source=x");
+            rw.append_source(a.with_label(12_345)).unwrap();
+            let round = vec![
+                Source::new("c"),
+                Source::new("b"),
+                Source::new("d").with_url("http://x.org/d"),
+            ];
+            rw.append_sources(Some("q".into()), round).unwrap();
+            rw.append_source(Source::new("a")).unwrap();
+            rw.append_source(Source::new("0").with_url("https://example.com/a"))
+                .unwrap();
+            assert_eq!(rw.st.sources.len(), 5);
+            assert_eq!(rw.keys, keys_of(&rw.st.sources, &rw.st.settings));
+            let whole = ScanConfig::for_sources(&rw.st.settings, &rw.st.sources);
+            assert_eq!(format!("{:?}", rw.cfg), format!("{whole:?}"));
+        }
     }
 }
