@@ -271,6 +271,7 @@ async fn stream_answer(
     list_format: ListFormat,
     quotes: Option<&Quotes<'_>>,
 ) -> Result<()> {
+    citeflow_server::install_crypto_provider();
     let client = reqwest::Client::builder()
         .connect_timeout(timeout)
         .build()

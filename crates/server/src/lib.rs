@@ -47,6 +47,7 @@ mod settings;
 mod sse;
 mod state;
 mod tenancy;
+mod tls;
 mod unrecorded;
 mod upstream;
 
@@ -66,6 +67,7 @@ pub use metrics::Metrics;
 pub use routes::{Route, FORWARDED, ROUTES};
 pub use settings::{Limits, PromptDefaults, ServerSettings, StoreLocation};
 pub use state::AppState;
+pub use tls::install_crypto_provider;
 
 /// The OpenAPI document served at `GET /openapi.json`.
 pub const OPENAPI_JSON: &str = include_str!("openapi.json");

@@ -71,6 +71,7 @@ impl AppState {
             Some(dir) => Some(Arc::new(Library::open(dir, &settings.limits)?)),
             None => None,
         };
+        crate::tls::install_crypto_provider();
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_millis(
                 settings.limits.upstream_connect_timeout_ms,
