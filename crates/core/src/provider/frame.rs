@@ -199,6 +199,16 @@ impl FrameDecoder {
         Ok(())
     }
 
+    /// [`FrameDecoder::write_jsonl_into`] without `strings`: every line given to `each`.
+    #[cfg(test)]
+    pub(crate) fn write_jsonl_with(
+        &mut self,
+        bytes: &[u8],
+        mut each: impl FnMut(&str, u64, Plain) -> Result<(), ProviderError>,
+    ) -> Result<(), ProviderError> {
+        self.write_jsonl_into(bytes, None, |_, data, line, plain| each(data, line, plain))
+    }
+
     /// Feeds bytes of a stream whose framing is decided as JSONL, calling `each` with every
     /// complete non-blank line in order (its text without the `\r`, its 1-based number, and
     /// whether it is [plain](Plain)) instead of queueing it as a [`Payload`]: the lines are
@@ -206,10 +216,17 @@ impl FrameDecoder {
     /// the UTF-8 of a run of whole lines is checked once. Lines, numbers and errors are those
     /// of [`FrameDecoder::write`] then [`FrameDecoder::poll_payload`]; the first error (of
     /// framing, or of `each`) stops.
-    pub(crate) fn write_jsonl_with(
+    ///
+    /// With `strings` given, the text of each run of consecutive [plain](Plain::String)
+    /// string lines (the common line: a chunk of text) is appended to it here, in one loop,
+    /// and `each` is called once for the run with [`Plain::Appended`] (no text, the number of
+    /// the run's last line, the bytes appended) instead of once a line; `each` gets `strings`
+    /// for every call, to use it for the other lines.
+    pub(crate) fn write_jsonl_into(
         &mut self,
         bytes: &[u8],
-        mut each: impl FnMut(&str, u64, Plain) -> Result<(), ProviderError>,
+        mut strings: Option<&mut String>,
+        mut each: impl FnMut(Option<&mut String>, &str, u64, Plain) -> Result<(), ProviderError>,
     ) -> Result<(), ProviderError> {
         debug_assert_eq!(self.framing, Framing::Jsonl);
         let mut rest = bytes;
@@ -220,7 +237,9 @@ impl FrameDecoder {
             self.line_buf.extend_from_slice(&rest[..i]);
             rest = &rest[i + 1..];
             let line = std::mem::take(&mut self.line_buf);
-            let r = self.jsonl_line(&line, &mut |data, n| each(data, n, Plain::Unknown));
+            let r = self.jsonl_line(&line, &mut |data, n| {
+                each(strings.as_deref_mut(), data, n, Plain::Unknown)
+            });
             // The buffer is kept for the next partial line.
             self.line_buf = line;
             self.line_buf.clear();
@@ -237,12 +256,24 @@ impl FrameDecoder {
                     if lines.get(at) == Some(&b'"') {
                         if let Some(q) = special_at(lines, at + 1) {
                             if lines[q] == b'"' && lines.get(q + 1) == Some(&b'\n') {
+                                if let Some(out) = strings.as_deref_mut() {
+                                    let (from, before) = (at, out.len());
+                                    let r = self.append_strings(lines, text, &mut at, q, out);
+                                    if at > from {
+                                        // The run's last line (before a line too long).
+                                        let last = self.line - u64::from(r.is_err());
+                                        let appended = Plain::Appended(out.len() - before);
+                                        each(Some(&mut *out), "", last, appended)?;
+                                    }
+                                    r?;
+                                    continue;
+                                }
                                 self.line += 1;
                                 if q + 1 - at > self.max_line_bytes {
                                     return Err(self.too_long());
                                 }
                                 // `at` and `q + 1` are at ASCII bytes.
-                                each(&text[at..=q], self.line, Plain::String)?;
+                                each(None, &text[at..=q], self.line, Plain::String)?;
                                 at = q + 2;
                                 continue;
                             }
@@ -266,18 +297,51 @@ impl FrameDecoder {
                     at = nl + 1;
                     // A payload's first byte is not blank: the test ends there.
                     if !line.bytes().all(|b| b.is_ascii_whitespace()) {
-                        each(line, self.line, Plain::Unknown)?;
+                        each(strings.as_deref_mut(), line, self.line, Plain::Unknown)?;
                     }
                 }
             }
             // Some line is not UTF-8: line by line, to name it after the lines before it.
             Err(_) => {
                 for line in lines[..lines.len().saturating_sub(1)].split(|b| *b == b'\n') {
-                    self.jsonl_line(line, &mut |data, n| each(data, n, Plain::Unknown))?;
+                    self.jsonl_line(line, &mut |data, n| {
+                        each(strings.as_deref_mut(), data, n, Plain::Unknown)
+                    })?;
                 }
             }
         }
         self.hold_partial(tail)
+    }
+
+    /// Appends to `out` the text of the plain string line at `*at` (its closing quote at
+    /// `q`, a `\n` after it) and of the plain string lines right after it, counting them and
+    /// moving `*at` past each; stops at a line too long (counted, not appended, its error).
+    fn append_strings(
+        &mut self,
+        lines: &[u8],
+        text: &str,
+        at: &mut usize,
+        mut q: usize,
+        out: &mut String,
+    ) -> Result<(), ProviderError> {
+        loop {
+            self.line += 1;
+            if q + 1 - *at > self.max_line_bytes {
+                return Err(self.too_long());
+            }
+            // `*at + 1` and `q` are at ASCII bytes, so at character boundaries.
+            out.push_str(&text[*at + 1..q]);
+            *at = q + 2;
+            if lines.get(*at) != Some(&b'"') {
+                return Ok(());
+            }
+            match special_at(lines, *at + 1) {
+                Some(next) if lines[next] == b'"' && lines.get(next + 1) == Some(&b'\n') => {
+                    q = next;
+                }
+                _ => return Ok(()),
+            }
+        }
     }
 
     /// A complete JSONL line (without its `\n`), checked as [`FrameDecoder::take_line`] does.
@@ -353,6 +417,9 @@ pub(crate) enum Plain {
     String,
     /// Not looked at.
     Unknown,
+    /// A run of plain string lines whose text [`FrameDecoder::write_jsonl_into`] appended
+    /// itself: this many bytes (none for lines of `""`).
+    Appended(usize),
 }
 
 /// The index of the first byte of `b` from `from` that is a quote, a backslash or a control

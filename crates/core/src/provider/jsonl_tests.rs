@@ -88,6 +88,88 @@ fn borrowed_lines_are_the_queued_payloads_cut_anywhere() {
     assert_eq!(err.as_deref(), Some("line 3: not valid utf-8"));
 }
 
+/// A line's text when it is a JSON string without escapes (what a run appends).
+fn plain_text(data: &str) -> Option<&str> {
+    let body = data.strip_prefix('"')?.strip_suffix('"')?;
+    (!body.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20)).then_some(body)
+}
+
+/// Lines as `(text, line)`, plain string lines as their text marked with a `+` first and
+/// adjacent ones merged (numbered by the last): what runs appended, and the other lines.
+fn merged(lines: impl IntoIterator<Item = (String, u64)>) -> Vec<(String, u64)> {
+    let mut out: Vec<(String, u64)> = Vec::new();
+    for (data, line) in lines {
+        match (plain_text(&data), out.last_mut()) {
+            (Some(text), Some(last)) if last.0.starts_with('+') => {
+                last.0.push_str(text);
+                last.1 = line;
+            }
+            (Some(text), _) => out.push((format!("+{text}"), line)),
+            (None, _) => out.push((data, line)),
+        }
+    }
+    out
+}
+
+/// As [`borrowed`], with plain string lines appended in runs (`write_jsonl_into`), merged.
+fn appended(bytes: &[u8], cuts: &[usize], max: usize) -> (Vec<(String, u64)>, Option<String>) {
+    let mut d = FrameDecoder::new(Framing::Jsonl, max);
+    let mut got = Vec::new();
+    let mut strings = String::new();
+    let mut taken = 0;
+    let mut at = 0;
+    for c in cuts.iter().copied().chain([bytes.len()]) {
+        let r = d.write_jsonl_into(&bytes[at..c], Some(&mut strings), |s, data, line, plain| {
+            let s = s.expect("the strings given");
+            match plain {
+                Plain::Appended(n) => {
+                    assert_eq!(s.len() - taken, n);
+                    // Marked as a plain string line, so that `merged` joins it.
+                    got.push((format!("\"{}\"", &s[taken..]), line));
+                    taken = s.len();
+                }
+                _ => got.push((data.to_owned(), line)),
+            }
+            Ok(())
+        });
+        if let Err(e) = r {
+            return (merged(got), Some(e.to_string()));
+        }
+        at = c;
+    }
+    let r = d.end();
+    got.extend(std::iter::from_fn(|| d.poll_payload()).map(|p| (p.data, p.line)));
+    (merged(got), r.err().map(|e| e.to_string()))
+}
+
+#[test]
+fn strings_appended_in_runs_are_the_queued_payloads_cut_anywhere() {
+    let streams: [&[u8]; 6] = [
+        "\"a\"\n\n  \r\n{\"b\":\"é😀\"}\r\n\"x\"\n\"\"\n\"last\"".as_bytes(),
+        b"\"a\"\n\"b\"\n\"\xff\"\n\"c\"\n",
+        b"\"a\"\n\"b\"\n\"0123456789\"\n\"c\"\n\"d\"\n",
+        b"\"a\"\n\"b\"\n\"0123456789",
+        b"\"a\\n\"\n\"b\"\n\"c\"\r\n\"d\"\n[1]\n\"\"\n\"e\"\n",
+        b"\n\n\"a very long line of text that spans words\"\n\"b\"\r\n",
+    ];
+    for bytes in streams {
+        for cut in cuts(bytes.len()) {
+            for max in [10, 1 << 20] {
+                let (lines, err) = queued(bytes, &cut, max);
+                assert_eq!(
+                    appended(bytes, &cut, max),
+                    (merged(lines), err),
+                    "{bytes:?} cut at {cut:?} max {max}"
+                );
+            }
+        }
+    }
+    // A run stops before a line too long: the lines before it are appended, then its error.
+    let (lines, err) = appended(b"\"a\"\n\"b\"\n\"0123456789\"\n\"c\"\n", &[], 10);
+    assert_eq!(lines, [("+ab".to_owned(), 2)]);
+    assert_eq!(err.as_deref(), Some("line 3 is longer than 10 bytes"));
+}
+
 /// Events (adjacent texts merged, as JSON) and the first error of a stream fed in pieces,
 /// numbers answered at once when the rewriter asks for them (as a shared store would).
 fn run(stream: &mut ProviderStream, bytes: &[u8], cuts: &[usize]) -> (Vec<Value>, Option<String>) {

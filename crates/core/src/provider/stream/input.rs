@@ -40,8 +40,33 @@ impl ProviderStream {
             // no text payload is held back (`blocked`), and the one error a `&str` write can
             // have (the rewriter was closed) is the same for the first payload as for all.
             self.gather_text = self.settings.number_source() == NumberSource::Local;
-            let r = frames
-                .write_jsonl_with(bytes, |data, line, plain| self.take_line(data, line, plain));
+            // Gathering, the text of a run of plain string lines goes into the part's text in
+            // the decoder's loop, without a call a line (then the part's text is lent to it,
+            // and lent back for any other line). Never blocked while gathering (see above).
+            let mut lent =
+                (self.gather_text && !self.blocked()).then(|| std::mem::take(&mut self.part.text));
+            let r = frames.write_jsonl_into(bytes, lent.as_mut(), |text, data, line, plain| {
+                match (plain, text) {
+                    (Plain::Appended(bytes), _) => {
+                        // What `text_appended` does for each line of the run, when gathering.
+                        self.line = line;
+                        self.text_seen |= bytes > 0;
+                        self.gathered = true;
+                        Ok(())
+                    }
+                    (_, Some(text)) => {
+                        std::mem::swap(&mut self.part.text, text);
+                        let r = self.take_line(data, line, plain);
+                        std::mem::swap(&mut self.part.text, text);
+                        debug_assert!(!self.blocked(), "blocked while gathering");
+                        r
+                    }
+                    (_, None) => self.take_line(data, line, plain),
+                }
+            });
+            if let Some(text) = lent {
+                self.part.text = text;
+            }
             self.frames = frames;
             self.gather_text = false;
             // Text gathered before a bad line is given before its error, as line by line.
