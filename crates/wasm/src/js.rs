@@ -1,6 +1,7 @@
 //! Moving values across the boundary: JS values travel as JSON text, so every record has
 //! exactly the core's serde JSON shape (the same the server, the CLI and Python use).
 
+use citeflow_core::{Event, NumberEntry};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use wasm_bindgen::{JsCast, JsValue};
@@ -42,18 +43,32 @@ pub(crate) fn from_js<T: DeserializeOwned>(
 
 /// A plain JS object (or array, string, number) with the serde JSON shape of `value`.
 pub(crate) fn to_js<T: Serialize + ?Sized>(value: &T) -> Result<JsValue, BindingError> {
-    let json = serde_json::to_string(value)
-        .map_err(|e| BindingError::new("Error", "internal", e.to_string()))?;
-    js_sys::JSON::parse(&json).map_err(|_| BindingError::new("Error", "internal", "bad json"))
+    parse(&serde_json::to_string(value).map_err(internal)?)
 }
 
-/// Events as a JS array: [`to_js`], with a new empty array made without JSON when there are
-/// none (most calls of a stream release nothing, or only text).
-pub(crate) fn events_to_js<T: Serialize>(events: &[T]) -> Result<JsValue, BindingError> {
+/// `JSON.parse` of JSON text made by this crate.
+fn parse(json: &str) -> Result<JsValue, BindingError> {
+    js_sys::JSON::parse(json).map_err(|_| BindingError::new("Error", "internal", "bad json"))
+}
+
+/// A serde_json failure to write JSON (never for the core's types in practice).
+fn internal(e: serde_json::Error) -> BindingError {
+    BindingError::new("Error", "internal", e.to_string())
+}
+
+/// Events as a JS array: as [`to_js`] (their JSON text from `citeflow-wasm-json`, compiled for
+/// speed), with a new empty array made without JSON when there are none (most calls of a
+/// stream release nothing, or only text).
+pub(crate) fn events_to_js(events: &[Event]) -> Result<JsValue, BindingError> {
     if events.is_empty() {
         return Ok(js_sys::Array::new().into());
     }
-    to_js(events)
+    parse(&citeflow_wasm_json::events(events).map_err(internal)?)
+}
+
+/// Numbering entries as a JS array, as [`to_js`] (their JSON text from `citeflow-wasm-json`).
+pub(crate) fn entries_to_js(entries: &[NumberEntry]) -> Result<JsValue, BindingError> {
+    parse(&citeflow_wasm_json::number_entries(entries).map_err(internal)?)
 }
 
 /// The bytes of a `string` (UTF-8) or `Uint8Array` chunk.

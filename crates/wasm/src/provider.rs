@@ -8,7 +8,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::error::BindingError;
-use crate::js::{chunk_bytes, events_to_js, stringify, to_js};
+use crate::js::{chunk_bytes, entries_to_js, events_to_js, stringify, to_js};
 use crate::settings::{SettingsIn, SettingsOut};
 use crate::sources::Sources;
 use crate::types::{
@@ -381,7 +381,7 @@ impl ProviderStream {
             Some(rw) => rw.numbering().entries(),
             None => self.numbering.entries(),
         };
-        Ok(to_js(entries)?.unchecked_into())
+        Ok(entries_to_js(entries)?.unchecked_into())
     }
 
     /// The key `number` belongs to in the numbering table (`undefined` for a number not

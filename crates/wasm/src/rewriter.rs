@@ -5,7 +5,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::error::BindingError;
-use crate::js::{chunk_bytes, events_to_js, stringify, to_js, whole_number};
+use crate::js::{chunk_bytes, entries_to_js, events_to_js, stringify, to_js, whole_number};
 use crate::settings::{options_from_json, SettingsOut};
 use crate::sources::Sources;
 use crate::types::{
@@ -247,7 +247,7 @@ impl Rewriter {
     /// # Errors
     /// Throws `RewriteError` `closed` after `close()`.
     pub fn numbering(&self) -> Result<JsNumberEntryArray, JsValue> {
-        Ok(to_js(self.peek()?.numbering().entries())?.unchecked_into())
+        Ok(entries_to_js(self.peek()?.numbering().entries())?.unchecked_into())
     }
 
     /// The cited sources by number; with `all`, every numbered source of the table.
