@@ -16,7 +16,7 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Response};
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use futures_util::Stream;
 use tokio::time::{interval_at, Instant, Interval, MissedTickBehavior};
 
@@ -33,32 +33,52 @@ const COMMENT: &[u8] = b":\n";
 /// One event: `id: {id}` and `event: {name}` when given, `data` split into `data:` lines at
 /// each `\n` or `\r` (as axum splits it), then the blank line that ends it.
 pub(crate) fn event(id: Option<u64>, name: Option<&str>, data: &str) -> Bytes {
-    let mut b = BytesMut::with_capacity(data.len() + name.map_or(0, str::len) + 40);
+    let mut digits = itoa::Buffer::new();
+    let id = id.map(|id| digits.format(id).as_bytes());
+    let data = data.as_bytes();
+    let breaks = memchr::memchr2_iter(b'\n', b'\r', data).count();
+    // The exact length: a `Vec` as long as its capacity becomes a `Bytes` without a second
+    // allocation (a `BytesMut` with room left over would make one, and a shared count).
+    let len = id.map_or(0, |id| ID.len() + id.len() + 1)
+        + name.map_or(0, |n| EVENT.len() + n.len() + 1)
+        + if data.is_empty() {
+            0
+        } else {
+            DATA.len() * (breaks + 1) + data.len() + 1
+        }
+        + 1;
+    let mut b = Vec::with_capacity(len);
     if let Some(id) = id {
-        b.put_slice(b"id: ");
-        b.put_slice(itoa::Buffer::new().format(id).as_bytes());
-        b.put_u8(b'\n');
+        b.extend_from_slice(ID);
+        b.extend_from_slice(id);
+        b.push(b'\n');
     }
     if let Some(name) = name {
-        b.put_slice(b"event: ");
-        b.put_slice(name.as_bytes());
-        b.put_u8(b'\n');
+        b.extend_from_slice(EVENT);
+        b.extend_from_slice(name.as_bytes());
+        b.push(b'\n');
     }
     if !data.is_empty() {
-        let data = data.as_bytes();
-        b.put_slice(b"data: ");
+        b.extend_from_slice(DATA);
         let mut from = 0;
-        for at in memchr::memchr2_iter(b'\n', b'\r', data) {
-            b.put_slice(&data[from..=at]);
-            b.put_slice(b"data: ");
-            from = at + 1;
+        if breaks > 0 {
+            for at in memchr::memchr2_iter(b'\n', b'\r', data) {
+                b.extend_from_slice(&data[from..=at]);
+                b.extend_from_slice(DATA);
+                from = at + 1;
+            }
         }
-        b.put_slice(&data[from..]);
-        b.put_u8(b'\n');
+        b.extend_from_slice(&data[from..]);
+        b.push(b'\n');
     }
-    b.put_u8(b'\n');
-    b.freeze()
+    b.push(b'\n');
+    debug_assert_eq!(b.len(), len);
+    Bytes::from(b)
 }
+
+const ID: &[u8] = b"id: ";
+const EVENT: &[u8] = b"event: ";
+const DATA: &[u8] = b"data: ";
 
 /// How a stream's frames name its events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
