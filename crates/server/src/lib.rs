@@ -34,6 +34,7 @@
 mod answer;
 mod budget;
 mod code;
+mod cut;
 mod error;
 mod ids;
 mod intake;

@@ -243,7 +243,7 @@ where
         async move { unrecorded.wait_for(&id).await }
     };
     let id = stream_id.to_owned();
-    crate::ops::cut::cut_by(Box::pin(feed), Box::pin(failed)).chain(
+    crate::cut::cut_by(Box::pin(feed), Box::pin(failed)).chain(
         futures_util::stream::once(async move { unrecorded.error_of(&id) })
             .filter_map(move |e| async move { e.map(|data| frame(&data)) }),
     )

@@ -1,5 +1,3 @@
-//! Running the server: the graceful shutdown ([`shutdown`]), and a response's feed cut short
-//! by a signal ([`cut`]).
+//! Running the server: the graceful shutdown ([`shutdown`]).
 
-pub(crate) mod cut;
 pub(crate) mod shutdown;

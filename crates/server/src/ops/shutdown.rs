@@ -52,7 +52,7 @@ where
             }
         }
     };
-    crate::ops::cut::cut_by(Box::pin(feed), Box::pin(stop)).chain(
+    crate::cut::cut_by(Box::pin(feed), Box::pin(stop)).chain(
         futures_util::stream::once(async move { cut.load(Ordering::SeqCst).then_some(last) })
             .filter_map(std::future::ready),
     )
