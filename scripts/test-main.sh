@@ -4,6 +4,8 @@
 # SmolLM2 model in llama.cpp, the sample books, the web page) on a free loopback port, then
 # headless Chromium asks a question about a sample book on the page
 # (crates/server/tests/browser/main.test.mjs) and saves target/screenshots/local-model.png (CITEFLOW_BLESS=1: docs/screenshots/).
+# The same release binary is also run against an HTTPS upstream (crates/cli/tests/tls/https_upstream.py:
+# a certificate authority made with `openssl`, a TLS server on 127.0.0.1, serve and ask; needs nm).
 #
 # The data dir is kept in the target directory (main-command-data), so a second run reuses the
 # model, the book index and the database; the model is seeded from target/models (where
@@ -68,6 +70,16 @@ done
 
 step "claim anchors on WiCE dev, the release binary as a user runs it (floors: hit@1 0.70, AUROC 0.80)"
 CITEFLOW_BIN="$target_dir/release/citeflow" python3 scripts/anchor-eval.py --quick 349
+
+step "the release binary over HTTPS: serve and ask against a TLS upstream (ring, SSL_CERT_FILE), an untrusted certificate refused"
+tls_missing=()
+command -v openssl >/dev/null || tls_missing+=(openssl)
+command -v nm >/dev/null || tls_missing+=(binutils)
+if [ "${#tls_missing[@]}" -gt 0 ]; then
+  as_root apt-get update
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y "${tls_missing[@]}"
+fi
+python3 crates/cli/tests/tls/https_upstream.py "$target_dir/release/citeflow"
 
 step "browser test of the main command (headless Chromium, the real model)"
 status=0
