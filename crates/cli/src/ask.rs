@@ -53,7 +53,8 @@ pub(crate) struct AskArgs {
     /// worked examples and a grammar that ends every sentence with a marker.
     #[arg(long)]
     marker: Option<PromptMarker>,
-    /// Number style: brackets, markdown, fullwidth, html, footnote, or template:TEXT with {n}.
+    /// Number style: brackets, markdown, fullwidth, html, footnote, or template:TEXT with
+    /// {number} {id} {url} {title}.
     #[arg(long, default_value = "brackets")]
     style: Style,
     /// How many passages to retrieve and send.

@@ -77,7 +77,7 @@ pub(crate) struct RenderArgs {
     output: OutputFormat,
     /// Number style: brackets, markdown, fullwidth, html, footnote, remove (markers taken out,
     /// spaces repaired), as-written (markers kept as the model wrote them), template:TEXT with
-    /// {n} {id} {url} {title}, or html_template:TEXT (fields HTML-escaped).
+    /// {number} {id} {url} {title}, or html_template:TEXT (fields HTML-escaped).
     #[arg(long, default_value = "brackets")]
     style: Style,
     /// Unknown ids: mark ([?]), drop, or keep verbatim.

@@ -460,3 +460,41 @@ fn subcommand_help_is_whole_with_lazy_arguments() {
         assert!(help.contains(flag), "{name} --help lacks {flag}:\n{help}");
     }
 }
+
+/// `--style`'s help names every template field on one line (clap prints a literal `{n}` as a
+/// line break, so the help names `{number}`), and `{number}` renders as `{n}` does.
+#[test]
+fn style_help_names_the_template_fields() {
+    for name in ["render", "ask"] {
+        let out = citeflow(&[name, "--help"], b"");
+        let help = String::from_utf8(out.stdout).unwrap();
+        let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains("template:TEXT with {number} {id} {url} {title}"),
+            "{name} --help:\n{help}"
+        );
+    }
+    let src = temp_file("style-number.json", SOURCES);
+    let src = src.to_str().unwrap();
+    let input = b"Paris [[source_7]] and the Seine [[source_3]].";
+    let by_n = citeflow(
+        &["render", "--sources", src, "--style", "template:<{n}|{id}>"],
+        input,
+    );
+    let by_number = citeflow(
+        &[
+            "render",
+            "--sources",
+            src,
+            "--style",
+            "template:<{number}|{id}>",
+        ],
+        input,
+    );
+    let text = String::from_utf8(by_number.stdout).unwrap();
+    assert!(
+        text.starts_with("Paris <1|source_7> and the Seine <2|source_3>."),
+        "{text}"
+    );
+    assert_eq!(String::from_utf8(by_n.stdout).unwrap(), text);
+}

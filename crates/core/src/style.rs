@@ -37,6 +37,8 @@ pub enum Style {
     /// A markdown footnote reference `[^1]`.
     Footnote,
     /// A template: `{n}`, `{id}`, `{url}` and `{title}` are replaced (`{{` and `}}` are braces).
+    /// `{number}` is the same as `{n}` (command-line help cannot show `{n}`: clap prints it as
+    /// a line break).
     ///
     /// `{url}` is the source's url filtered by [`link_url`] (`#cite-<n>` when it is not http(s)
     /// or relative), with quotes, angle brackets, spaces and parentheses percent-encoded, so it
@@ -224,6 +226,8 @@ fn fill_template(t: &str, n: &str, id: &str, url: &str, title: &str, out: &mut S
             ("}", 2)
         } else if rest.starts_with("{n}") {
             (n, 3)
+        } else if rest.starts_with("{number}") {
+            (n, 8)
         } else if rest.starts_with("{id}") {
             (id, 4)
         } else if rest.starts_with("{url}") {
@@ -302,6 +306,9 @@ mod tests {
         let mut out = String::new();
         Style::Template("{{<{n}|{id}|{url}|{title}|{x}>}}".into()).render_number(4, &s, &mut out);
         assert_eq!(out, "{<4|source_3|https://x|T|{x}>}");
+        out.clear();
+        Style::Template("[{number}]{{number}}{num}".into()).render_number(12, &s, &mut out);
+        assert_eq!(out, "[12]{number}{num}");
     }
 
     #[test]
