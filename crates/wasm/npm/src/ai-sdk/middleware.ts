@@ -96,6 +96,9 @@ class CallState {
         const dialect = ps.dialect;
         if (dialect) {
           this.textChunks = new TextChunks(dialect);
+          // It sees every chunk in order (this one went whole): it now knows what the core
+          // read, e.g. Perplexity's lists, so that the next chunk of text alone goes as text.
+          this.textChunks.text(rawValue);
           this.dialect = dialect;
         }
       }
