@@ -2,6 +2,8 @@
 //
 //   node bench-floor.mjs [ROUNDS] [FILE API ...]
 //
+// CITEFLOW_BENCH_WARMUP=N untimed rounds first (default 5; see bench.mjs).
+//
 // In one process, interleaved rounds, the CPU time a stream (median) of: the no-op
 // TransformStream middleware (bench.mjs's target), a no-op TransformStream that asks for the raw
 // chunks (and drops them), a no-op *pull* stage that asks for them (the stage citeflow's
@@ -18,6 +20,8 @@ import { citeflow } from "citeflow/ai-sdk";
 import { payloads } from "./support.mjs";
 
 const rounds = Number(process.argv[2] ?? 100);
+const warmup = Number(process.env.CITEFLOW_BENCH_WARMUP ?? 5);
+if (!Number.isInteger(warmup) || warmup < 0) throw new Error(`CITEFLOW_BENCH_WARMUP must be a whole number, got ${process.env.CITEFLOW_BENCH_WARMUP}`);
 const args = process.argv.slice(3);
 const streams = [];
 for (let i = 0; i + 1 < args.length; i += 2) streams.push([args[i], args[i + 1]]);
@@ -162,8 +166,8 @@ for (const [file, api] of streams) {
   );
   const rec = await record(api, body);
   const times = {};
-  const add = (k, t, r) => r >= 5 && (times[k] ??= []).push(t);
-  for (let r = 0; r < rounds + 5; r++) {
+  const add = (k, t, r) => r >= warmup && (times[k] ??= []).push(t);
+  for (let r = 0; r < rounds + warmup; r++) {
     for (const [k, mw] of Object.entries(middlewares)) add(k, await once(api, body, mw), r);
     add("citeflow, WASM answers replayed", await answered(api, body, rec), r);
     add("its WASM calls alone", wasmAlone(rec), r);
@@ -171,7 +175,7 @@ for (const [file, api] of streams) {
   const m = Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)]));
   const noop = m["no-op (TransformStream)"];
   const counts = rec.calls.reduce((o, [k]) => ((o[k] = (o[k] ?? 0) + 1), o), {});
-  console.log(`${file} (${api}), ${Object.entries(counts).map(([k, v]) => `${k} ×${v}`).join(", ")}; median CPU a stream, ${rounds} rounds:`);
+  console.log(`${file} (${api}), ${Object.entries(counts).map(([k, v]) => `${k} ×${v}`).join(", ")}; median CPU a stream, ${rounds} rounds after ${warmup} warm-up rounds:`);
   for (const [k, v] of Object.entries(m)) console.log(`  ${k.padEnd(34)} ${v.toFixed(0).padStart(6)} µs  ${(v / noop).toFixed(2)}× the no-op`);
   const base = m["no-op pull stage, raw chunks"];
   const js = m["citeflow, WASM answers replayed"] - base;

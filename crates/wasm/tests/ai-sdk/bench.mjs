@@ -20,6 +20,13 @@
 //
 // A/B against an earlier build: CITEFLOW_BENCH_BEFORE=DIR (a copy of crates/wasm/pkg built from
 // the tree before) adds "citeflow (before)" to every comparison, in the same interleaved rounds.
+//
+// Warm-up: CITEFLOW_BENCH_WARMUP=N rounds of every comparison run untimed first (default 5). V8
+// compiles the WebAssembly's functions with its baseline compiler (Liftoff) and recompiles each
+// with its optimising one (TurboFan) only once it has run enough, so a process's first streams
+// are slower than its later ones (2026-12-06, Anthropic web search: citeflow's median over
+// rounds 5-105 1.3x that over rounds 105-405, the no-op's 1.08x); N = 100 measures a
+// long-running server's steady state.
 import { createAnthropic } from "@ai-sdk/anthropic";
 import { createOpenAI } from "@ai-sdk/openai";
 import { wrapLanguageModel } from "ai";
@@ -34,6 +41,8 @@ const before = process.env.CITEFLOW_BENCH_BEFORE
 const withBefore = (variants, make) => (before ? { ...variants, "citeflow (before)": make(before) } : variants);
 
 const rounds = Number(process.argv[2] ?? 60);
+const warmup = Number(process.env.CITEFLOW_BENCH_WARMUP ?? 5);
+if (!Number.isInteger(warmup) || warmup < 0) throw new Error(`CITEFLOW_BENCH_WARMUP must be a whole number, got ${process.env.CITEFLOW_BENCH_WARMUP}`);
 const prompt = [{ role: "user", content: [{ type: "text", text: "x" }] }];
 
 function sse(events) {
@@ -149,11 +158,11 @@ async function compare(name, api, events, variants) {
   const body = sse(events);
   const times = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
   const deltas = {};
-  for (let r = 0; r < rounds + 5; r++) {
+  for (let r = 0; r < rounds + warmup; r++) {
     for (const [k, mw] of Object.entries(variants)) {
       const { ns, deltas: d } = await once(api, body, mw);
       deltas[k] = d;
-      if (r >= 5) times[k].push(ns); // 5 warm-up rounds
+      if (r >= warmup) times[k].push(ns); // warm-up rounds untimed
     }
   }
   // Per text-delta of the provider's stream (the no-op's count: citeflow may merge or split).
@@ -161,7 +170,7 @@ async function compare(name, api, events, variants) {
   for (const k of Object.keys(variants)) {
     if (k === "noop" || k === "no-op, raw chunks") continue;
     console.log(
-      `${name}: ${k} against the no-op TransformStream: ${(per[k] / per.noop).toFixed(2)}× (${per[k].toFixed(1)} µs against ${per.noop.toFixed(1)} µs per text-delta, ${deltas.noop} deltas, median of ${rounds})`,
+      `${name}: ${k} against the no-op TransformStream: ${(per[k] / per.noop).toFixed(2)}× (${per[k].toFixed(1)} µs against ${per.noop.toFixed(1)} µs per text-delta, ${deltas.noop} deltas, median of ${rounds} after ${warmup} warm-up rounds)`,
     );
   }
   if (per["no-op, raw chunks"]) {
