@@ -8,17 +8,17 @@
 //! chat chunk: `openai_chat::Chunk`, borrowed, nothing else decoded), recognises the plain
 //! chunk there, and says where its parts are, so that an adapter that sends the chunk on (a
 //! proxy) can write the rewrite into the upstream's own text ([`ChatChunk::splice`]): the
-//! content string replaced, the delta given its `annotations`, the chunk its `citeflow`
-//! member, every other byte as the upstream sent it. Any other chunk (or any doubt: a
-//! repeated key, an array where an object belongs) is `None`, for the dialect's general
-//! reading.
+//! content string replaced, the delta given its `annotations` (right after the content), the
+//! chunk its `citeflow` member, every other byte as the upstream sent it. Any other chunk (or
+//! any doubt: a repeated key, an array where an object belongs, a metadata member that is not
+//! a scalar) is `None`, for the dialect's general reading.
 
 use std::borrow::Cow;
 use std::ops::Range;
 
 use serde::Serialize;
 
-use super::json::{List, Obj, Str, U64};
+use super::json::{List, MetaValue, Obj, Str, U64};
 use super::openai_chat::Chunk;
 
 /// The chunk members kept as an answer's metadata, in [`ChatChunk::meta`]'s order.
@@ -31,12 +31,10 @@ pub struct ChatChunk<'a> {
     data: &'a str,
     /// The decoded `choices[0].delta.content`.
     content: Cow<'a, str>,
-    /// The members named in [`CHAT_META_KEYS`], as the upstream wrote them, when present.
-    meta: [Option<&'a str>; 5],
+    /// The members named in [`CHAT_META_KEYS`], as read.
+    meta: [MetaValue<'a>; 5],
     /// Byte range of the content's string literal (quotes included).
     content_at: Range<usize>,
-    /// Byte offset of the delta's closing `}`.
-    delta_end: usize,
     /// Byte offset of the chunk's closing `}`.
     chunk_end: usize,
 }
@@ -74,7 +72,7 @@ impl<'a> ChatChunk<'a> {
         {
             return None;
         }
-        let (Obj::Is(delta), Some(delta_at)) = (choice.delta.value, choice.delta.raw.0) else {
+        let Obj::Is(delta) = choice.delta else {
             return None;
         };
         if !matches!(delta.annotations, List::Absent) {
@@ -84,20 +82,22 @@ impl<'a> ChatChunk<'a> {
         else {
             return None;
         };
+        let meta = [
+            chunk.id,
+            chunk.object,
+            chunk.created,
+            chunk.model,
+            chunk.system_fingerprint,
+        ];
+        if meta.contains(&MetaValue::Composite) {
+            return None;
+        }
         let cs = offset(data, content_raw)?;
-        let ds = offset(data, delta_at)?;
         Some(ChatChunk {
             data,
             content,
-            meta: [
-                chunk.id.0,
-                chunk.object.0,
-                chunk.created.0,
-                chunk.model.0,
-                chunk.system_fingerprint.0,
-            ],
+            meta,
             content_at: cs..cs + content_raw.len(),
-            delta_end: ds + delta_at.len() - 1,
             chunk_end: body.len() - 1,
         })
     }
@@ -108,10 +108,10 @@ impl<'a> ChatChunk<'a> {
         &self.content
     }
 
-    /// The members named in [`CHAT_META_KEYS`] (in that order) as the chunk's JSON text
-    /// wrote them, `None` when absent.
+    /// The members named in [`CHAT_META_KEYS`] (in that order), [`MetaValue::Absent`] when
+    /// absent; never [`MetaValue::Composite`] (such a chunk is not plain).
     #[must_use]
-    pub fn meta(&self) -> &[Option<&'a str>; 5] {
+    pub fn meta(&self) -> &[MetaValue<'a>; 5] {
         &self.meta
     }
 
@@ -121,12 +121,6 @@ impl<'a> ChatChunk<'a> {
         self.content_at.clone()
     }
 
-    /// Byte offset of the delta's closing `}` in the chunk's text.
-    #[must_use]
-    pub fn delta_end(&self) -> usize {
-        self.delta_end
-    }
-
     /// Byte offset of the chunk's closing `}` in its text.
     #[must_use]
     pub fn chunk_end(&self) -> usize {
@@ -134,8 +128,8 @@ impl<'a> ChatChunk<'a> {
     }
 
     /// The chunk's text with its content replaced by `text`, `annotations` (serialized as a
-    /// JSON array) added to its delta when there are any, and the member `citeflow` added
-    /// with the JSON text `citeflow`; every other byte as it was.
+    /// JSON array) added to its delta right after the content when there are any, and the
+    /// member `citeflow` added with the JSON text `citeflow`; every other byte as it was.
     #[must_use]
     pub fn splice<T: Serialize>(&self, text: &str, annotations: &[T], citeflow: &str) -> String {
         let data = self.data.as_bytes();
@@ -143,12 +137,11 @@ impl<'a> ChatChunk<'a> {
         let mut out = Vec::with_capacity(data.len() + text.len() + 96);
         out.extend_from_slice(&data[..start]);
         push_json(&mut out, text);
-        out.extend_from_slice(&data[end..self.delta_end]);
         if !annotations.is_empty() {
             out.extend_from_slice(b",\"annotations\":");
             push_json(&mut out, annotations);
         }
-        out.extend_from_slice(&data[self.delta_end..self.chunk_end]);
+        out.extend_from_slice(&data[end..self.chunk_end]);
         out.extend_from_slice(b",\"citeflow\":");
         out.extend_from_slice(citeflow.as_bytes());
         out.push(b'}');
@@ -286,13 +279,25 @@ mod tests {
         assert_eq!(
             *p.meta(),
             [
-                Some("\"c1\""),
-                Some("\"chat.completion.chunk\""),
-                Some("5"),
-                Some("\"m\""),
-                Some("null")
+                MetaValue::Str("c1".into()),
+                MetaValue::Str("chat.completion.chunk".into()),
+                MetaValue::U64(5),
+                MetaValue::Str("m".into()),
+                MetaValue::Null
             ]
         );
+    }
+
+    #[test]
+    fn meta_members_of_every_scalar_kind_are_read_as_a_tree_holds_them() {
+        let data = r#"{"id":"c\u00e9","created":-5,"model":1.5e3,"object":true,"choices":[{"delta":{"content":"hi"}}]}"#;
+        let p = ChatChunk::read(data).expect("plain");
+        let tree: Value = serde_json::from_str(data).expect("json");
+        for (k, m) in CHAT_META_KEYS.iter().zip(p.meta()) {
+            assert_eq!(m.to_value().as_ref(), tree.get(*k), "{k}");
+        }
+        assert_eq!(p.meta()[4], MetaValue::Absent);
+        assert_eq!(p.meta()[0], MetaValue::Str("cé".into()));
     }
 
     /// Everything the general path treats otherwise is left to it.
@@ -321,6 +326,8 @@ mod tests {
             format!(r#"{{"choices":[{{"delta":{delta}}}],"citeflow":{{}}}}"#),
             format!(r#"{{"choices":[{{"delta":{delta}}}],"choices":[{{"delta":{delta}}}]}}"#),
             format!(r#"[[{{"delta":{delta}}}]]"#),
+            format!(r#"{{"choices":[{{"delta":{delta}}}],"model":{{"name":"m"}}}}"#),
+            format!(r#"{{"choices":[{{"delta":{delta}}}],"id":["c1"]}}"#),
             "[DONE]".to_owned(),
             "not json".to_owned(),
             String::new(),

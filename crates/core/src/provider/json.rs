@@ -68,7 +68,7 @@ impl<'a> Doc<'a> {
     }
 
     /// The payload's text: as given, or a tree's compact JSON (for a dialect whose structs
-    /// keep where a field is in the text, [`Raw`] and [`At`], which only a text can say).
+    /// keep where a field is in the text, [`Raw`] and [`StrAt`], which only a text can say).
     pub(crate) fn text(self) -> Cow<'a, str> {
         match self {
             Doc::Text(s) => Cow::Borrowed(s),
@@ -86,9 +86,11 @@ impl<'a> Doc<'a> {
 pub(crate) enum Scalar<'de> {
     Str(Cow<'de, str>),
     U64(u64),
+    /// A negative integer.
+    I64(i64),
+    /// A number with a fraction or an exponent.
+    F64(f64),
     Bool(bool),
-    /// A negative or fractional number.
-    Number,
 }
 
 /// What a lenient field type makes of each kind of JSON value. Nothing fails but the
@@ -139,11 +141,11 @@ impl<'de, T: Lenient<'de>> Visitor<'de> for LenientVisitor<T> {
         // serde_json gives a non-negative integer as `u64`; `Value`'s `as_u64` reads it too.
         Ok(T::scalar(match u64::try_from(v) {
             Ok(n) => Scalar::U64(n),
-            Err(_) => Scalar::Number,
+            Err(_) => Scalar::I64(v),
         }))
     }
-    fn visit_f64<E>(self, _: f64) -> Result<T, E> {
-        Ok(T::scalar(Scalar::Number))
+    fn visit_f64<E>(self, v: f64) -> Result<T, E> {
+        Ok(T::scalar(Scalar::F64(v)))
     }
     fn visit_bool<E>(self, v: bool) -> Result<T, E> {
         Ok(T::scalar(Scalar::Bool(v)))
@@ -487,26 +489,112 @@ impl<'de: 'a, 'a> Deserialize<'de> for Raw<'a> {
     }
 }
 
-/// A field read as `T`, with its JSON text as the payload wrote it (`None` when absent): where
-/// it is, for an adapter that rewrites the payload in its own text. Read from a payload's text
-/// only, as [`Raw`]; the field's text is read twice (once skipped, once as `T`), so only small
-/// fields are worth it.
+/// A string field with its JSON text as the payload wrote it (`None` when absent): where it is,
+/// for an adapter that rewrites the payload in its own text. Read from a payload's text only,
+/// as [`Raw`]. The text is scanned once: a string literal with no escape is the string between
+/// its quotes (borrowed); one with escapes, or another kind, is decoded from that text.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct At<'a, T> {
+pub(crate) struct StrAt<'a> {
     pub(crate) raw: Raw<'a>,
-    pub(crate) value: T,
+    pub(crate) value: Str<'a>,
 }
 
-impl<'de: 'a, 'a, T: Deserialize<'a>> Deserialize<'de> for At<'a, T> {
+impl<'de: 'a, 'a> Deserialize<'de> for StrAt<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let raw: &'a str = <&'de RawValue>::deserialize(d)?.get();
-        let value = serde_json::from_str(raw).map_err(D::Error::custom)?;
-        Ok(At {
+        // A string literal's text is already checked (no control character, valid escapes).
+        let value = match raw.as_bytes() {
+            [b'"', inner @ .., b'"'] if memchr::memchr(b'\\', inner).is_none() => {
+                Str::Is(Cow::Borrowed(&raw[1..raw.len() - 1]))
+            }
+            _ => serde_json::from_str(raw).map_err(D::Error::custom)?,
+        };
+        Ok(StrAt {
             raw: Raw(Some(raw)),
             value,
         })
     }
 }
+
+/// A member that an answer keeps as its metadata (a chat chunk's `id`, `model`, …): a JSON
+/// scalar as a tree would hold it, or [`MetaValue::Composite`] for an array or an object
+/// (skipped unread).
+#[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub enum MetaValue<'a> {
+    /// Not in the chunk.
+    #[default]
+    Absent,
+    /// `null`.
+    Null,
+    /// `true` or `false`.
+    Bool(bool),
+    /// A string (borrowed from the chunk's text when it has no escape).
+    Str(Cow<'a, str>),
+    /// A non-negative integer.
+    U64(u64),
+    /// A negative integer.
+    I64(i64),
+    /// A number with a fraction or an exponent.
+    F64(f64),
+    /// An array or an object.
+    Composite,
+}
+
+impl MetaValue<'_> {
+    /// The same value, owning its string.
+    #[must_use]
+    pub fn into_owned(self) -> MetaValue<'static> {
+        match self {
+            MetaValue::Absent => MetaValue::Absent,
+            MetaValue::Null => MetaValue::Null,
+            MetaValue::Bool(b) => MetaValue::Bool(b),
+            MetaValue::Str(s) => MetaValue::Str(Cow::Owned(s.into_owned())),
+            MetaValue::U64(n) => MetaValue::U64(n),
+            MetaValue::I64(n) => MetaValue::I64(n),
+            MetaValue::F64(n) => MetaValue::F64(n),
+            MetaValue::Composite => MetaValue::Composite,
+        }
+    }
+
+    /// The value as a JSON tree (`None` when absent or an array or object, which was not
+    /// read).
+    #[must_use]
+    pub fn to_value(&self) -> Option<Value> {
+        Some(match self {
+            MetaValue::Absent | MetaValue::Composite => return None,
+            MetaValue::Null => Value::Null,
+            MetaValue::Bool(b) => Value::Bool(*b),
+            MetaValue::Str(s) => Value::String(s.as_ref().to_owned()),
+            MetaValue::U64(n) => Value::from(*n),
+            MetaValue::I64(n) => Value::from(*n),
+            MetaValue::F64(n) => Value::from(*n),
+        })
+    }
+}
+
+impl<'de: 'a, 'a> Lenient<'de> for MetaValue<'a> {
+    fn null() -> Self {
+        MetaValue::Null
+    }
+    fn scalar(s: Scalar<'de>) -> Self {
+        match s {
+            Scalar::Str(s) => MetaValue::Str(s),
+            Scalar::U64(n) => MetaValue::U64(n),
+            Scalar::I64(n) => MetaValue::I64(n),
+            Scalar::F64(n) => MetaValue::F64(n),
+            Scalar::Bool(b) => MetaValue::Bool(b),
+        }
+    }
+    fn seq<A: SeqAccess<'de>>(seq: A) -> Result<Self, A::Error> {
+        skip_seq(seq).map(|()| MetaValue::Composite)
+    }
+    fn map<A: MapAccess<'de>>(map: A) -> Result<Self, A::Error> {
+        skip_map(map).map(|()| MetaValue::Composite)
+    }
+}
+
+lenient_deserialize!(impl<'de: 'a, 'a> Deserialize<'de> for MetaValue<'a>);
 
 /// An object of any keys, each value read as `V`, in the order a tree keeps them (sorted by
 /// key, the last of duplicate keys kept). Anything but an object reads as no entries.

@@ -62,6 +62,7 @@ mod units;
 pub use chat_chunk::{ChatChunk, CHAT_META_KEYS};
 pub use error::ProviderError;
 pub use frame::{FrameDecoder, Framing, Payload};
+pub use json::MetaValue;
 pub use read::{Placement, ProviderCitation, ProviderEvent, Unit};
 pub use reader::{Dialect, Reader};
 pub use stream::{apply_late_edits, LateEdit, ProviderStream};

@@ -5,11 +5,13 @@
 
 use serde::Deserialize;
 
-use super::json::{shape, At, Doc, Given, Lax, List, Obj, Problem, Raw, ReadResult, Str, U64};
+use super::json::{
+    shape, Doc, Given, Lax, List, MetaValue, Obj, Problem, Raw, ReadResult, Str, StrAt, U64,
+};
 use super::read::{url_source, Placement, ProviderCitation, ProviderEvent, Unit};
 
 /// A chunk: only the fields read (by the dialect, and by [`super::ChatChunk`]: the members
-/// an answer keeps as metadata, `usage` and `citeflow`, as the upstream wrote them).
+/// an answer keeps as metadata, and `usage` and `citeflow` as the upstream wrote them).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct Chunk<'a> {
@@ -25,15 +27,15 @@ pub(crate) struct Chunk<'a> {
     #[serde(borrow)]
     pub(crate) search_results: List<Lax<SearchResult<'a>>>,
     #[serde(borrow)]
-    pub(crate) id: Raw<'a>,
+    pub(crate) id: MetaValue<'a>,
     #[serde(borrow)]
-    pub(crate) object: Raw<'a>,
+    pub(crate) object: MetaValue<'a>,
     #[serde(borrow)]
-    pub(crate) created: Raw<'a>,
+    pub(crate) created: MetaValue<'a>,
     #[serde(borrow)]
-    pub(crate) model: Raw<'a>,
+    pub(crate) model: MetaValue<'a>,
     #[serde(borrow)]
-    pub(crate) system_fingerprint: Raw<'a>,
+    pub(crate) system_fingerprint: MetaValue<'a>,
     #[serde(borrow)]
     pub(crate) usage: Raw<'a>,
     /// What a citeflow proxy added (a chunk that has it was rewritten already).
@@ -46,9 +48,8 @@ pub(crate) struct Chunk<'a> {
 #[serde(default)]
 pub(crate) struct Choice<'a> {
     pub(crate) index: U64,
-    /// With its text, for where its closing brace is.
     #[serde(borrow)]
-    pub(crate) delta: At<'a, Obj<Delta<'a>>>,
+    pub(crate) delta: Obj<Delta<'a>>,
     #[serde(borrow)]
     pub(crate) message: Obj<Delta<'a>>,
     #[serde(borrow)]
@@ -62,7 +63,7 @@ pub(crate) struct Choice<'a> {
 pub(crate) struct Delta<'a> {
     /// With its string literal, for an adapter that replaces it.
     #[serde(borrow)]
-    pub(crate) content: At<'a, Str<'a>>,
+    pub(crate) content: StrAt<'a>,
     #[serde(borrow)]
     pub(crate) annotations: List<Lax<Annotation<'a>>>,
 }
@@ -140,7 +141,7 @@ impl Chat {
         let Some(choice) = choice.get() else {
             return Err(shape("`choices[0]` to be an object"));
         };
-        let delta = match choice.delta.value.or(&choice.message) {
+        let delta = match choice.delta.or(&choice.message) {
             Obj::Absent | Obj::Null => None,
             Obj::Is(d) => Some(d),
             Obj::Not => return Err(shape("`choices[0].delta` to be an object")),

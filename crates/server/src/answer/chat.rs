@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use citeflow_core::provider::{ChatChunk, Dialect, CHAT_META_KEYS};
+use citeflow_core::provider::{ChatChunk, Dialect, MetaValue, CHAT_META_KEYS};
 use citeflow_core::{Settings, Sources};
 use citeflow_store::{NumberScope, StoreError};
 use serde_json::{json, Value};
@@ -49,9 +49,9 @@ pub(crate) struct Generation {
     whole: bool,
     /// The [`CHAT_META_KEYS`] members of the last upstream chunk, for our own chunks.
     meta: Value,
-    /// The same members as the last plain chunk wrote them (empty: not known), so that a
-    /// plain chunk decodes them only when they change.
-    meta_text: [String; 5],
+    /// The same members as the last plain chunk gave them (absent: not known), so that a
+    /// plain chunk copies them only when they change.
+    meta_seen: [MetaValue<'static>; 5],
     speed: Speed,
     /// The `citeflow` member of a chunk without events, as JSON text: most chunks carry it
     /// as it is.
@@ -175,7 +175,7 @@ impl Generation {
             whole: false,
             meta: json!({"object": "chat.completion.chunk"}),
             quotes,
-            meta_text: Default::default(),
+            meta_seen: Default::default(),
             speed: Speed {
                 requested,
                 first: None,
@@ -314,15 +314,14 @@ impl Generation {
     /// [`Self::on_chunk`] for a plain chunk of choice 0, which has not ended: the same
     /// events, its rewrite spliced into the upstream's text (no `Value` made of it).
     async fn on_plain(&mut self, p: ChatChunk<'_>) -> Result<Vec<String>, StreamError> {
-        for (i, raw) in p.meta().iter().enumerate() {
-            let Some(raw) = *raw else {
+        for (i, m) in p.meta().iter().enumerate() {
+            if self.meta_seen[i] == *m {
                 continue;
-            };
-            if self.meta_text[i] != raw {
-                self.meta[CHAT_META_KEYS[i]] =
-                    serde_json::from_str(raw).map_err(|e| StreamError::internal(&e))?;
-                self.meta_text[i].clear();
-                self.meta_text[i].push_str(raw);
+            }
+            // Absent: kept as it was (a plain chunk's members are scalars: `None` only then).
+            if let Some(v) = m.to_value() {
+                self.meta[CHAT_META_KEYS[i]] = v;
+                self.meta_seen[i] = m.clone().into_owned();
             }
         }
         let text = p.content();
@@ -396,7 +395,7 @@ impl Generation {
                 self.meta[k] = v.clone();
             }
         }
-        self.meta_text = Default::default();
+        self.meta_seen = Default::default();
         if let Some(t) = chunk
             .pointer("/usage/completion_tokens")
             .and_then(Value::as_u64)
