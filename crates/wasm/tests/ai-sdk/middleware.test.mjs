@@ -102,6 +102,34 @@ for (const rec of recordings) {
   });
 }
 
+// The fast path sees every chunk, the first one too (fed whole: the dialect is detected from it),
+// so that the next chunk of text alone goes as text: Perplexity's first chunk lists its
+// citations, which the core reads, and every later chunk repeats the same lists (issue 45, item 2:
+// before, the second chunk went whole as well). The middleware's calls into the core, in order.
+for (const file of ["perplexity-citations.chunks.txt", "perplexity-text.chunks.txt"]) {
+  test(`middleware_text_chunks_from_the_second_chunk: ${file}`, async () => {
+    const P = ProviderStream.prototype;
+    const orig = { feedEventLean: P.feedEventLean, feedTextLean: P.feedTextLean };
+    const calls = [];
+    for (const [name, f] of Object.entries(orig)) {
+      P[name] = function (arg) {
+        calls.push(name === "feedTextLean" ? `text ${JSON.stringify(arg)}` : "event");
+        return f.call(this, arg);
+      };
+    }
+    let parts;
+    try {
+      parts = await modelParts(model("chat", file));
+    } finally {
+      Object.assign(P, orig);
+    }
+    const texts = payloads(file).map((e) => e.choices[0].delta.content);
+    assert.deepEqual(calls, ["event", ...texts.slice(1).map((t) => `text ${JSON.stringify(t)}`)]);
+    assert.equal(parts.filter((p) => p.type === "error").length, 0);
+    checkNumbered(parts, file);
+  });
+}
+
 // The fields the middleware gives the core once the dialect is known (ai-sdk/core-fields.ts:
 // only those the dialect's reader reads) give, chunk by chunk, the events the whole chunk gives,
 // on every recorded stream.
