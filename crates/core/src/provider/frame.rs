@@ -82,6 +82,9 @@ pub struct FrameDecoder {
     line: u64,
     sse: SseDecoder,
     ready: VecDeque<Payload>,
+    /// The texts of a run of plain string lines, gathered by
+    /// [`FrameDecoder::append_strings`] (kept for its capacity).
+    run: Vec<u8>,
 }
 
 impl FrameDecoder {
@@ -95,6 +98,7 @@ impl FrameDecoder {
             line: 0,
             sse: SseDecoder::new(max_line_bytes),
             ready: VecDeque::new(),
+            run: Vec::new(),
         }
     }
 
@@ -258,7 +262,7 @@ impl FrameDecoder {
                             if lines[q] == b'"' && lines.get(q + 1) == Some(&b'\n') {
                                 if let Some(out) = strings.as_deref_mut() {
                                     let (from, before) = (at, out.len());
-                                    let r = self.append_strings(lines, text, &mut at, q, out);
+                                    let r = self.append_strings(lines, &mut at, q, out);
                                     if at > from {
                                         // The run's last line (before a line too long).
                                         let last = self.line - u64::from(r.is_err());
@@ -316,32 +320,59 @@ impl FrameDecoder {
     /// Appends to `out` the text of the plain string line at `*at` (its closing quote at
     /// `q`, a `\n` after it) and of the plain string lines right after it, counting them and
     /// moving `*at` past each; stops at a line too long (counted, not appended, its error).
+    ///
+    /// The texts are gathered in `self.run` (bytes) and appended to `out` a few KiB at a time
+    /// (checked as UTF-8 there, once): a short text (the common chunk, a word) is copied as the
+    /// [`WIDE_COPY`] bytes from its start, a length the compiler knows, and the vector cut
+    /// back to the text's end, one wide move instead of a call of `memcpy` for a few bytes.
     fn append_strings(
         &mut self,
         lines: &[u8],
-        text: &str,
         at: &mut usize,
         mut q: usize,
         out: &mut String,
     ) -> Result<(), ProviderError> {
-        loop {
-            self.line += 1;
-            if q + 1 - *at > self.max_line_bytes {
-                return Err(self.too_long());
+        let mut run = std::mem::take(&mut self.run);
+        run.clear();
+        // Counted here, stored once (the field is not kept in a register across the loop).
+        let mut line = self.line;
+        let mut from = *at + 1;
+        let r = loop {
+            line += 1;
+            if q + 1 - (from - 1) > self.max_line_bytes {
+                break Err(());
             }
-            // `*at + 1` and `q` are at ASCII bytes, so at character boundaries.
-            out.push_str(&text[*at + 1..q]);
-            *at = q + 2;
-            if lines.get(*at) != Some(&b'"') {
-                return Ok(());
-            }
-            match special_at(lines, *at + 1) {
-                Some(next) if lines[next] == b'"' && lines.get(next + 1) == Some(&b'\n') => {
-                    q = next;
+            match lines.get(from..from + WIDE_COPY) {
+                Some(wide) if q - from <= WIDE_COPY => {
+                    let keep = run.len() + (q - from);
+                    run.extend_from_slice(wide);
+                    run.truncate(keep);
                 }
-                _ => return Ok(()),
+                _ => run.extend_from_slice(&lines[from..q]),
             }
+            let next = q + 2;
+            if lines.get(next) != Some(&b'"') {
+                break Ok(());
+            }
+            from = next + 1;
+            match special_at(lines, from) {
+                Some(end) if lines[end] == b'"' && lines.get(end + 1) == Some(&b'\n') => q = end,
+                _ => break Ok(()),
+            }
+            if run.len() >= RUN_FLUSH_BYTES {
+                push_run(&mut run, out, line)?;
+            }
+        };
+        self.line = line;
+        *at = from - 1;
+        if r.is_ok() {
+            // Past the last line appended.
+            *at = q + 2;
         }
+        let pushed = push_run(&mut run, out, line);
+        self.run = run;
+        pushed?;
+        r.map_err(|()| self.too_long())
     }
 
     /// A complete JSONL line (without its `\n`), checked as [`FrameDecoder::take_line`] does.
@@ -445,6 +476,22 @@ pub(crate) fn special_at(b: &[u8], from: usize) -> Option<usize> {
         .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
         .map(|p| at + p)
 }
+
+/// Moves the texts gathered in `run` to `out`. They are whole UTF-8 texts (each between two
+/// ASCII quotes of a checked line), so the check cannot fail; were it to, the error names the
+/// line rather than a panic.
+fn push_run(run: &mut Vec<u8>, out: &mut String, line: u64) -> Result<(), ProviderError> {
+    let text = std::str::from_utf8(run).map_err(|_| ProviderError::InvalidUtf8 { line })?;
+    out.push_str(text);
+    run.clear();
+    Ok(())
+}
+
+/// The bytes [`FrameDecoder::append_strings`] copies at once for a short text.
+const WIDE_COPY: usize = 16;
+
+/// The bytes of texts [`FrameDecoder::append_strings`] gathers before appending them.
+const RUN_FLUSH_BYTES: usize = 4096;
 
 /// The index of the first `\n` in `bytes` from `from`: the first sixteen bytes a word at a
 /// time (a line of text chunks is short: memchr's setup would cost more), then memchr.
