@@ -54,10 +54,19 @@ pub(crate) struct ScanConfig {
     shape: IdShape,
     /// Registered ids, sorted, for prefix checks.
     ids: Vec<String>,
+    /// Whether some registered id is all digits (a rank could name it).
+    digit_ids: bool,
     /// Bytes that need a look in normal text, as a bit set.
     interesting: [u64; 4],
     /// Up to three of them, for `memchr3`.
     ascii3: [u8; 3],
+}
+
+/// Whether `s` is one or more digits (ASCII or full-width), as a rank is written.
+fn is_digits(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_digit() || ('０'..='９').contains(&c))
 }
 
 /// As many rank digits as the label `max_label` needs (4 to 9).
@@ -84,6 +93,7 @@ impl ScanConfig {
             cap: settings.max_pending_bytes(),
             rank_digits: 4,
             shape: settings.id_shape().clone(),
+            digit_ids: ids.iter().any(|id| is_digits(id)),
             ids,
             interesting: [0; 4],
             ascii3: [0; 3],
@@ -142,6 +152,7 @@ impl ScanConfig {
         for s in sources.iter().skip(known) {
             if let Err(i) = self.ids.binary_search_by(|x| x.as_str().cmp(&s.id)) {
                 self.ids.insert(i, s.id.clone());
+                self.digit_ids |= is_digits(&s.id);
             }
             if let Some(label) = s.label {
                 self.rank_digits = self.rank_digits.max(rank_digits(label));
@@ -199,6 +210,12 @@ impl ScanConfig {
 
     fn is_registered(&self, s: &str) -> bool {
         self.ids.binary_search_by(|x| x.as_str().cmp(s)).is_ok()
+    }
+
+    /// [`ScanConfig::is_registered`] for `s` of digits only (a rank), without the search
+    /// when no registered id is all digits.
+    fn is_registered_digits(&self, s: &str) -> bool {
+        self.digit_ids && self.is_registered(s)
     }
 
     fn is_registered_prefix(&self, s: &str) -> bool {
@@ -860,6 +877,26 @@ mod tests {
     fn registered_ids_of_any_shape_count() {
         let (_, m) = scan_all("x [doc-a#3] y", &Settings::default(), &["doc-a#3"]);
         assert_eq!(m, ["[doc-a#3]"]);
+    }
+
+    #[test]
+    fn a_registered_id_of_digits_is_an_id_not_a_rank() {
+        let s = Settings::default().with_rank(RankMode::Renumber);
+        let items = |ids: &[&str], text: &str| {
+            let cfg = ScanConfig::new(&s, ids.iter().copied());
+            let mut out = String::new();
+            let m = Scanner::default().next(text, &cfg, &mut out, true);
+            m.map(|m| m.items)
+        };
+        let id = |s: &str| Item::Id(s.into());
+        assert_eq!(
+            items(&["12"], "a [12, 3] b"),
+            Some(vec![id("12"), Item::Rank(3)])
+        );
+        assert_eq!(items(&["１２"], "a [１２] b"), Some(vec![id("１２")]));
+        assert_eq!(items(&["a1"], "a [12] b"), Some(vec![Item::Rank(12)]));
+        assert_eq!(items(&[], "a [[12]] b"), Some(vec![Item::Rank(12)]));
+        assert_eq!(items(&["12"], "a [[12]] b"), Some(vec![id("12")]));
     }
 
     #[test]

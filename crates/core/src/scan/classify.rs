@@ -69,7 +69,7 @@ fn explicit_items(content: &str, cfg: &ScanConfig) -> Vec<Item> {
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .map(|s| match cfg.rank_value(s) {
-            Some(n) if cfg.rank && !cfg.is_registered(s) => Item::Rank(n),
+            Some(n) if cfg.rank && !cfg.is_registered_digits(s) => Item::Rank(n),
             _ => Item::Id(s.to_owned()),
         })
         .collect()
@@ -134,7 +134,7 @@ fn check_group_with(
     let mut items = Vec::new();
     let mut src = content;
     loop {
-        let sep = src.find([',', '、', '，']);
+        let sep = find_separator(src);
         let item = &src[..sep.unwrap_or(src.len())];
         let check = if item.is_empty() {
             ItemCheck::Invalid
@@ -151,7 +151,7 @@ fn check_group_with(
             return Err(());
         }
         items.push(match cfg.rank_value(item) {
-            Some(n) if cfg.rank && !cfg.is_registered(item) => Item::Rank(n),
+            Some(n) if cfg.rank && !cfg.is_registered_digits(item) => Item::Rank(n),
             _ => Item::Id(item.to_owned()),
         });
         match sep {
@@ -164,12 +164,28 @@ fn check_group_with(
     }
 }
 
+/// The index of the first item separator (`,`, `、` or `，`) in `s`, byte by byte: the lead
+/// bytes of `、` (E3) and `，` (EF) start a character wherever they are.
+fn find_separator(s: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    b.iter().enumerate().find_map(|(i, &c)| {
+        let found = match c {
+            b',' => true,
+            0xE3 => b[i..].starts_with("、".as_bytes()),
+            0xEF => b[i..].starts_with("，".as_bytes()),
+            _ => false,
+        };
+        found.then_some(i)
+    })
+}
+
 /// `[source_3]`, `[2, 5]`: ambiguous; not a link `[x](…)`, a definition `[x]: …` at line start,
 /// nor the label of a reference link `[text][x]`.
 fn classify_single(view: &str, eof: bool, c: Cand, cfg: &ScanConfig) -> Verdict {
     let more = if eof { Verdict::No } else { Verdict::More };
     let content = &view[1..];
-    let close = content.find([']', '\n']);
+    // Both ASCII: found byte by byte (a `char` pattern decodes every character).
+    let close = content.bytes().position(|b| b == b']' || b == b'\n');
     let Some(end) = close.filter(|&e| content.as_bytes()[e] == b']') else {
         if close.is_some() {
             return Verdict::No;
