@@ -301,7 +301,12 @@ impl Rewriter {
                 // Anchors of the sentences this text closes come after it.
                 let at = self.st.events.len();
                 self.note_output(&text);
-                self.st.events.insert(at, Event::Text { text });
+                if at == self.st.events.len() {
+                    // No anchor came (the common case): at the end, without `insert`'s moves.
+                    self.st.events.push_back(Event::Text { text });
+                } else {
+                    self.st.events.insert(at, Event::Text { text });
+                }
             }
         }
     }
