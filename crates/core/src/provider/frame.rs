@@ -329,46 +329,45 @@ impl FrameDecoder {
         &mut self,
         lines: &[u8],
         at: &mut usize,
-        mut q: usize,
+        q: usize,
         out: &mut String,
     ) -> Result<(), ProviderError> {
         let mut run = std::mem::take(&mut self.run);
         run.clear();
-        // Counted here, stored once (the field is not kept in a register across the loop).
+        // Counted here, stored once.
         let mut line = self.line;
-        let mut from = *at + 1;
+        // The line's opening quote and its text's length.
+        let mut open = *at;
+        let mut len = q - open - 1;
         let r = loop {
             line += 1;
-            if q + 1 - (from - 1) > self.max_line_bytes {
+            if len + 2 > self.max_line_bytes {
                 break Err(());
             }
-            match lines.get(from..from + WIDE_COPY) {
-                Some(wide) if q - from <= WIDE_COPY => {
-                    let keep = run.len() + (q - from);
+            // From the text's start to the block's end; `"\n` after the text.
+            let body = &lines[open + 1..];
+            match body.get(..WIDE_COPY) {
+                Some(wide) if len <= WIDE_COPY => {
+                    let keep = run.len() + len;
                     run.extend_from_slice(wide);
                     run.truncate(keep);
                 }
-                _ => run.extend_from_slice(&lines[from..q]),
+                _ => run.extend_from_slice(&body[..len]),
             }
-            let next = q + 2;
-            if lines.get(next) != Some(&b'"') {
-                break Ok(());
-            }
-            from = next + 1;
-            match special_at(lines, from) {
-                Some(end) if lines[end] == b'"' && lines.get(end + 1) == Some(&b'\n') => q = end,
-                _ => break Ok(()),
+            match plain_string_len(&body[len + 2..]) {
+                Some(next) => {
+                    open += len + 3;
+                    len = next;
+                }
+                None => break Ok(()),
             }
             if run.len() >= RUN_FLUSH_BYTES {
                 push_run(&mut run, out, line)?;
             }
         };
         self.line = line;
-        *at = from - 1;
-        if r.is_ok() {
-            // Past the last line appended.
-            *at = q + 2;
-        }
+        // Past the last line appended, or at the line too long.
+        *at = if r.is_ok() { open + len + 3 } else { open };
         let pushed = push_run(&mut run, out, line);
         self.run = run;
         pushed?;
@@ -475,6 +474,17 @@ pub(crate) fn special_at(b: &[u8], from: usize) -> Option<usize> {
         .iter()
         .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
         .map(|p| at + p)
+}
+
+/// The length of the text of the plain string line at the start of `s` (a quote, text
+/// without quote, backslash or control character, a quote and `\n`), or `None`.
+#[inline]
+fn plain_string_len(s: &[u8]) -> Option<usize> {
+    let (&b'"', body) = s.split_first()? else {
+        return None;
+    };
+    let end = special_at(body, 0)?;
+    (body[end] == b'"' && body.get(end + 1) == Some(&b'\n')).then_some(end)
 }
 
 /// Moves the texts gathered in `run` to `out`. They are whole UTF-8 texts (each between two

@@ -144,8 +144,10 @@ fn appended(bytes: &[u8], cuts: &[usize], max: usize) -> (Vec<(String, u64)>, Op
 
 #[test]
 fn strings_appended_in_runs_are_the_queued_payloads_cut_anywhere() {
-    let streams: [&[u8]; 6] = [
+    let streams: [&[u8]; 7] = [
         "\"a\"\n\n  \r\n{\"b\":\"é😀\"}\r\n\"x\"\n\"\"\n\"last\"".as_bytes(),
+        // Wide characters at the edge of the 16 bytes a short text is copied as.
+        "\"é\"\n\"0123456789abcdé\"\n\"😀\"\n\"0123456789abcdefé\"\n\"x\"\n".as_bytes(),
         b"\"a\"\n\"b\"\n\"\xff\"\n\"c\"\n",
         b"\"a\"\n\"b\"\n\"0123456789\"\n\"c\"\n\"d\"\n",
         b"\"a\"\n\"b\"\n\"0123456789",
@@ -168,6 +170,35 @@ fn strings_appended_in_runs_are_the_queued_payloads_cut_anywhere() {
     let (lines, err) = appended(b"\"a\"\n\"b\"\n\"0123456789\"\n\"c\"\n", &[], 10);
     assert_eq!(lines, [("+ab".to_owned(), 2)]);
     assert_eq!(err.as_deref(), Some("line 3 is longer than 10 bytes"));
+}
+
+#[test]
+fn long_runs_of_strings_are_appended_whole() {
+    // Texts of 15 to 17 bytes (the edge of the 16-byte copy), wide characters, empty ones, in
+    // a run longer than the 4 KiB gathered before an append.
+    let texts = [
+        "0123456789abcde",
+        "0123456789abcdef",
+        "0123456789abcdefg",
+        "é",
+        "😀😀😀😀",
+        "",
+    ];
+    let bytes: Vec<u8> = (0..600)
+        .flat_map(|i| format!("\"{}\"\n", texts[i % texts.len()]).into_bytes())
+        .collect();
+    let n = bytes.len();
+    for cut in [vec![], vec![n / 3], vec![1, n - 2], vec![4097, 4098]] {
+        for max in [10, 1 << 20] {
+            let (lines, err) = queued(&bytes, &cut, max);
+            let got = appended(&bytes, &cut, max);
+            assert_eq!(got, (merged(lines), err), "cut at {cut:?} max {max}");
+            if max == 1 << 20 {
+                let all: String = (0..600).map(|i| texts[i % texts.len()]).collect();
+                assert_eq!(got.0, [(format!("+{all}"), 600)]);
+            }
+        }
+    }
 }
 
 /// Events (adjacent texts merged, as JSON) and the first error of a stream fed in pieces,
