@@ -322,9 +322,11 @@ impl FrameDecoder {
     /// moving `*at` past each; stops at a line too long (counted, not appended, its error).
     ///
     /// The texts are gathered in `self.run` (bytes) and appended to `out` a few KiB at a time
-    /// (checked as UTF-8 there, once): a short text (the common chunk, a word) is copied as the
-    /// [`WIDE_COPY`] bytes from its start, a length the compiler knows, and the vector cut
-    /// back to the text's end, one wide move instead of a call of `memcpy` for a few bytes.
+    /// (checked as UTF-8 there, once). A line's text is found and copied in one pass, eight
+    /// bytes at a time ([`copy_to_special`]): each word is copied whole, and the vector cut
+    /// back where the text ends; a line that turns out not to be a plain string is cut off
+    /// again. The first line's text (already found) is copied as the [`WIDE_COPY`] bytes from
+    /// its start when it is that short.
     fn append_strings(
         &mut self,
         lines: &[u8],
@@ -336,34 +338,53 @@ impl FrameDecoder {
         run.clear();
         // Counted here, stored once.
         let mut line = self.line;
-        // The line's opening quote and its text's length.
+        // The line's opening quote and its text's length; its text is in `run` from `before`.
         let mut open = *at;
         let mut len = q - open - 1;
+        let mut before = 0;
+        let body = &lines[open + 1..];
+        match body.get(..WIDE_COPY) {
+            Some(wide) if len <= WIDE_COPY => {
+                run.extend_from_slice(wide);
+                run.truncate(len);
+            }
+            _ => run.extend_from_slice(&body[..len]),
+        }
         let r = loop {
             line += 1;
             if len + 2 > self.max_line_bytes {
+                run.truncate(before);
                 break Err(());
-            }
-            // From the text's start to the block's end; `"\n` after the text.
-            let body = &lines[open + 1..];
-            match body.get(..WIDE_COPY) {
-                Some(wide) if len <= WIDE_COPY => {
-                    let keep = run.len() + len;
-                    run.extend_from_slice(wide);
-                    run.truncate(keep);
-                }
-                _ => run.extend_from_slice(&body[..len]),
-            }
-            match plain_string_len(&body[len + 2..]) {
-                Some(next) => {
-                    open += len + 3;
-                    len = next;
-                }
-                None => break Ok(()),
             }
             if run.len() >= RUN_FLUSH_BYTES {
                 push_run(&mut run, out, line)?;
             }
+            // The next line, after `"\n`: a plain string line too?
+            let next = open + len + 3;
+            if lines.get(next) != Some(&b'"') {
+                break Ok(());
+            }
+            before = run.len();
+            let end = match copy_to_special(lines, next + 1, &mut run) {
+                Some(end) => end,
+                None => {
+                    // Less than a word before the block's end: byte by byte.
+                    run.truncate(before);
+                    match special_at(lines, next + 1) {
+                        Some(end) => {
+                            run.extend_from_slice(&lines[next + 1..end]);
+                            end
+                        }
+                        None => break Ok(()),
+                    }
+                }
+            };
+            if lines[end] != b'"' || lines.get(end + 1) != Some(&b'\n') {
+                run.truncate(before);
+                break Ok(());
+            }
+            open = next;
+            len = end - next - 1;
         };
         self.line = line;
         // Past the last line appended, or at the line too long.
@@ -455,16 +476,9 @@ pub(crate) enum Plain {
 /// The index of the first byte of `b` from `from` that is a quote, a backslash or a control
 /// character (what ends a JSON string's plain run), eight bytes at a time.
 pub(crate) fn special_at(b: &[u8], from: usize) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let zero_byte = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
     let mut at = from;
     while let Some(word) = b.get(at..at + 8) {
-        let w = u64::from_le_bytes(word.try_into().expect("eight bytes"));
-        // The lowest set bit is exact (a borrow runs only upwards).
-        let found = (w.wrapping_sub(ONES * 0x20) & !w & HIGH)
-            | zero_byte(w ^ (ONES * u64::from(b'"')))
-            | zero_byte(w ^ (ONES * u64::from(b'\\')));
+        let found = special_mask(u64::from_le_bytes(word.try_into().expect("eight bytes")));
         if found != 0 {
             return Some(at + (found.trailing_zeros() / 8) as usize);
         }
@@ -476,15 +490,37 @@ pub(crate) fn special_at(b: &[u8], from: usize) -> Option<usize> {
         .map(|p| at + p)
 }
 
-/// The length of the text of the plain string line at the start of `s` (a quote, text
-/// without quote, backslash or control character, a quote and `\n`), or `None`.
+/// A mask with the high bit set in the byte of `w` (little-endian) that is the first quote,
+/// backslash or control character, and possibly in bytes after it (the lowest set bit is
+/// exact: a borrow runs only upwards).
 #[inline]
-fn plain_string_len(s: &[u8]) -> Option<usize> {
-    let (&b'"', body) = s.split_first()? else {
-        return None;
-    };
-    let end = special_at(body, 0)?;
-    (body[end] == b'"' && body.get(end + 1) == Some(&b'\n')).then_some(end)
+fn special_mask(w: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_byte = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    (w.wrapping_sub(ONES * 0x20) & !w & HIGH)
+        | zero_byte(w ^ (ONES * u64::from(b'"')))
+        | zero_byte(w ^ (ONES * u64::from(b'\\')))
+}
+
+/// Copies to `run` the bytes of `b` from `from` up to the first quote, backslash or control
+/// character, eight at a time (each word copied whole, then `run` cut back), and returns that
+/// character's index; `None` when fewer than eight bytes are left before it is found (the
+/// words copied stay in `run`).
+#[inline]
+fn copy_to_special(b: &[u8], from: usize, run: &mut Vec<u8>) -> Option<usize> {
+    let mut at = from;
+    while let Some(word) = b.get(at..at + 8) {
+        run.extend_from_slice(word);
+        let found = special_mask(u64::from_le_bytes(word.try_into().expect("eight bytes")));
+        if found != 0 {
+            let k = (found.trailing_zeros() / 8) as usize;
+            run.truncate(run.len() - 8 + k);
+            return Some(at + k);
+        }
+        at += 8;
+    }
+    None
 }
 
 /// Moves the texts gathered in `run` to `out`. They are whole UTF-8 texts (each between two

@@ -144,7 +144,9 @@ fn appended(bytes: &[u8], cuts: &[usize], max: usize) -> (Vec<(String, u64)>, Op
 
 #[test]
 fn strings_appended_in_runs_are_the_queued_payloads_cut_anywhere() {
-    let streams: [&[u8]; 7] = [
+    let streams: [&[u8]; 8] = [
+        // A closing quote not followed by `\n`: not a plain string line, the run stops.
+        b"\"a\"\n\"bcdefghijk\" \n\"c\"\n\"d\"x\n\"e\"\n",
         "\"a\"\n\n  \r\n{\"b\":\"é😀\"}\r\n\"x\"\n\"\"\n\"last\"".as_bytes(),
         // Wide characters at the edge of the 16 bytes a short text is copied as.
         "\"é\"\n\"0123456789abcdé\"\n\"😀\"\n\"0123456789abcdefé\"\n\"x\"\n".as_bytes(),
