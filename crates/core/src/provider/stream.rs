@@ -1,7 +1,7 @@
 //! [`ProviderStream`]: a provider's stream in, the rewriter's events out, with provider
 //! citations numbered in the same table as markers.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 
 use super::error::ProviderError;
 use super::frame::{FrameDecoder, Framing};
@@ -18,9 +18,11 @@ mod hold;
 mod input;
 mod late;
 mod place;
+mod places;
 
 use deferred::Deferred;
 pub use late::{apply_late_edits, LateEdit};
+use places::Places;
 
 /// Longest payload line accepted (1 MiB).
 const MAX_LINE_BYTES: usize = 1 << 20;
@@ -85,12 +87,9 @@ pub struct ProviderStream {
     part: Part,
     block: Vec<Pending>,
     unplaced: Vec<Pending>,
-    /// `(key, output byte)` where a number was placed: the same source twice at one place is
-    /// shown once.
-    placed: HashSet<(String, u64)>,
-    /// `(key, place)` where a number was placed in the stream; the place counts what was given
-    /// to the rewriter (a piece of text, a citation).
-    placed_at: HashSet<(String, u64)>,
+    /// Where each source's number was placed, by output byte and by stream place (`place`):
+    /// the same source twice at one place is shown once.
+    placed: Places,
     place: u64,
     /// Late citations waiting for their event: `(start, end, replace)` in output bytes.
     late: VecDeque<(usize, usize, bool)>,
@@ -129,8 +128,7 @@ impl ProviderStream {
             part: Part::default(),
             block: Vec::new(),
             unplaced: Vec::new(),
-            placed: HashSet::new(),
-            placed_at: HashSet::new(),
+            placed: Places::default(),
             place: 0,
             late: VecDeque::new(),
             late_queue: Vec::new(),

@@ -45,8 +45,8 @@ impl ProviderStream {
     }
 
     fn bind_late(&mut self, l: Late) -> Result<(), ProviderError> {
-        let at = (l.pending.key.clone(), l.span.end.bytes);
-        if !self.placed.insert(at) {
+        let key = self.placed.key(&l.pending.key);
+        if !self.placed.at_output(key, l.span.end.bytes) {
             return Ok(());
         }
         let (os, oe) = (l.span.start.bytes as usize, l.span.end.bytes as usize);

@@ -170,10 +170,11 @@ impl ProviderStream {
         }
         let rw = self.rw_mut();
         rw.write_boundary();
-        let at = (p.key.clone(), rw.output_bytes());
+        let at = rw.output_bytes();
+        let key = self.placed.key(&p.key);
         // The same place: nothing given to the rewriter since (output offsets are not known
         // while a number is awaited from the store).
-        if self.placed.contains(&at) || self.placed_at.contains(&(p.key.clone(), self.place)) {
+        if self.placed.shown(key, at, self.place) {
             return Ok(());
         }
         let detail = CitationDetail {
@@ -184,11 +185,11 @@ impl ProviderStream {
         let rw = self.rw_mut();
         rw.write_citation(&p.id, Some(detail))?;
         let after = rw.output_bytes();
-        self.placed.insert(at);
-        self.placed.insert((p.key.clone(), after));
-        self.placed_at.insert((p.key.clone(), self.place));
+        self.placed.at_output(key, at);
+        self.placed.at_output(key, after);
+        self.placed.at_stream(key, self.place);
         self.place += 1;
-        self.placed_at.insert((p.key.clone(), self.place));
+        self.placed.at_stream(key, self.place);
         self.drain();
         Ok(())
     }
