@@ -46,7 +46,7 @@ npm_ci_if_changed() {
 # skipped. What is left takes 2.8% off the gzip (440,267 → 427,754 bytes, gzip -9 of
 # citeflow_wasm_bg.wasm) at the same speed, in about 20-30 s. The module's features (bulk
 # memory, sign-ext, …) are read from its target_features section. The server's vendored copy
-# (scripts/test-install.sh) is the plain wasm-bindgen output, without this pass.
+# (scripts/test-install.sh) goes through the same pass (since 2026-12-06 evening).
 wasm_opt_flags=(-Oz --skip-pass=inlining-optimizing --skip-pass=reorder-functions --skip-pass=local-cse)
 
 ensure_wasm_opt() {
