@@ -23,13 +23,32 @@ use crate::settings::Limits;
 type Body = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
 
 /// The events of one chunk of the upstream's body.
-pub(crate) struct Batch {
+pub(crate) struct Batch<'a> {
     /// The complete events the chunk ended, in order (`[DONE]` included).
-    pub(crate) events: Vec<SseEvent>,
+    pub(crate) events: Events<'a>,
     /// The body ended: no batch follows.
     pub(crate) last: bool,
     /// When the chunk arrived.
     pub(crate) received: Instant,
+}
+
+/// The complete events one chunk ended, taken from the decoder one at a time as they are
+/// read, in order: a batch has no container of its own. Those left unread when it is dropped
+/// are dropped with it, never handed to the next batch.
+pub(crate) struct Events<'a>(&'a mut SseDecoder);
+
+impl Iterator for Events<'_> {
+    type Item = SseEvent;
+
+    fn next(&mut self) -> Option<SseEvent> {
+        self.0.poll_event()
+    }
+}
+
+impl Drop for Events<'_> {
+    fn drop(&mut self) {
+        while self.0.poll_event().is_some() {}
+    }
 }
 
 /// Reads an upstream's SSE body batch by batch, within the limits.
@@ -75,7 +94,7 @@ impl UpstreamEvents {
     ///
     /// # Errors
     /// A [`StreamError`] naming the budget exceeded, a broken body, or a malformed line.
-    pub(crate) async fn next_batch(&mut self) -> Result<Batch, StreamError> {
+    pub(crate) async fn next_batch(&mut self) -> Result<Batch<'_>, StreamError> {
         let malformed = |e: citeflow_core::sse::SseError| {
             StreamError::new(ErrorCode::UpstreamMalformed, e.to_string())
         };
@@ -100,8 +119,10 @@ impl UpstreamEvents {
             self.timer_armed = false;
         })
         .await;
-        self.last_activity = tokio::time::Instant::now();
-        let received = Instant::now();
+        // One clock read for both: tokio's clock is the standard one unless a test pauses it.
+        let now = tokio::time::Instant::now();
+        self.last_activity = now;
+        let received = now.into_std();
         let last = match next {
             Err(_) if tokio::time::Instant::now() >= self.deadline => {
                 return Err(StreamError::new(
@@ -141,7 +162,7 @@ impl UpstreamEvents {
             }
         };
         Ok(Batch {
-            events: std::iter::from_fn(|| self.sse.poll_event()).collect(),
+            events: Events(&mut self.sse),
             last,
             received,
         })
