@@ -5,19 +5,18 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 use citeflow_core::{Numbering, Source};
+use event_listener::Event;
 
 use crate::error::StoreError;
 use crate::model::{
     Allocation, NumberScope, SessionRecord, StoredEvent, StreamRecord, StreamStatus,
 };
-use crate::signal::StreamSignals;
 use crate::store::Store;
 
 /// A store in memory: for tests, and for servers that need no durability.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     inner: Mutex<Inner>,
-    signals: StreamSignals,
 }
 
 #[derive(Debug, Default)]
@@ -32,6 +31,10 @@ struct StreamEntry {
     record: StreamRecord,
     last_used_ms: u64,
     events: Vec<StoredEvent>,
+    /// Wakes the stream's followers ([`Store::wait_for_events`]) at each append and at its
+    /// end: notified and listened to under the store's lock, where the log changes, so that
+    /// an append costs one lock and one look-up.
+    wake: Event,
 }
 
 impl MemoryStore {
@@ -148,6 +151,7 @@ impl Store for MemoryStore {
                 last_used_ms: stream.created_ms,
                 record: stream,
                 events: Vec::new(),
+                wake: Event::new(),
             },
         );
         Ok(())
@@ -166,45 +170,54 @@ impl Store for MemoryStore {
         stream_id: &str,
         events: Vec<StoredEvent>,
     ) -> Result<(), StoreError> {
-        {
-            let mut inner = self.lock();
-            let s = inner
-                .streams
-                .get_mut(stream_id)
-                .ok_or_else(|| no_stream(stream_id))?;
-            if s.record.status.is_finished() {
-                return Err(StoreError::StreamClosed {
-                    stream_id: stream_id.to_owned(),
-                    status: s.record.status.as_str(),
-                });
-            }
-            let mut last = s.events.last().map_or(0, |e| e.id);
-            for e in &events {
-                if e.id != last + 1 {
-                    return Err(StoreError::EventOrder {
-                        stream_id: stream_id.to_owned(),
-                        last,
-                        got: e.id,
-                    });
-                }
-                last = e.id;
-            }
-            s.events.extend(events);
+        self.append_events_or_return(stream_id, events)
+            .await
+            .map_err(|(e, _)| e)
+    }
+
+    async fn append_events_or_return(
+        &self,
+        stream_id: &str,
+        events: Vec<StoredEvent>,
+    ) -> Result<(), (StoreError, Vec<StoredEvent>)> {
+        let mut inner = self.lock();
+        let Some(s) = inner.streams.get_mut(stream_id) else {
+            return Err((no_stream(stream_id), events));
+        };
+        if s.record.status.is_finished() {
+            let e = StoreError::StreamClosed {
+                stream_id: stream_id.to_owned(),
+                status: s.record.status.as_str(),
+            };
+            return Err((e, events));
         }
-        self.signals.notify(stream_id);
+        let mut last = s.events.last().map_or(0, |e| e.id);
+        for e in &events {
+            if e.id != last + 1 {
+                let e = StoreError::EventOrder {
+                    stream_id: stream_id.to_owned(),
+                    last,
+                    got: e.id,
+                };
+                return Err((e, events));
+            }
+            last = e.id;
+        }
+        s.events.extend(events);
+        // A notification only marks listeners woken (the wakers run their tasks later): no
+        // follower runs under this lock. Without listeners it is one atomic read.
+        s.wake.notify(usize::MAX);
         Ok(())
     }
 
     async fn finish_stream(&self, stream_id: &str, status: StreamStatus) -> Result<(), StoreError> {
-        {
-            let mut inner = self.lock();
-            let s = inner
-                .streams
-                .get_mut(stream_id)
-                .ok_or_else(|| no_stream(stream_id))?;
-            s.record.status = status;
-        }
-        self.signals.close(stream_id);
+        let mut inner = self.lock();
+        let s = inner
+            .streams
+            .get_mut(stream_id)
+            .ok_or_else(|| no_stream(stream_id))?;
+        s.record.status = status;
+        s.wake.notify(usize::MAX);
         Ok(())
     }
 
@@ -227,8 +240,7 @@ impl Store for MemoryStore {
     }
 
     async fn wait_for_events(&self, stream_id: &str, after: u64) -> Result<(), StoreError> {
-        let listener = self.signals.listen(stream_id);
-        {
+        let listener = {
             let inner = self.lock();
             let s = inner
                 .streams
@@ -237,7 +249,9 @@ impl Store for MemoryStore {
             if s.record.status.is_finished() || s.events.last().is_some_and(|e| e.id > after) {
                 return Ok(());
             }
-        }
+            // Listened to under the lock that appends take: no append goes unseen.
+            s.wake.listen()
+        };
         listener.await;
         Ok(())
     }

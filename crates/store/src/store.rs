@@ -133,6 +133,24 @@ pub trait Store: Send + Sync + 'static {
         events: Vec<StoredEvent>,
     ) -> Result<(), StoreError>;
 
+    /// [`Store::append_events`], handing `events` back with the error when they were not
+    /// appended, so that a caller that tries again keeps no copy of them. The default gives
+    /// [`Store::append_events`] a copy; a store that keeps the events it is given (the memory
+    /// store) takes them as they are.
+    ///
+    /// # Errors
+    /// As [`Store::append_events`], with the events.
+    async fn append_events_or_return(
+        &self,
+        stream_id: &str,
+        events: Vec<StoredEvent>,
+    ) -> Result<(), (StoreError, Vec<StoredEvent>)> {
+        match self.append_events(stream_id, events.clone()).await {
+            Ok(()) => Ok(()),
+            Err(e) => Err((e, events)),
+        }
+    }
+
     /// Sets a running stream's final status and wakes its followers.
     ///
     /// # Errors

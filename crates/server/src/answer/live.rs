@@ -11,16 +11,15 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use bytes::Bytes;
-use citeflow_store::{follow, EventFeed, StoreError, StoredEvent, StreamStatus};
-use futures_util::Stream;
-use tokio::sync::mpsc;
-
+use crate::answer::handoff::{self, Consumer, Producer};
 use crate::answer::sink::Sink;
 use crate::error::StreamError;
 use crate::sse::{self, Naming};
 use crate::state::AppState;
 use crate::unrecorded::{record_failure, retry};
+use bytes::Bytes;
+use citeflow_store::{follow, EventFeed, StoreError, StoredEvent, StreamStatus};
+use futures_util::Stream;
 
 /// Events a response may lag behind its generation before it is served from the log.
 pub(crate) const CAPACITY: usize = 256;
@@ -55,8 +54,13 @@ enum Live {
 }
 
 /// The generation's end: sends each logged event, framed, while the response keeps up.
-#[derive(Debug, Default)]
-pub(crate) struct LiveTx(Option<(mpsc::Sender<Live>, Framer)>);
+#[derive(Default)]
+pub(crate) struct LiveTx {
+    to: Option<(Producer<Live>, Framer)>,
+    /// The frames of the batch the log is taking ([`LiveTx::frame`]), sent once it took
+    /// them ([`LiveTx::send_framed`]); kept for its room.
+    framed: Vec<Live>,
+}
 
 impl LiveTx {
     /// No response to feed (it reads the log).
@@ -64,27 +68,45 @@ impl LiveTx {
         LiveTx::default()
     }
 
-    /// Sends events the log has taken. A response that is gone or full is let go: from then
-    /// on it reads the log.
-    pub(crate) fn send(&mut self, events: &[StoredEvent]) {
-        let Some((tx, framer)) = &self.0 else {
+    /// Frames `events` (each once, into a [`Bytes`] the response writes as it is) before
+    /// the log takes them, which then owns their data: [`LiveTx::send_framed`] sends the
+    /// frames once it has. A batch the log refused is never sent (the next `frame` drops it).
+    pub(crate) fn frame(&mut self, events: &[StoredEvent]) {
+        self.framed.clear();
+        if let Some((_, framer)) = &self.to {
+            let naming = framer.naming;
+            self.framed.extend(
+                events
+                    .iter()
+                    .map(|e| Live::Event(e.id, sse::logged(naming, e.id, &e.data))),
+            );
+        }
+    }
+
+    /// Sends the frames of the batch the log took. A response that is gone or full is let
+    /// go: from then on it reads the log.
+    pub(crate) fn send_framed(&mut self) {
+        let Some((tx, _)) = &self.to else {
             return;
         };
-        for e in events {
-            let frame = sse::logged(framer.naming, e.id, &e.data);
-            if tx.try_send(Live::Event(e.id, frame)).is_err() {
-                self.0 = None;
-                return;
-            }
+        if tx.send_all(self.framed.drain(..)).is_err() {
+            self.to = None;
         }
+    }
+
+    /// Sends events the log has taken: [`LiveTx::frame`] then [`LiveTx::send_framed`].
+    #[cfg(test)]
+    pub(crate) fn send(&mut self, events: &[StoredEvent]) {
+        self.frame(events);
+        self.send_framed();
     }
 
     /// Tells the response that the stream finished (its status is logged) after the events
     /// sent: it ends there. Only for a response that got every event; one that was let go
-    /// (or a full channel) reads the rest from the log.
+    /// (or a full queue) reads the rest from the log.
     pub(crate) fn end(&mut self) {
-        if let Some((tx, _)) = self.0.take() {
-            let _ = tx.try_send(Live::End);
+        if let Some((tx, _)) = self.to.take() {
+            let _ = tx.send_all([Live::End]);
         }
     }
 }
@@ -92,7 +114,7 @@ impl LiveTx {
 /// A hand-off for the response of stream `stream_id`, from its first event: the generation's
 /// end and the response's feed of frames.
 pub(crate) fn channel(state: &AppState, stream_id: &str, framer: Framer) -> (LiveTx, LiveFeed) {
-    let (tx, rx) = mpsc::channel(CAPACITY);
+    let (tx, rx) = handoff::queue(CAPACITY);
     let feed = LiveFeed {
         store: Arc::clone(&state.store),
         stream_id: stream_id.to_owned(),
@@ -100,7 +122,11 @@ pub(crate) fn channel(state: &AppState, stream_id: &str, framer: Framer) -> (Liv
         framer,
         phase: Phase::Live(rx),
     };
-    (LiveTx(Some((tx, framer))), feed)
+    let tx = LiveTx {
+        to: Some((tx, framer)),
+        framed: Vec::new(),
+    };
+    (tx, feed)
 }
 
 /// The response's end: the live frames, then the log after the last of them.
@@ -114,7 +140,7 @@ pub(crate) struct LiveFeed {
 }
 
 enum Phase {
-    Live(mpsc::Receiver<Live>),
+    Live(Consumer<Live>),
     Log(EventFeed),
     /// The generation said the stream ended after the last event sent.
     Ended,
@@ -218,10 +244,13 @@ impl Sink for Log {
         }
         let events: Vec<StoredEvent> = events.into_iter().map(|d| self.event(d)).collect();
         let last = events.last().map(|e| e.id);
+        // Framed before the log owns them; sent only after it took them.
+        self.live.frame(&events);
         let store = &self.state.store;
         let id = &self.stream_id;
-        // The first try here, the retries (rare) in `unrecorded`.
-        if let Err(first) = store.append_events(id, events.clone()).await {
+        // The first try here (the events handed back if the store did not take them), the
+        // retries (rare) in `unrecorded`.
+        if let Err((first, events)) = store.append_events_or_return(id, events).await {
             retry("stream events", first, || {
                 store.append_events(id, events.clone())
             })
@@ -229,7 +258,7 @@ impl Sink for Log {
             .map_err(|e| StreamError::store(&e))?;
         }
         self.logged = last.unwrap_or(self.logged);
-        self.live.send(&events);
+        self.live.send_framed();
         Ok(())
     }
 }

@@ -15,6 +15,7 @@
 pub(crate) mod ai_sdk;
 pub(crate) mod chat;
 pub(crate) mod engine;
+mod handoff;
 pub(crate) mod live;
 pub(crate) mod messages;
 mod named;
