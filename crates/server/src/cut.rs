@@ -2,7 +2,8 @@
 //! signal polled only after its own wake-up fired. `take_until` polls it before every item, and
 //! a response's feed carries two such signals (the shutdown, a failure the store did not take)
 //! over thousands of frames that neither concerns: each poll of either re-registers its waker
-//! under a lock. Here a frame costs one flag read.
+//! under a lock. Here a frame costs one flag read, and the task's waker is registered only
+//! when the feed has nothing (the one time the task waits).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -77,24 +78,34 @@ where
         if this.ended {
             return Poll::Ready(None);
         }
-        if let Some(signal) = &mut this.signal {
-            // Before the flag is read: a wake-up after the read wakes this task.
-            this.woke.task.register(cx.waker());
-            if this.woke.pending.swap(false, Ordering::AcqRel) {
-                let mut own = Context::from_waker(&this.waker);
-                if Pin::new(signal).poll(&mut own).is_ready() {
-                    this.signal = None;
+        loop {
+            if let Some(signal) = &mut this.signal {
+                if this.woke.pending.swap(false, Ordering::AcqRel) {
+                    let mut own = Context::from_waker(&this.waker);
+                    if Pin::new(signal).poll(&mut own).is_ready() {
+                        this.signal = None;
+                        this.ended = true;
+                        return Poll::Ready(None);
+                    }
+                }
+            }
+            match Pin::new(&mut this.feed).poll_next(cx) {
+                Poll::Ready(None) => {
                     this.ended = true;
                     return Poll::Ready(None);
                 }
+                Poll::Ready(Some(item)) => return Poll::Ready(Some(item)),
+                Poll::Pending if this.signal.is_none() => return Poll::Pending,
+                Poll::Pending => {
+                    // The task waits only after a `Pending`: its waker is registered then
+                    // (not at every item), and the flag read again after it, so that a
+                    // wake-up that came before the registration is not lost.
+                    this.woke.task.register(cx.waker());
+                    if !this.woke.pending.load(Ordering::Acquire) {
+                        return Poll::Pending;
+                    }
+                }
             }
-        }
-        match Pin::new(&mut this.feed).poll_next(cx) {
-            Poll::Ready(None) => {
-                this.ended = true;
-                Poll::Ready(None)
-            }
-            other => other,
         }
     }
 }
@@ -144,6 +155,27 @@ mod tests {
         }
         drop(tx);
         assert_eq!(cut.collect::<Vec<u32>>().await, vec![0, 1, 2, 3, 4]);
+    }
+
+    /// A signal that fires while items flow (the feed never waited, so the task's waker
+    /// was never registered) cuts the feed before its next item.
+    #[tokio::test]
+    async fn a_signal_between_items_cuts_before_the_next() {
+        let (tx, rx) = mpsc::unbounded_channel::<u32>();
+        let (stop, stopped) = oneshot::channel::<()>();
+        for i in 1..=3 {
+            tx.send(i).expect("send");
+        }
+        let mut cut = cut_by(
+            tokio_stream_of(rx),
+            Box::pin(async move {
+                let _ = stopped.await;
+            }),
+        );
+        assert_eq!(cut.next().await, Some(1));
+        stop.send(()).expect("stop");
+        assert_eq!(cut.next().await, None);
+        assert_eq!(cut.next().await, None);
     }
 
     /// A signal that already fired ends the feed before its first item.

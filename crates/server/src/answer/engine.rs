@@ -155,7 +155,12 @@ impl Engine {
                 }
                 Event::Text { text } => {
                     self.chars += text.chars().count() as u64;
-                    d.text.push_str(&text);
+                    // Most drains give one text: taken as it is, not copied.
+                    if d.text.is_empty() {
+                        d.text = text;
+                    } else {
+                        d.text.push_str(&text);
+                    }
                 }
                 e @ Event::Done { .. } => {
                     d.done = Some(serde_json::to_value(&e).map_err(|e| StreamError::internal(&e))?);

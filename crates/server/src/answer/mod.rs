@@ -124,7 +124,13 @@ async fn drive<A: Answer, S: Sink>(
                 done = true;
                 break;
             }
-            out.extend(answer.on_data(&ev.data).await?);
+            let events = answer.on_data(&ev.data).await?;
+            // Most batches hold one upstream event: its events are the batch, not copied.
+            if out.is_empty() {
+                out = events;
+            } else {
+                out.extend(events);
+            }
             chunks.inc();
         }
         if done || batch.last {
