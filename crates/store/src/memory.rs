@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use citeflow_core::{Numbering, Source};
 use event_listener::Event;
+use rustc_hash::FxHashMap;
 
 use crate::error::StoreError;
 use crate::model::{
@@ -23,7 +24,10 @@ pub struct MemoryStore {
 struct Inner {
     sessions: HashMap<String, SessionRecord>,
     numbering: HashMap<String, Numbering>,
-    streams: HashMap<String, StreamEntry>,
+    /// Looked up at every append: hashed with FxHash, not SipHash. Its keys are the server's
+    /// random stream ids (a client names one only to look it up, never to add one), so no
+    /// client can pick keys that collide.
+    streams: FxHashMap<String, StreamEntry>,
 }
 
 #[derive(Debug)]
