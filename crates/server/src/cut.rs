@@ -3,7 +3,8 @@
 //! a response's feed carries two such signals (the shutdown, a failure the store did not take)
 //! over thousands of frames that neither concerns: each poll of either re-registers its waker
 //! under a lock. Here a frame costs one flag read, and the task's waker is registered only
-//! when the feed has nothing (the one time the task waits).
+//! when the feed has nothing (the one time the task waits). The same wake-up ([`OwnWake`])
+//! serves the keep-alive's timer ([`crate::sse::response`]).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -21,26 +22,66 @@ where
     S: Stream + Unpin,
     F: Future<Output = ()> + Unpin,
 {
-    let woke = Arc::new(Woke {
-        // Set: the signal is polled once at the start, and registers this waker then.
-        pending: AtomicBool::new(true),
-        task: AtomicWaker::new(),
-    });
     CutBy {
         feed,
         signal: Some(signal),
-        waker: Waker::from(Arc::clone(&woke)),
-        woke,
+        wake: OwnWake::new(),
         ended: false,
     }
 }
 
-/// The signal's own wake-up: marks it due for a poll, then wakes the task that polls the feed.
+/// The own wake-up of something a feed's task polls only when it may be ready (a signal, a
+/// timer): it is polled with [`OwnWake::context`], whose waker marks it due and wakes the
+/// task. The task registers its waker ([`OwnWake::park`]) only when its feed has nothing,
+/// the one time it waits; between, a poll costs a flag read.
+pub(crate) struct OwnWake {
+    woke: Arc<Woke>,
+    /// Wakes `woke`.
+    waker: Waker,
+}
+
+impl OwnWake {
+    /// Due at once: polled at the first chance, which registers its waker.
+    pub(crate) fn new() -> Self {
+        let woke = Arc::new(Woke {
+            pending: AtomicBool::new(true),
+            task: AtomicWaker::new(),
+        });
+        OwnWake {
+            waker: Waker::from(Arc::clone(&woke)),
+            woke,
+        }
+    }
+
+    /// Whether it is due (woken, or not polled since [`OwnWake::rearm`]); clears that.
+    pub(crate) fn take_due(&self) -> bool {
+        self.woke.pending.swap(false, Ordering::AcqRel)
+    }
+
+    /// Marks it due: for a poll that left it ready without registering its waker again.
+    pub(crate) fn rearm(&self) {
+        self.woke.pending.store(true, Ordering::Release);
+    }
+
+    /// The context to poll it with.
+    pub(crate) fn context(&self) -> Context<'_> {
+        Context::from_waker(&self.waker)
+    }
+
+    /// After the feed said `Pending`: registers the task's waker, then says whether it came
+    /// due meanwhile (a wake-up before the registration is not lost: poll again).
+    pub(crate) fn park(&self, cx: &Context<'_>) -> bool {
+        self.woke.task.register(cx.waker());
+        self.woke.pending.load(Ordering::Acquire)
+    }
+}
+
+/// The own wake-up: marks it due, then wakes the task that polls the feed.
 #[derive(Debug)]
 struct Woke {
-    /// The signal was woken (or not polled yet) since its last poll.
+    /// Woken (or not polled yet) since its last poll.
     pending: AtomicBool,
-    /// The task polling the feed, as of its last poll.
+    /// The task polling the feed, as of its last wait.
     task: AtomicWaker,
 }
 
@@ -60,9 +101,8 @@ pub(crate) struct CutBy<S, F> {
     feed: S,
     /// `None` once resolved.
     signal: Option<F>,
-    /// Wakes [`Woke`]: the waker the signal is polled with.
-    waker: Waker,
-    woke: Arc<Woke>,
+    /// The signal's wake-up.
+    wake: OwnWake,
     ended: bool,
 }
 
@@ -80,13 +120,12 @@ where
         }
         loop {
             if let Some(signal) = &mut this.signal {
-                if this.woke.pending.swap(false, Ordering::AcqRel) {
-                    let mut own = Context::from_waker(&this.waker);
-                    if Pin::new(signal).poll(&mut own).is_ready() {
-                        this.signal = None;
-                        this.ended = true;
-                        return Poll::Ready(None);
-                    }
+                if this.wake.take_due()
+                    && Pin::new(signal).poll(&mut this.wake.context()).is_ready()
+                {
+                    this.signal = None;
+                    this.ended = true;
+                    return Poll::Ready(None);
                 }
             }
             match Pin::new(&mut this.feed).poll_next(cx) {
@@ -97,11 +136,7 @@ where
                 Poll::Ready(Some(item)) => return Poll::Ready(Some(item)),
                 Poll::Pending if this.signal.is_none() => return Poll::Pending,
                 Poll::Pending => {
-                    // The task waits only after a `Pending`: its waker is registered then
-                    // (not at every item), and the flag read again after it, so that a
-                    // wake-up that came before the registration is not lost.
-                    this.woke.task.register(cx.waker());
-                    if !this.woke.pending.load(Ordering::Acquire) {
+                    if !this.wake.park(cx) {
                         return Poll::Pending;
                     }
                 }

@@ -20,6 +20,7 @@ use bytes::Bytes;
 use futures_util::Stream;
 use tokio::time::{interval_at, Instant, Interval, MissedTickBehavior};
 
+use crate::cut::OwnWake;
 use crate::error::ApiError;
 
 /// The keep-alive comment: a comment line alone, with no blank line after it. A blank line
@@ -128,10 +129,12 @@ where
 }
 
 /// `feed` with a comment whenever a whole `period / 2` tick and the one before went by
-/// without a frame: silence never lasts more than `period`.
+/// without a frame: silence never lasts more than `period`. The ticks are polled only when
+/// their own wake-up came ([`OwnWake`]), not at each wait of the feed.
 struct KeptAlive<S> {
     feed: Pin<Box<S>>,
     ticks: Interval,
+    tick: OwnWake,
     /// A frame went out since the last tick.
     active: bool,
 }
@@ -144,6 +147,7 @@ impl<S: Stream<Item = Bytes>> KeptAlive<S> {
         KeptAlive {
             feed: Box::pin(feed),
             ticks,
+            tick: OwnWake::new(),
             active: true,
         }
     }
@@ -153,21 +157,31 @@ impl<S: Stream<Item = Bytes>> Stream for KeptAlive<S> {
     type Item = Result<Bytes, Infallible>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        match self.feed.as_mut().poll_next(cx) {
-            Poll::Ready(Some(frame)) => {
-                self.active = true;
-                Poll::Ready(Some(Ok(frame)))
-            }
-            Poll::Ready(None) => Poll::Ready(None),
-            Poll::Pending => {
-                while self.ticks.poll_tick(cx).is_ready() {
-                    if !std::mem::replace(&mut self.active, false) {
-                        // Counts as a frame: the next comment comes a whole period later.
-                        self.active = true;
-                        return Poll::Ready(Some(Ok(Bytes::from_static(COMMENT))));
+        let this = &mut *self;
+        loop {
+            match this.feed.as_mut().poll_next(cx) {
+                Poll::Ready(Some(frame)) => {
+                    this.active = true;
+                    return Poll::Ready(Some(Ok(frame)));
+                }
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Pending => {
+                    if this.tick.take_due() {
+                        let mut own = this.tick.context();
+                        while this.ticks.poll_tick(&mut own).is_ready() {
+                            if !std::mem::replace(&mut this.active, false) {
+                                // Counts as a frame: the next comment comes a whole period
+                                // later. The next tick's timer is not set yet: due again.
+                                this.active = true;
+                                this.tick.rearm();
+                                return Poll::Ready(Some(Ok(Bytes::from_static(COMMENT))));
+                            }
+                        }
+                    }
+                    if !this.tick.park(cx) {
+                        return Poll::Pending;
                     }
                 }
-                Poll::Pending
             }
         }
     }
