@@ -12,15 +12,11 @@ use std::pin::Pin;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use citeflow_core::sse::{SseDecoder, SseEvent};
-use futures_util::{Stream, StreamExt};
 
 use crate::code::ErrorCode;
 use crate::error::StreamError;
 use crate::settings::Limits;
-
-type Body = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
 
 /// The events of one chunk of the upstream's body.
 pub(crate) struct Batch<'a> {
@@ -53,7 +49,9 @@ impl Drop for Events<'_> {
 
 /// Reads an upstream's SSE body batch by batch, within the limits.
 pub(crate) struct UpstreamEvents {
-    body: Body,
+    /// The response, its body read a chunk at a time ([`reqwest::Response::chunk`]: no stream
+    /// adapters between this and the body).
+    resp: reqwest::Response,
     sse: SseDecoder,
     deadline: tokio::time::Instant,
     idle: Duration,
@@ -77,7 +75,7 @@ impl UpstreamEvents {
         let deadline = now + Duration::from_millis(limits.max_stream_duration_ms);
         let idle = Duration::from_millis(limits.upstream_idle_timeout_ms);
         UpstreamEvents {
-            body: Box::pin(resp.bytes_stream()),
+            resp,
             sse: SseDecoder::new(limits.max_upstream_line_bytes),
             deadline,
             idle,
@@ -98,27 +96,39 @@ impl UpstreamEvents {
         let malformed = |e: citeflow_core::sse::SseError| {
             StreamError::new(ErrorCode::UpstreamMalformed, e.to_string())
         };
-        let next = std::future::poll_fn(|cx| loop {
-            if let Poll::Ready(item) = self.body.poll_next_unpin(cx) {
-                return Poll::Ready(Ok(item));
-            }
-            // Once polled, the timer keeps this task's waker until it fires: it is polled
-            // again only then (or once moved), not each time the body has nothing yet.
-            if self.timer_armed && !self.timer.is_elapsed() {
-                return Poll::Pending;
-            }
-            if self.timer.as_mut().poll(cx).is_pending() {
-                self.timer_armed = true;
-                return Poll::Pending;
-            }
-            let due = (self.last_activity + self.idle).min(self.deadline);
-            if tokio::time::Instant::now() >= due {
-                return Poll::Ready(Err(()));
-            }
-            self.timer.as_mut().reset(due);
-            self.timer_armed = false;
-        })
-        .await;
+        let next = {
+            let UpstreamEvents {
+                resp,
+                timer,
+                timer_armed,
+                last_activity,
+                idle,
+                deadline,
+                ..
+            } = self;
+            let mut chunk = std::pin::pin!(resp.chunk());
+            std::future::poll_fn(|cx| loop {
+                if let Poll::Ready(item) = chunk.as_mut().poll(cx) {
+                    return Poll::Ready(Ok(item));
+                }
+                // Once polled, the timer keeps this task's waker until it fires: it is polled
+                // again only then (or once moved), not each time the body has nothing yet.
+                if *timer_armed && !timer.is_elapsed() {
+                    return Poll::Pending;
+                }
+                if timer.as_mut().poll(cx).is_pending() {
+                    *timer_armed = true;
+                    return Poll::Pending;
+                }
+                let due = (*last_activity + *idle).min(*deadline);
+                if tokio::time::Instant::now() >= due {
+                    return Poll::Ready(Err(()));
+                }
+                timer.as_mut().reset(due);
+                *timer_armed = false;
+            })
+            .await
+        };
         // One clock read for both: tokio's clock is the standard one unless a test pauses it.
         let now = tokio::time::Instant::now();
         self.last_activity = now;
@@ -136,13 +146,13 @@ impl UpstreamEvents {
                     format!("the upstream sent nothing for {} ms", self.idle.as_millis()),
                 ))
             }
-            Ok(Some(Err(e))) => {
+            Ok(Err(e)) => {
                 return Err(StreamError::new(
                     ErrorCode::UpstreamCut,
                     format!("the upstream stream broke: {e}"),
                 ))
             }
-            Ok(Some(Ok(b))) => {
+            Ok(Ok(Some(b))) => {
                 self.received += b.len() as u64;
                 if self.received > self.max_bytes {
                     return Err(StreamError::new(
@@ -156,7 +166,7 @@ impl UpstreamEvents {
                 self.sse.write(&b).map_err(malformed)?;
                 false
             }
-            Ok(None) => {
+            Ok(Ok(None)) => {
                 self.sse.end().map_err(malformed)?;
                 true
             }
