@@ -13,9 +13,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
 use citeflow_store::{Store, StoreError, StoredEvent, StreamStatus};
-use futures_util::{Stream, StreamExt};
 use tokio::sync::watch;
 
 use crate::code::ErrorCode;
@@ -224,29 +222,6 @@ async fn try_record(
         tracing::warn!(stream_id, error = %e, "cannot finish the stream");
         pending
     })
-}
-
-/// `feed` of stream `stream_id`, ended by the error event (framed by `frame`) of a failure
-/// the store did not take ([`crate::unrecorded`]).
-pub(crate) fn until_unrecorded<S>(
-    unrecorded: &Arc<Unrecorded>,
-    stream_id: &str,
-    feed: S,
-    frame: fn(&str) -> Bytes,
-) -> impl Stream<Item = Bytes> + Send + 'static
-where
-    S: Stream<Item = Bytes> + Send + 'static,
-{
-    let unrecorded = Arc::clone(unrecorded);
-    let failed = {
-        let (unrecorded, id) = (Arc::clone(&unrecorded), stream_id.to_owned());
-        async move { unrecorded.wait_for(&id).await }
-    };
-    let id = stream_id.to_owned();
-    crate::cut::cut_by(Box::pin(feed), Box::pin(failed)).chain(
-        futures_util::stream::once(async move { unrecorded.error_of(&id) })
-            .filter_map(move |e| async move { e.map(|data| frame(&data)) }),
-    )
 }
 
 #[cfg(test)]

@@ -83,9 +83,13 @@ where
     A: Answer,
     S: futures_util::Stream<Item = Bytes> + Send + 'static,
 {
-    let feed = crate::ops::shutdown::until_interrupted(state, feed, A::shutdown_frame());
-    let feed =
-        crate::unrecorded::until_unrecorded(&state.unrecorded, stream_id, feed, A::failure_frame);
+    let feed = crate::answer::ends::until_cut(
+        state,
+        stream_id,
+        feed,
+        A::shutdown_frame(),
+        A::failure_frame,
+    );
     let keep_alive = std::time::Duration::from_millis(state.settings.limits.sse_keep_alive_ms);
     let mut resp = sse::response(feed, keep_alive);
     let h = resp.headers_mut();

@@ -8,11 +8,7 @@
 //! line says how many streams finished during the grace period and how many were interrupted.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-use futures_util::{Stream, StreamExt};
 
 use crate::code::ErrorCode;
 use crate::state::AppState;
@@ -28,34 +24,16 @@ pub(crate) const MESSAGE: &str = "the server is shutting down before this answer
 /// How long the open responses get to send their last event once interrupted.
 const FLUSH: Duration = Duration::from_secs(2);
 
-/// `feed` until the server interrupts its streams ([`AppState::begin_shutdown`]), then `last`;
-/// a feed that ends by itself ends without it.
-pub(crate) fn until_interrupted<S, T>(
-    state: &AppState,
-    feed: S,
-    last: T,
-) -> impl Stream<Item = T> + Send + 'static
-where
-    S: Stream<Item = T> + Send + 'static,
-    T: Send + 'static,
-{
+/// Resolves once the server interrupts its streams ([`AppState::begin_shutdown`]); never
+/// once the state is gone (nothing will interrupt them then). A response's feed ends there
+/// with its format's shutdown frame ([`crate::answer::ends`]).
+pub(crate) fn interrupted(state: &AppState) -> impl Future<Output = ()> + Send + 'static {
     let mut signal = state.shutdown.clone();
-    let cut = Arc::new(AtomicBool::new(false));
-    let stop = {
-        let cut = Arc::clone(&cut);
-        async move {
-            if signal.wait_for(|s| *s).await.is_ok() {
-                cut.store(true, Ordering::SeqCst);
-            } else {
-                // The state is gone: nothing will interrupt this feed.
-                std::future::pending::<()>().await;
-            }
+    async move {
+        if signal.wait_for(|s| *s).await.is_err() {
+            std::future::pending::<()>().await;
         }
-    };
-    crate::cut::cut_by(Box::pin(feed), Box::pin(stop)).chain(
-        futures_util::stream::once(async move { cut.load(Ordering::SeqCst).then_some(last) })
-            .filter_map(std::future::ready),
-    )
+    }
 }
 
 /// What a graceful shutdown did.
@@ -135,8 +113,6 @@ pub(crate) async fn drive(
 
 #[cfg(test)]
 mod tests {
-    use bytes::Bytes;
-
     use std::sync::Arc;
 
     use super::*;
@@ -151,38 +127,6 @@ mod tests {
             ServerSettings::new("http://127.0.0.1:9/v1").with_limits(limits),
             Arc::new(citeflow_store::MemoryStore::new()),
         )
-    }
-
-    #[tokio::test]
-    async fn a_feed_cut_by_the_shutdown_ends_with_the_event_and_one_that_ends_does_not() {
-        let s = state(10);
-        let ended = until_interrupted(
-            &s,
-            futures_util::stream::iter([Bytes::from_static(b"data: a\n\n")]),
-            Bytes::from_static(b"data: end\n\n"),
-        );
-        assert_eq!(ended.collect::<Vec<_>>().await.len(), 1);
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Bytes>();
-        tx.send(Bytes::from_static(b"data: a\n\n")).expect("send");
-        let open = until_interrupted(
-            &s,
-            tokio_stream_of(rx),
-            Bytes::from_static(b"data: end\n\n"),
-        );
-        let reader = tokio::spawn(open.count());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        s.begin_shutdown();
-        assert_eq!(
-            reader.await.expect("join"),
-            2,
-            "the event, then the last one"
-        );
-    }
-
-    fn tokio_stream_of<T: Send + 'static>(
-        mut rx: tokio::sync::mpsc::UnboundedReceiver<T>,
-    ) -> impl Stream<Item = T> + Send + 'static {
-        futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
     }
 
     #[tokio::test]
