@@ -324,6 +324,25 @@ pub async fn event_log_is_ordered_and_replayed(store: Arc<dyn Store>) {
         store.create_stream(stream("conf-log", 2)).await,
         Err(StoreError::Exists { .. })
     ));
+    // The append that hands refused events back: as they were given; taken ones are logged.
+    match store.append_events_or_return("conf-log", vec![ev(5)]).await {
+        Err((
+            StoreError::EventOrder {
+                last: 3, got: 5, ..
+            },
+            back,
+        )) => assert_eq!(back, vec![ev(5)]),
+        other => panic!("{other:?}"),
+    }
+    store
+        .append_events_or_return("conf-log", vec![ev(4)])
+        .await
+        .map_err(|(e, _)| e)
+        .expect("append");
+    assert_eq!(
+        store.events_after("conf-log", 3, 10).await.expect("read"),
+        vec![ev(4)]
+    );
 }
 
 /// A follower gets the logged events, then each live one, and ends when the stream finishes.

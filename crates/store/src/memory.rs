@@ -50,6 +50,42 @@ impl MemoryStore {
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// Appends `events` to the log of stream `stream_id`, or hands them back with the error.
+    fn append(
+        &self,
+        stream_id: &str,
+        events: Vec<StoredEvent>,
+    ) -> Result<(), (StoreError, Vec<StoredEvent>)> {
+        let mut inner = self.lock();
+        let Some(s) = inner.streams.get_mut(stream_id) else {
+            return Err((no_stream(stream_id), events));
+        };
+        if s.record.status.is_finished() {
+            let e = StoreError::StreamClosed {
+                stream_id: stream_id.to_owned(),
+                status: s.record.status.as_str(),
+            };
+            return Err((e, events));
+        }
+        let mut last = s.events.last().map_or(0, |e| e.id);
+        for e in &events {
+            if e.id != last + 1 {
+                let e = StoreError::EventOrder {
+                    stream_id: stream_id.to_owned(),
+                    last,
+                    got: e.id,
+                };
+                return Err((e, events));
+            }
+            last = e.id;
+        }
+        s.events.extend(events);
+        // A notification only marks listeners woken (the wakers run their tasks later): no
+        // follower runs under this lock. Without listeners it is one atomic read.
+        s.wake.notify(usize::MAX);
+        Ok(())
+    }
 }
 
 fn no_session(id: &str) -> StoreError {
@@ -174,9 +210,7 @@ impl Store for MemoryStore {
         stream_id: &str,
         events: Vec<StoredEvent>,
     ) -> Result<(), StoreError> {
-        self.append_events_or_return(stream_id, events)
-            .await
-            .map_err(|(e, _)| e)
+        self.append(stream_id, events).map_err(|(e, _)| e)
     }
 
     async fn append_events_or_return(
@@ -184,34 +218,7 @@ impl Store for MemoryStore {
         stream_id: &str,
         events: Vec<StoredEvent>,
     ) -> Result<(), (StoreError, Vec<StoredEvent>)> {
-        let mut inner = self.lock();
-        let Some(s) = inner.streams.get_mut(stream_id) else {
-            return Err((no_stream(stream_id), events));
-        };
-        if s.record.status.is_finished() {
-            let e = StoreError::StreamClosed {
-                stream_id: stream_id.to_owned(),
-                status: s.record.status.as_str(),
-            };
-            return Err((e, events));
-        }
-        let mut last = s.events.last().map_or(0, |e| e.id);
-        for e in &events {
-            if e.id != last + 1 {
-                let e = StoreError::EventOrder {
-                    stream_id: stream_id.to_owned(),
-                    last,
-                    got: e.id,
-                };
-                return Err((e, events));
-            }
-            last = e.id;
-        }
-        s.events.extend(events);
-        // A notification only marks listeners woken (the wakers run their tasks later): no
-        // follower runs under this lock. Without listeners it is one atomic read.
-        s.wake.notify(usize::MAX);
-        Ok(())
+        self.append(stream_id, events)
     }
 
     async fn finish_stream(&self, stream_id: &str, status: StreamStatus) -> Result<(), StoreError> {
