@@ -1,8 +1,8 @@
 //! A feed that a signal cuts short ([`cut_by`]): what `StreamExt::take_until` does, with the
 //! signal polled only after its own wake-up fired. `take_until` polls it before every item, and
-//! a response's feed carries two such signals (the shutdown, a failure the store did not take)
-//! over thousands of frames that neither concerns: each poll of either re-registers its waker
-//! under a lock. Here a frame costs one flag read, and the task's waker is registered only
+//! a response's feed is cut by signals (the shutdown, a failure the store did not take; one
+//! layer for both, [`crate::answer::ends`]) over thousands of frames that neither concerns:
+//! each poll would re-register its waker under a lock. Here a frame costs one flag read, and the task's waker is registered only
 //! when the feed has nothing (the one time the task waits). The same wake-up ([`OwnWake`])
 //! serves the keep-alive's timer ([`crate::sse::response`]).
 

@@ -14,7 +14,7 @@
 
 pub(crate) mod ai_sdk;
 pub(crate) mod chat;
-mod ends;
+pub(crate) mod ends;
 pub(crate) mod engine;
 mod handoff;
 pub(crate) mod live;
