@@ -12,6 +12,9 @@
 #   BINARY: a citeflow binary (`serve --store memory`); `passthrough`: the pass-through proxy
 #   example (crates/server/examples/passthrough.rs), the floor. STREAMS: default 20.
 #   CG_KEEP=DIR keeps the callgrind profile there (read it with `callgrind_annotate --inclusive=yes`).
+#   CHUNK_ROUTE=messages|responses measures the Messages or Responses route instead of chat
+#   completions: the same answer as that API's events (scripts/bench/named_stream.py), divided by
+#   the upstream's events.
 #   Needs valgrind and curl; builds the replaying upstream and the pass-through proxy in release.
 set -euo pipefail
 
@@ -43,7 +46,19 @@ first_line() {
     return 1
 }
 
-"$T/examples/replay_upstream" "$SHARED/fixtures/streams" 5 > "$W/up.out" &
+ROUTE="${CHUNK_ROUTE:-chat}"
+STREAMS_DIR="$SHARED/fixtures/streams"
+MODEL=smollm2-01.sse
+if [ "$ROUTE" != chat ]; then
+    [ "$WHO" = passthrough ] && { echo "the pass-through proxy serves chat completions only" >&2; exit 1; }
+    STREAMS_DIR="$W/streams"
+    MODEL="bench-$ROUTE.sse"
+    mkdir -p "$STREAMS_DIR"
+    python3 "$ROOT/scripts/bench/named_stream.py" "$ROUTE" "$SHARED/fixtures/streams/smollm2-01.sse" \
+        "$STREAMS_DIR/$MODEL"
+fi
+CHUNKS=200  # text chunks a stream, on every route
+"$T/examples/replay_upstream" "$STREAMS_DIR" 5 > "$W/up.out" &
 PIDS+=($!)
 UP="$(first_line "$W/up.out")"
 if [ "$WHO" = passthrough ]; then
@@ -51,15 +66,24 @@ if [ "$WHO" = passthrough ]; then
         > "$W/srv.out" 2> "$W/vg.err" &
 else
     CITEFLOW_LOG=warn valgrind --tool=callgrind --callgrind-out-file="$W/cg.%p" "$WHO" serve \
-        --upstream "$UP" --listen 127.0.0.1:0 --store memory --max-streams-per-key 100000 \
+        --upstream "$UP" --anthropic-upstream "$UP" --listen 127.0.0.1:0 --store memory --max-streams-per-key 100000 \
         > "$W/srv.out" 2> "$W/vg.err" &
 fi
 SRV=$!
 PIDS+=("$SRV")
 URL="$(first_line "$W/srv.out" | sed 's/^citeflow listening on //')"
 case "$URL" in */v1) ;; *) URL="$URL/v1" ;; esac
-BODY='{"model":"smollm2-01.sse","stream":true,"messages":[{"role":"user","content":"q"}],"sources":[{"id":"source_3"},{"id":"source_7"}]}'
-post() { curl -sfN -X POST -H 'content-type: application/json' -d "$BODY" "$URL/chat/completions"; }
+SOURCES='"sources":[{"id":"source_3"},{"id":"source_7"}]'
+case "$ROUTE" in
+    chat) PATH_="chat/completions"
+        BODY="{\"model\":\"$MODEL\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"q\"}],$SOURCES}" ;;
+    messages) PATH_="messages"
+        BODY="{\"model\":\"$MODEL\",\"max_tokens\":512,\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"q\"}],$SOURCES}" ;;
+    responses) PATH_="responses"
+        BODY="{\"model\":\"$MODEL\",\"stream\":true,\"input\":\"q\",$SOURCES}" ;;
+    *) echo "CHUNK_ROUTE: chat, messages or responses" >&2; exit 1 ;;
+esac
+post() { curl -sfN -X POST -H 'content-type: application/json' -d "$BODY" "$URL/$PATH_"; }
 post > "$W/warm.txt"
 sleep 1
 callgrind_control -z "$SRV" > /dev/null 2>&1
@@ -79,5 +103,5 @@ done
 IR="$(grep -h '^totals:\|^summary:' "$DUMP" | tail -n1 | awk '{print $2}')"
 EVENTS="$(cat "$W"/s*.txt | grep -c '^data: ' || true)"
 [ -n "${CG_KEEP:-}" ] && mkdir -p "$CG_KEEP" && cp "$DUMP" "$CG_KEEP/"
-python3 -c 'import sys; ir, n, ev = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]); print(f"{sys.argv[4]}: {n} streams, {ev} events out, {ir} instructions, {ir / (n * 200):.0f} per upstream chunk")' \
-    "$IR" "$N" "$EVENTS" "$WHO"
+python3 -c 'import sys; ir, n, ev = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]); print(f"{sys.argv[4]} ({sys.argv[6]}): {n} streams, {ev} events out, {ir} instructions, {ir / (n * int(sys.argv[5])):.0f} per upstream chunk")' \
+    "$IR" "$N" "$EVENTS" "$WHO" "$CHUNKS" "$ROUTE"

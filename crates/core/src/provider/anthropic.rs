@@ -2,6 +2,8 @@
 //! `char_location`, `page_location`, `content_block_location`, `search_result_location`),
 //! `web_search_tool_result` blocks as sources.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 
 use super::json::{shape, Doc, Lax, List, Obj, Problem, ReadResult, Str, U64};
@@ -14,6 +16,8 @@ use crate::source::{Locator, Source};
 struct Event<'a> {
     #[serde(rename = "type", borrow)]
     kind: Str<'a>,
+    /// The content block an event is about.
+    index: U64,
     #[serde(borrow)]
     content_block: Obj<Block<'a>>,
     #[serde(borrow)]
@@ -95,6 +99,27 @@ struct Citation<'a> {
     #[serde(borrow)]
     source: Str<'a>,
     search_result_index: U64,
+}
+
+/// `data` as a `content_block_delta` of a `text_delta` whose text is a string: the text and
+/// the block's index (`None` when absent or not an integer), read by [`Event`] as
+/// [`Messages::read`] reads it; `None` for any other event, or any doubt (a repeated member,
+/// text that is not an object).
+pub(crate) fn text_delta(data: &str) -> Option<(Cow<'_, str>, Option<u64>)> {
+    let v: Event<'_> = serde_json::from_str(data).ok()?;
+    if v.kind.get() != Some("content_block_delta") {
+        return None;
+    }
+    let Obj::Is(delta) = v.delta else {
+        return None;
+    };
+    if delta.kind.get() != Some("text_delta") {
+        return None;
+    }
+    let Str::Is(text) = delta.text else {
+        return None;
+    };
+    Some((text, v.index.get()))
 }
 
 /// Messages stream state.

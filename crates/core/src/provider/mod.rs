@@ -55,6 +55,7 @@ mod openai_responses;
 mod read;
 mod reader;
 mod stream;
+mod text_delta;
 #[cfg(test)]
 mod typed_tests;
 mod units;
@@ -66,3 +67,4 @@ pub use json::MetaValue;
 pub use read::{Placement, ProviderCitation, ProviderEvent, Unit};
 pub use reader::{Dialect, Reader};
 pub use stream::{apply_late_edits, LateEdit, ProviderStream};
+pub use text_delta::TextDelta;

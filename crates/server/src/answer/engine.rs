@@ -124,6 +124,22 @@ impl Engine {
         Ok(d)
     }
 
+    /// A chunk of answer text alone (an upstream event the core's reader gives as that text
+    /// and nothing else) through the engine; what it gave.
+    ///
+    /// # Errors
+    /// As [`Self::step`].
+    pub(crate) async fn step_text(&mut self, text: &str) -> Result<Drained, StreamError> {
+        let r = if text.is_empty() {
+            Ok(())
+        } else {
+            self.ps.write_text(text)
+        };
+        let d = self.drain().await?;
+        r?;
+        Ok(d)
+    }
+
     /// The upstream ended: the held-back text and the `done` event.
     ///
     /// # Errors

@@ -7,10 +7,12 @@
 
 use std::collections::BTreeMap;
 
+use citeflow_core::provider::{Dialect, TextDelta};
 use serde_json::{json, Value};
 
 use super::engine::{Drained, Engine};
 use super::named::NamedWire;
+use super::texts;
 use crate::code::ErrorCode;
 use crate::error::StreamError;
 
@@ -21,6 +23,21 @@ struct Block {
     text: String,
     citations: Vec<Value>,
     json: String,
+}
+
+/// `text` as a `text_delta` of block `index`, as JSON text: the bytes
+/// `json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta",
+/// "text": text}}).to_string()` gives (serde_json's map keeps its keys sorted), without the tree.
+fn text_delta_json(index: u64, text: &str) -> String {
+    let mut out = Vec::with_capacity(text.len() + 96);
+    out.extend_from_slice(br#"{"delta":{"text":"#);
+    // A string always serializes.
+    let _ = serde_json::to_writer(&mut out, text);
+    out.extend_from_slice(br#","type":"text_delta"},"index":"#);
+    out.extend_from_slice(index.to_string().as_bytes());
+    out.extend_from_slice(br#","type":"content_block_delta"}"#);
+    // serde_json writes UTF-8: checked once here, the fallback never runs.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// The Messages wire format.
@@ -272,9 +289,50 @@ impl NamedWire for MessagesWire {
         Ok(out)
     }
 
+    /// A `text_delta` (the core's reading): its text is rewritten into the current text
+    /// block's own `text_delta`, as [`Self::after`] does for it.
+    fn text_delta<'a>(&self, data: &'a str) -> Option<TextDelta<'a>> {
+        TextDelta::read(Dialect::Anthropic, data)
+    }
+
+    fn after_text(&mut self, d: Drained) -> Vec<String> {
+        self.pending.extend(d.events);
+        if let (true, Some(i)) = (self.pending.is_empty(), self.cur) {
+            // The common event: text for the open block and nothing of citeflow's to attach.
+            if d.text.is_empty() {
+                return Vec::new();
+            }
+            if let Some(b) = self.blocks.get_mut(&i) {
+                b.text.push_str(&d.text);
+            }
+            return vec![text_delta_json(i, &d.text)];
+        }
+        let out = self.text_events(&d.text);
+        texts(self.attach(out))
+    }
+
     fn error_value(&mut self, e: &StreamError) -> Value {
         json!({"type": "error", "error": {
             "type": e.code.anthropic_kind(), "message": e.message, "code": e.code.as_str()
         }})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_text_delta_is_written_as_the_tree_writes_it() {
+        for (index, text) in [
+            (0, "Paris"),
+            (3, ""),
+            (u64::MAX, "caf\u{e9} \"q\" \\ \n\t\u{1}\u{7f}"),
+            (12, "【1】草枕 [[source_3]] </script>"),
+        ] {
+            let tree = json!({"type": "content_block_delta", "index": index,
+                "delta": {"type": "text_delta", "text": text}});
+            assert_eq!(text_delta_json(index, text), tree.to_string());
+        }
     }
 }

@@ -4,6 +4,7 @@
 //! line; errors as `error` events.
 
 use bytes::Bytes;
+use citeflow_core::provider::TextDelta;
 use citeflow_store::StoreError;
 use serde_json::{json, Value};
 
@@ -36,10 +37,27 @@ pub(crate) trait NamedWire: Send + 'static {
 
     /// The API's error event for a failure.
     fn error_value(&mut self, e: &StreamError) -> Value;
+
+    /// An upstream event that is answer text alone, read without a tree (the core's
+    /// [`TextDelta`]): such an event goes to the engine as its text, and [`Self::after_text`]
+    /// gives what [`Self::after`] would for it. `None` (the default): every event is read as
+    /// an object.
+    fn text_delta<'a>(&self, _data: &'a str) -> Option<TextDelta<'a>> {
+        None
+    }
+
+    /// The events to send for text alone (an event [`Self::text_delta`] read), given what the
+    /// engine drained for it: the rewritten text as the wire's own text event, as
+    /// [`Self::after`] gives it for such an event.
+    fn after_text(&mut self, d: Drained) -> Vec<String>;
 }
 
 impl<W: NamedWire> Answer for W {
     async fn on_data(&mut self, data: &str) -> Result<Vec<String>, StreamError> {
+        if let Some(t) = self.text_delta(data) {
+            let d = self.engine().step_text(t.text()).await?;
+            return Ok(self.after_text(d));
+        }
         let v = parse_object(data)?;
         self.before(&v);
         let boundary = self.is_boundary(&v);

@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 
 use super::engine::{Cite, Drained, Engine};
 use super::named::NamedWire;
+use super::texts;
 use crate::code::ErrorCode;
 use crate::error::StreamError;
 
@@ -349,6 +350,14 @@ impl NamedWire for ResponsesWire {
         terminal["citeflow"] = self.citeflow(events);
         out.push(terminal);
         Ok(self.stamp(out))
+    }
+
+    /// Text alone, as an `output_text.delta` of the current part (no event of the upstream's
+    /// to take its members from: [`Self::text_delta`] reads none).
+    fn after_text(&mut self, mut d: Drained) -> Vec<String> {
+        self.pending.append(&mut d.events);
+        let out = self.text_events(&d, None);
+        texts(self.stamp(out))
     }
 
     fn error_value(&mut self, e: &StreamError) -> Value {
