@@ -2,9 +2,12 @@
 //! `response.output_text.annotation.added` (`url_citation`, `file_citation`,
 //! `container_file_citation`, `file_path`), web search sources.
 
+use std::borrow::Cow;
+use std::ops::Range;
+
 use serde::Deserialize;
 
-use super::json::{Doc, Lax, List, Obj, Problem, ReadResult, Str, U64};
+use super::json::{Doc, Lax, List, Obj, Problem, Raw, ReadResult, Str, StrAt, U64};
 use super::read::{url_source, Placement, ProviderCitation, ProviderEvent, Unit};
 use crate::source::Source;
 
@@ -74,6 +77,65 @@ struct WebSource<'a> {
     url: Str<'a>,
     #[serde(borrow)]
     title: Str<'a>,
+}
+
+/// An `output_text.delta`, its parts located in its text: what [`Responses::read`] reads of
+/// it (`delta`, `item_id`, `content_index`, as [`Event`] does) and where `delta`'s literal and
+/// `sequence_number`'s value are, for an adapter that rewrites the event in its own text. Read
+/// from a payload's text only (as [`StrAt`] and [`Raw`] are).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct DeltaAt<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Str<'a>,
+    #[serde(borrow)]
+    delta: StrAt<'a>,
+    #[serde(borrow)]
+    item_id: Str<'a>,
+    content_index: U64,
+    #[serde(borrow)]
+    sequence_number: Raw<'a>,
+}
+
+/// `data` as an `output_text.delta` whose `delta` is a string: the text, the part
+/// `(item_id, content_index)` [`Responses::read`] enters for it, and the byte ranges of the
+/// `delta` literal and of the `sequence_number` value (when given); `None` for any other
+/// event, or any doubt (a repeated member, text that is not an object).
+pub(crate) fn text_delta(data: &str) -> Option<ResponsesDelta<'_>> {
+    let v: DeltaAt<'_> = serde_json::from_str(data).ok()?;
+    if v.kind.get() != Some("response.output_text.delta") {
+        return None;
+    }
+    let (Str::Is(text), Some(literal)) = (v.delta.value, v.delta.raw.0) else {
+        return None;
+    };
+    let item_id = match v.item_id {
+        Str::Is(id) => id,
+        _ => "".into(),
+    };
+    Some(ResponsesDelta {
+        text,
+        part: (item_id, v.content_index.get().unwrap_or(0)),
+        delta_at: span(data, literal)?,
+        sequence_at: match v.sequence_number.0 {
+            Some(raw) => Some(span(data, raw)?),
+            None => None,
+        },
+    })
+}
+
+/// What [`text_delta`] reads.
+pub(crate) struct ResponsesDelta<'a> {
+    pub(crate) text: Cow<'a, str>,
+    pub(crate) part: (Cow<'a, str>, u64),
+    pub(crate) delta_at: Range<usize>,
+    pub(crate) sequence_at: Option<Range<usize>>,
+}
+
+/// Where `part` (a slice of `whole`) lies in `whole`.
+fn span(whole: &str, part: &str) -> Option<Range<usize>> {
+    let at = (part.as_ptr() as usize).checked_sub(whole.as_ptr() as usize)?;
+    (at + part.len() <= whole.len()).then_some(at..at + part.len())
 }
 
 /// Responses stream state.
@@ -159,6 +221,11 @@ impl Responses {
     fn enter_part(&mut self, v: &Event<'_>, out: &mut Vec<ProviderEvent>) {
         let id = v.item_id.get().unwrap_or_default();
         let ci = v.content_index.get().unwrap_or(0);
+        self.enter(id, ci, out);
+    }
+
+    /// A text event of part `(id, ci)`: a new part starts (the one before ends).
+    pub(crate) fn enter(&mut self, id: &str, ci: u64, out: &mut Vec<ProviderEvent>) {
         if self.part.as_ref().is_some_and(|(i, c)| i == id && *c == ci) {
             return;
         }

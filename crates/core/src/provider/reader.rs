@@ -252,6 +252,14 @@ impl Reader {
         r
     }
 
+    /// A text event of part `(item, index)` (a Responses `output_text.delta`, read by
+    /// [`super::TextDelta`]): the part it enters, as [`Reader::read`] of the event would.
+    pub(crate) fn enter_part(&mut self, item: &str, index: u64, out: &mut Vec<ProviderEvent>) {
+        if let State::OpenaiResponses(s) = &mut self.state {
+            s.enter(item, index, out);
+        }
+    }
+
     /// `Ok(false)` for [`Problem::Untyped`].
     fn read_doc(
         &mut self,

@@ -2,7 +2,7 @@
 //! step's events as one [`Drained`], every citation as one [`Cite`] (the wires turn it into
 //! their own annotation).
 
-use citeflow_core::provider::{Dialect, ProviderStream};
+use citeflow_core::provider::{Dialect, ProviderStream, TextDelta};
 use citeflow_core::{Event, NumberSource, Numbering, Settings, Sources};
 use std::sync::Arc;
 
@@ -124,17 +124,13 @@ impl Engine {
         Ok(d)
     }
 
-    /// A chunk of answer text alone (an upstream event the core's reader gives as that text
-    /// and nothing else) through the engine; what it gave.
+    /// An upstream event of answer text alone (the core's [`TextDelta`]) through the engine,
+    /// as [`Self::step`] would take the same event; what it gave.
     ///
     /// # Errors
     /// As [`Self::step`].
-    pub(crate) async fn step_text(&mut self, text: &str) -> Result<Drained, StreamError> {
-        let r = if text.is_empty() {
-            Ok(())
-        } else {
-            self.ps.write_text(text)
-        };
+    pub(crate) async fn step_text(&mut self, t: &TextDelta<'_>) -> Result<Drained, StreamError> {
+        let r = self.ps.write_text_delta(t);
         let d = self.drain().await?;
         r?;
         Ok(d)

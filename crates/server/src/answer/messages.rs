@@ -291,11 +291,11 @@ impl NamedWire for MessagesWire {
 
     /// A `text_delta` (the core's reading): its text is rewritten into the current text
     /// block's own `text_delta`, as [`Self::after`] does for it.
-    fn text_delta<'a>(&self, data: &'a str) -> Option<TextDelta<'a>> {
+    fn text_delta<'a>(&mut self, data: &'a str) -> Option<TextDelta<'a>> {
         TextDelta::read(Dialect::Anthropic, data)
     }
 
-    fn after_text(&mut self, d: Drained) -> Vec<String> {
+    fn after_text(&mut self, _: &TextDelta<'_>, d: Drained) -> Vec<String> {
         self.pending.extend(d.events);
         if let (true, Some(i)) = (self.pending.is_empty(), self.cur) {
             // The common event: text for the open block and nothing of citeflow's to attach.

@@ -39,24 +39,21 @@ pub(crate) trait NamedWire: Send + 'static {
     fn error_value(&mut self, e: &StreamError) -> Value;
 
     /// An upstream event that is answer text alone, read without a tree (the core's
-    /// [`TextDelta`]): such an event goes to the engine as its text, and [`Self::after_text`]
-    /// gives what [`Self::after`] would for it. `None` (the default): every event is read as
-    /// an object.
-    fn text_delta<'a>(&self, _data: &'a str) -> Option<TextDelta<'a>> {
-        None
-    }
+    /// [`TextDelta`]), noted as [`Self::before`] notes it: such an event goes to the engine
+    /// as its text ([`Engine::step_text`]), and [`Self::after_text`] gives what
+    /// [`Self::after`] would for it. `None`: the event is read as an object.
+    fn text_delta<'a>(&mut self, data: &'a str) -> Option<TextDelta<'a>>;
 
-    /// The events to send for text alone (an event [`Self::text_delta`] read), given what the
-    /// engine drained for it: the rewritten text as the wire's own text event, as
-    /// [`Self::after`] gives it for such an event.
-    fn after_text(&mut self, d: Drained) -> Vec<String>;
+    /// The events to send for an event [`Self::text_delta`] read, given what the engine
+    /// drained for it: what [`Self::after`] gives for that event.
+    fn after_text(&mut self, t: &TextDelta<'_>, d: Drained) -> Vec<String>;
 }
 
 impl<W: NamedWire> Answer for W {
     async fn on_data(&mut self, data: &str) -> Result<Vec<String>, StreamError> {
         if let Some(t) = self.text_delta(data) {
-            let d = self.engine().step_text(t.text()).await?;
-            return Ok(self.after_text(d));
+            let d = self.engine().step_text(&t).await?;
+            return Ok(self.after_text(&t, d));
         }
         let v = parse_object(data)?;
         self.before(&v);

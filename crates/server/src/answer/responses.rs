@@ -6,12 +6,12 @@
 //! `response.completed` carrying the rewritten text, citeflow's own events in a `citeflow` field.
 //! Its frames are named by each event's `type` ([`named`](super::named)).
 
-use citeflow_core::provider::{apply_late_edits, LateEdit};
+use citeflow_core::provider::{apply_late_edits, Dialect, LateEdit, TextDelta};
 use serde_json::{json, Value};
 
 use super::engine::{Cite, Drained, Engine};
 use super::named::NamedWire;
-use super::texts;
+use super::{parse_object, texts};
 use crate::code::ErrorCode;
 use crate::error::StreamError;
 
@@ -99,6 +99,16 @@ impl ResponsesWire {
         out
     }
 
+    /// Rewritten text sent as part `i`'s.
+    fn part_text(&mut self, i: usize, text: &str) {
+        let part = &mut self.parts[i];
+        if part.char_base.is_none() {
+            part.char_base = Some(self.chars);
+        }
+        part.text.push_str(text);
+        self.chars += text.chars().count() as u64;
+    }
+
     /// Text and citations of the engine, as events of the current part.
     fn text_events(&mut self, d: &Drained, template: Option<&Value>) -> Vec<Value> {
         let mut out = Vec::new();
@@ -107,12 +117,8 @@ impl ResponsesWire {
             return out;
         };
         if !d.text.is_empty() {
-            let part = &mut self.parts[i];
-            if part.char_base.is_none() {
-                part.char_base = Some(self.chars);
-            }
-            part.text.push_str(&d.text);
-            self.chars += d.text.chars().count() as u64;
+            self.part_text(i, &d.text);
+            let part = &self.parts[i];
             let mut ev = template.cloned().unwrap_or_else(|| {
                 json!({"type": "response.output_text.delta", "item_id": part.item_id,
                     "output_index": part.output_index, "content_index": part.content_index,
@@ -352,12 +358,34 @@ impl NamedWire for ResponsesWire {
         Ok(self.stamp(out))
     }
 
-    /// Text alone, as an `output_text.delta` of the current part (no event of the upstream's
-    /// to take its members from: [`Self::text_delta`] reads none).
-    fn after_text(&mut self, mut d: Drained) -> Vec<String> {
-        self.pending.append(&mut d.events);
-        let out = self.text_events(&d, None);
-        texts(self.stamp(out))
+    /// An `output_text.delta` of a part seen before (a new part's members are read from the
+    /// event's tree, by [`Self::before`]).
+    fn text_delta<'a>(&mut self, data: &'a str) -> Option<TextDelta<'a>> {
+        let t = TextDelta::read(Dialect::OpenaiResponses, data)?;
+        let (item, index) = t.part()?;
+        self.cur = Some(self.find(item, index)?);
+        Some(t)
+    }
+
+    /// The upstream's event with the rewritten text and the next `sequence_number`, when the
+    /// engine gave text and nothing else; else what [`Self::after`] gives for the event's tree.
+    fn after_text(&mut self, t: &TextDelta<'_>, d: Drained) -> Vec<String> {
+        let plain = self.pending.is_empty() && d.events.is_empty() && d.cites.is_empty();
+        if let (true, Some(i)) = (plain, self.cur) {
+            if d.text.is_empty() {
+                return Vec::new();
+            }
+            if let Some(out) = t.splice(&d.text, self.seq) {
+                self.seq += 1;
+                self.part_text(i, &d.text);
+                return vec![out];
+            }
+        }
+        match parse_object(t.data()) {
+            Ok(v) => texts(self.after(v, d)),
+            // Read as an object already: not reached.
+            Err(_) => Vec::new(),
+        }
     }
 
     fn error_value(&mut self, e: &StreamError) -> Value {

@@ -9,6 +9,7 @@ use crate::provider::frame::{special_at, FrameDecoder, Framing, Plain};
 use crate::provider::json::keys_of;
 use crate::provider::read::ProviderEvent;
 use crate::provider::reader::{Dialect, Reader};
+use crate::provider::text_delta::TextDelta;
 use crate::settings::NumberSource;
 
 impl ProviderStream {
@@ -177,6 +178,31 @@ impl ProviderStream {
         // As `apply` does, without the event's copy of the text.
         let r = self.take_text(text).map(|()| self.drain());
         self.record(r)
+    }
+
+    /// An event [`TextDelta::read`] read: what [`ProviderStream::write_payload`] of the same
+    /// event does (a Responses delta of another part ends the one before and starts its
+    /// own), from the event's text alone.
+    ///
+    /// # Errors
+    /// As [`ProviderStream::write`].
+    pub fn write_text_delta(&mut self, t: &TextDelta<'_>) -> Result<(), ProviderError> {
+        self.check()?;
+        if let Some((item, index)) = t.part() {
+            if self.reader.is_none() {
+                let dialect = *self.dialect.get_or_insert(t.dialect());
+                self.reader = Some(Reader::new(dialect));
+            }
+            let r = self.read_events(|reader, out| {
+                reader.enter_part(item, index, out);
+                Ok(true)
+            });
+            self.record(r.map(drop))?;
+        }
+        if t.text().is_empty() {
+            return Ok(());
+        }
+        self.write_text(t.text())
     }
 
     /// A chunk of answer text (a JSON string payload).
