@@ -236,6 +236,50 @@ mod tests {
         }
     }
 
+    fn member(key: &str, value: &Value) -> String {
+        format!("{}:{value}", Value::from(key))
+    }
+
+    proptest::proptest! {
+        /// Any Responses delta (members in any order, any text, with or without a
+        /// `sequence_number`, whitespace between tokens): read as the dialect's reader reads
+        /// it, and spliced into what editing its tree gives.
+        #[test]
+        fn any_responses_delta_reads_and_splices_as_its_tree(
+            text in "(\\PC|[\"\\\\\n\t\u{1}]|草枕|【1】){0,10}",
+            new in "(\\PC|[\"\\\\\n\u{1f}]|【2】){0,10}",
+            seq in proptest::option::of(0u64..1 << 40),
+            next in 0u64..u64::MAX,
+            order in proptest::sample::subsequence(vec![0, 1, 2, 3, 4], 5),
+            ws in "[ \n]{0,2}",
+        ) {
+            let mut members = vec![
+                member("type", &json!("response.output_text.delta")),
+                member("item_id", &json!("msg_1")),
+                member("content_index", &json!(0)),
+                member("delta", &json!(text)),
+                member("logprobs", &json!([])),
+            ];
+            members = order.iter().map(|&i| members[i].clone()).collect();
+            if let Some(s) = seq {
+                members.insert(members.len() / 2, member("sequence_number", &json!(s)));
+            }
+            let data = format!("{ws}{{{ws}{}{ws}}}{ws}", members.join(&format!(",{ws}")));
+            let p = TextDelta::read(Dialect::OpenaiResponses, &data).expect("read");
+            proptest::prop_assert_eq!(
+                Some((p.text().to_owned(), true)),
+                by_reader(Dialect::OpenaiResponses, &data)
+            );
+            proptest::prop_assert_eq!(p.part(), Some(("msg_1", 0)));
+            let out = p.splice(&new, next).expect("spliced");
+            let mut want: Value = serde_json::from_str(&data).expect("json");
+            want["delta"] = json!(new);
+            want["sequence_number"] = json!(next);
+            let got: Value = serde_json::from_str(&out).expect("spliced json");
+            proptest::prop_assert_eq!(got, want);
+        }
+    }
+
     #[test]
     fn any_other_event_is_none() {
         for data in [
