@@ -94,13 +94,79 @@ pub(crate) enum Naming {
 pub(crate) fn logged(naming: Naming, id: u64, data: &str) -> Bytes {
     let typed = match naming {
         Naming::Unnamed => None,
-        Naming::ByType => serde_json::from_str::<Typed<'_>>(data).ok(),
+        Naming::ByType => match edge_type(data) {
+            Some(t) => return event(Some(id), Some(t), data),
+            None => serde_json::from_str::<Typed<'_>>(data).ok(),
+        },
     };
     event(
         Some(id),
         typed.as_ref().and_then(|t| t.r#type.as_deref()),
         data,
     )
+}
+
+/// The `type` of a logged event when it is the object's first or last member with a plain
+/// string value (no escape), found without reading the rest: serde_json writes the server's
+/// own events with their keys sorted (`type` last), and the upstreams put it first. `None`
+/// otherwise, for the typed read. `data` is JSON the server wrote (a logged event), so the
+/// closing `}` is the top-level object's, and a quote with no backslash before it is a
+/// string's edge.
+fn edge_type(data: &str) -> Option<&str> {
+    let b = data.as_bytes();
+    let ws = |c: &u8| matches!(c, b' ' | b'\t' | b'\n' | b'\r');
+    let start = b.iter().position(|c| !ws(c))?;
+    let end = b.iter().rposition(|c| !ws(c))?;
+    let plain = |v: &[u8]| !v.contains(&b'\\') && !v.contains(&b'"');
+    // First: `{ "type" : "…" ,` or `}`.
+    let mut i = start;
+    let eat = |i: &mut usize, lit: &[u8]| -> Option<()> {
+        while b.get(*i).is_some_and(ws) {
+            *i += 1;
+        }
+        b.get(*i..*i + lit.len()).filter(|s| *s == lit)?;
+        *i += lit.len();
+        Some(())
+    };
+    let first = (|| {
+        eat(&mut i, b"{")?;
+        eat(&mut i, b"\"type\"")?;
+        eat(&mut i, b":")?;
+        eat(&mut i, b"\"")?;
+        let len = b.get(i..end)?.iter().position(|&c| c == b'"')?;
+        let (v0, v1) = (i, i + len);
+        i = v1 + 1;
+        let after = eat(&mut i, b",").or_else(|| eat(&mut i, b"}"));
+        after.and_then(|()| data.get(v0..v1))
+    })();
+    if let Some(t) = first.filter(|t| plain(t.as_bytes())) {
+        return Some(t);
+    }
+    // Last: `, "type" : "…" }` (or the only member).
+    if b[end] != b'}' {
+        return None;
+    }
+    let mut j = end;
+    let back = |j: &mut usize| -> Option<u8> {
+        while *j > start && ws(&b[*j - 1]) {
+            *j -= 1;
+        }
+        *j = j.checked_sub(1)?;
+        Some(b[*j])
+    };
+    (back(&mut j)? == b'"').then_some(())?;
+    let v1 = j;
+    let v0 = b[..v1].iter().rposition(|&c| c == b'"')? + 1;
+    j = v0 - 1;
+    if j == 0 || b[j - 1] == b'\\' {
+        return None;
+    }
+    (back(&mut j)? == b':').then_some(())?;
+    (back(&mut j)? == b'"').then_some(())?;
+    j = j.checked_sub(5)?;
+    (b.get(j..j + 5)? == b"\"type").then_some(())?;
+    matches!(back(&mut j)?, b',' | b'{').then_some(())?;
+    data.get(v0..v1).filter(|t| plain(t.as_bytes()))
 }
 
 /// The `type` of an event, read without a tree.
@@ -231,6 +297,91 @@ mod tests {
     use futures_util::StreamExt;
 
     use super::*;
+
+    /// What the typed read gives as an event's `type`.
+    fn typed(data: &str) -> Option<String> {
+        serde_json::from_str::<Typed<'_>>(data)
+            .ok()
+            .and_then(|t| t.r#type.map(|t| t.into_owned()))
+    }
+
+    #[test]
+    fn an_edge_type_is_the_typed_reads() {
+        for (data, edge) in [
+            (
+                r#"{"delta":{"text":"a","type":"text_delta"},"index":0,"type":"content_block_delta"}"#,
+                Some("content_block_delta"),
+            ),
+            (
+                r#"{"type":"response.output_text.delta","delta":"x","sequence_number":3}"#,
+                Some("response.output_text.delta"),
+            ),
+            (r#" { "type" : "message_stop" } "#, Some("message_stop")),
+            (r#"{"a":1, "type" :"ping"}"#, Some("ping")),
+            (r#"{"a":{"type":"inner"}}"#, None),
+            (r#"{"a":"x\",\"type\":\"fake"}"#, None),
+            (r#"{"type":"a\"b"}"#, None),
+            (r#"{"type":"caf\u00e9","b":1}"#, None),
+            (r#"{"b":[1,{"type":"inner"}],"c":"d"}"#, None),
+            (r#"{"type":5}"#, None),
+            (r#"{}"#, None),
+        ] {
+            assert_eq!(edge_type(data), edge, "{data}");
+            if let Some(t) = edge {
+                assert_eq!(typed(data).as_deref(), Some(t), "{data}");
+            }
+        }
+    }
+
+    use proptest::strategy::Strategy as _;
+
+    proptest::proptest! {
+        /// Any object serde_json writes, and the same members written with `type` first:
+        /// a `type` found at an edge is the typed read's, and every frame names its event as
+        /// the typed read does.
+        #[test]
+        fn an_edge_type_never_differs_from_the_typed_read(
+            kind in "(\\PC|[\"\\\\]|【1】){0,8}",
+            others in proptest::collection::btree_map(
+                "[a-z]{1,6}",
+                proptest::prop_oneof![
+                    "(\\PC|[\"\\\\]){0,6}".prop_map(serde_json::Value::from),
+                    proptest::prelude::any::<u32>().prop_map(serde_json::Value::from),
+                    "[a-z\"]{0,4}".prop_map(|t| serde_json::json!({"type": t})),
+                    // A string that holds what a `type` member looks like.
+                    "[a-z]{0,3}".prop_map(|t| serde_json::Value::from(format!("x\",\"type\":\"{t}"))),
+                ],
+                0..4,
+            ),
+            typed_too in proptest::prelude::any::<bool>(),
+        ) {
+            let mut m: serde_json::Map<String, serde_json::Value> = others.into_iter().collect();
+            if typed_too {
+                m.insert("type".into(), serde_json::Value::from(kind.clone()));
+            }
+            let sorted = serde_json::Value::Object(m.clone()).to_string();
+            let mut first = m.clone();
+            let t = first.remove("type");
+            let rest = serde_json::Value::Object(first).to_string();
+            let leading = match t {
+                Some(t) if rest == "{}" => format!("{{\"type\":{t}}}"),
+                Some(t) => format!("{{\"type\":{t},{}", &rest[1..]),
+                None => rest,
+            };
+            for data in [sorted, leading] {
+                let want = typed(&data);
+                if let Some(e) = edge_type(&data) {
+                    proptest::prop_assert_eq!(Some(e.to_owned()), want.clone(), "{}", data);
+                }
+                // The frame is the one the typed read's name makes.
+                proptest::prop_assert_eq!(
+                    logged(Naming::ByType, 1, &data),
+                    event(Some(1), want.as_deref(), &data),
+                    "{}", data
+                );
+            }
+        }
+    }
 
     /// The frames are byte for byte those of axum's `Sse`.
     #[tokio::test]
