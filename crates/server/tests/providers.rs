@@ -978,7 +978,11 @@ async fn responses_text_deltas_keep_the_upstreams_members_in_order() {
         part("m2"),
         delta(Some(11), "m2", "The Seine [[source_3]]."),
         done("m2", "The Seine [[source_3]]."),
-        json!({"type": "response.completed", "response": {"id": "r", "output": []}}),
+        json!({"type": "response.completed", "response": {"id": "r", "output": [
+            {"type": "message", "id": "m1", "content": [{"type": "output_text",
+                "text": "Paris [[source_7]] is \"big\"\n草枕【", "annotations": []}]},
+            {"type": "message", "id": "m2", "content": [{"type": "output_text",
+                "text": "The Seine [[source_3]].", "annotations": []}]}]}}),
     ];
     let text: Vec<String> = lines.iter().map(Value::to_string).collect();
     h.replay
@@ -1016,6 +1020,25 @@ async fn responses_text_deltas_keep_the_upstreams_members_in_order() {
         .filter(|d| d["obfuscation"] == "x\"y" && d["logprobs"] == json!([]))
         .collect();
     assert!(own.len() >= 4, "{deltas:?}");
+    // Not streamed: the same rewritten text, part by part.
+    let mut body = body;
+    body["stream"] = json!(false);
+    let object: Value = h
+        .post("/v1/responses")
+        .json(&body)
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    let texts: Vec<&str> = object["output"]
+        .as_array()
+        .expect("output")
+        .iter()
+        .map(|o| o["content"][0]["text"].as_str().expect("text"))
+        .collect();
+    assert_eq!(texts, ["Paris [1] is \"big\"\n草枕【", "The Seine [2]."]);
 }
 
 /// The Messages route's `text_delta`s, read without a tree: a marker cut across deltas and
@@ -1066,4 +1089,22 @@ async fn messages_text_deltas_carry_the_rewritten_text() {
         .map(|d| d["delta"]["text"].as_str().unwrap())
         .collect();
     assert_eq!(streamed, "Paris [1] is \"big\"\n草枕 [2].");
+    // Not streamed: the message put together from the same text.
+    let mut body = body;
+    body["stream"] = json!(false);
+    let message: Value = h
+        .post("/v1/messages")
+        .json(&body)
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(message["content"][0]["type"], "text", "{message}");
+    assert_eq!(
+        message["content"][0]["text"],
+        streamed.as_str(),
+        "{message}"
+    );
 }
