@@ -28,19 +28,19 @@ pub const CHAT_META_KEYS: [&str; 5] = ["id", "object", "created", "model", "syst
 #[derive(Debug, Clone)]
 pub struct ChatChunk<'a> {
     /// The chunk's text, as [`ChatChunk::read`] was given it.
-    data: &'a str,
+    pub(super) data: &'a str,
     /// The decoded `choices[0].delta.content`.
-    content: Cow<'a, str>,
+    pub(super) content: Cow<'a, str>,
     /// The members named in [`CHAT_META_KEYS`], as read.
-    meta: [MetaValue<'a>; 5],
+    pub(super) meta: [MetaValue<'a>; 5],
     /// Byte range of the content's string literal (quotes included).
-    content_at: Range<usize>,
+    pub(super) content_at: Range<usize>,
     /// Byte offset of the chunk's closing `}`.
-    chunk_end: usize,
+    pub(super) chunk_end: usize,
 }
 
 /// Where `part` (a slice of `whole`) starts in `whole`.
-fn offset(whole: &str, part: &str) -> Option<usize> {
+pub(super) fn offset(whole: &str, part: &str) -> Option<usize> {
     let at = (part.as_ptr() as usize).checked_sub(whole.as_ptr() as usize)?;
     (at + part.len() <= whole.len()).then_some(at)
 }

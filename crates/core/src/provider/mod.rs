@@ -40,6 +40,7 @@
 mod anthropic;
 mod bedrock;
 mod chat_chunk;
+mod chat_chunks;
 mod cohere;
 mod detect;
 mod error;
@@ -61,6 +62,7 @@ mod typed_tests;
 mod units;
 
 pub use chat_chunk::{ChatChunk, CHAT_META_KEYS};
+pub use chat_chunks::ChatChunks;
 pub use error::ProviderError;
 pub use frame::{FrameDecoder, Framing, Payload};
 pub use json::MetaValue;

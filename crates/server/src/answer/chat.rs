@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use citeflow_core::provider::{ChatChunk, Dialect, MetaValue, CHAT_META_KEYS};
+use citeflow_core::provider::{ChatChunk, ChatChunks, Dialect, MetaValue, CHAT_META_KEYS};
 use citeflow_core::{Settings, Sources};
 use citeflow_store::{NumberScope, StoreError};
 use serde_json::{json, Value};
@@ -52,6 +52,8 @@ pub(crate) struct Generation {
     /// The same members as the last plain chunk gave them (absent: not known), so that a
     /// plain chunk copies them only when they change.
     meta_seen: [MetaValue<'static>; 5],
+    /// Reads the plain chunks, one written like the last by its content alone.
+    plain: ChatChunks,
     speed: Speed,
     /// The `citeflow` member of a chunk without events, as JSON text: most chunks carry it
     /// as it is.
@@ -176,6 +178,7 @@ impl Generation {
             meta: json!({"object": "chat.completion.chunk"}),
             quotes,
             meta_seen: Default::default(),
+            plain: ChatChunks::default(),
             speed: Speed {
                 requested,
                 first: None,
@@ -298,10 +301,10 @@ impl Generation {
 
     /// Rewrites one upstream event's `data` (counted once it reads as JSON); returns the
     /// events to log, and whether the chunk finished choice 0. A plain chunk (one the core's
-    /// [`ChatChunk`] reads) is rewritten in its own text; any other goes through
-    /// [`Self::on_chunk`].
+    /// [`ChatChunk`] reads; [`ChatChunks`] reads one written like the last by its content
+    /// alone) is rewritten in its own text; any other goes through [`Self::on_chunk`].
     async fn on_data(&mut self, data: &str) -> Result<(Vec<String>, bool), StreamError> {
-        if let Some(p) = ChatChunk::read(data).filter(|_| !self.choices[0].ended) {
+        if let Some(p) = self.plain.read(data).filter(|_| !self.choices[0].ended) {
             return Ok((self.on_plain(p).await?, false));
         }
         let v = parse_object(data)?;
