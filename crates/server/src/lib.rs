@@ -90,7 +90,6 @@ pub fn router(state: AppState) -> Router {
             Arc::clone(&state.metrics),
             metrics::track,
         ))
-        .layer(tower_http::trace::TraceLayer::new_for_http())
         .layer(axum::middleware::from_fn(intake::request_id::request_id))
         .with_state(state)
 }
