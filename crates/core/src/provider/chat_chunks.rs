@@ -2,21 +2,19 @@
 //!
 //! An OpenAI-compatible server writes the chunks of one answer alike: the same `id`, `model`
 //! and `created`, the same members in the same order, and only the content differs (llama.cpp,
-//! vLLM, Ollama and citeflow's own model do). When a chunk's text before its content's string
-//! literal, and its text after it, are the bytes of the last plain chunk read, the two parse
-//! alike but for that literal: what a JSON parser makes of the text before a string token does
-//! not depend on the token, and what it makes of the text after it does not depend on the
-//! string's value. So such a chunk is read by checking that one literal, and its metadata is
-//! the last chunk's, found at the same places in its own text. Any other chunk (the first, a
-//! chunk that differs elsewhere, such as OpenAI's per-chunk `obfuscation`) is read whole with
-//! [`ChatChunk::read`] and becomes the one the next is read against. Either way a chunk reads
-//! as [`ChatChunk::read`] reads it.
+//! vLLM, Ollama and citeflow's own model do). A chunk whose text around its content's string
+//! literal is the last plain chunk's is read by that literal alone ([`LikeLast`]), its metadata
+//! found at the last one's places in its own text. Any other chunk (the first, one that differs
+//! elsewhere, such as OpenAI's per-chunk `obfuscation`) is read whole with [`ChatChunk::read`]
+//! and becomes the one the next is read against. Either way a chunk reads as
+//! [`ChatChunk::read`] reads it.
 
 use std::borrow::Cow;
 use std::ops::Range;
 
 use super::chat_chunk::{offset, ChatChunk};
-use super::json::{MetaValue, Str};
+use super::json::MetaValue;
+use super::like_last::{LikeLast, Misses};
 
 /// Reads one stream's chat chunks as [`ChatChunk::read`] does, a chunk written like the last
 /// plain one by its content alone.
@@ -34,24 +32,16 @@ use super::json::{MetaValue, Str};
 #[derive(Debug, Clone, Default)]
 pub struct ChatChunks {
     /// The last plain chunk read whole.
-    last: Option<Last>,
-    /// Plain chunks in a row not written like the last one. At [`GIVE_UP`] the stream's
-    /// chunks differ elsewhere each time (OpenAI's `obfuscation`): they are read whole from
-    /// then on, without keeping or comparing.
-    misses: u8,
+    last: Option<LikeLast>,
+    /// Its closing `}` and metadata members.
+    shape: Option<Shape>,
+    /// Plain chunks in a row not written like the last one.
+    misses: Misses,
 }
 
-/// Plain chunks in a row not written like the last one after which [`ChatChunks`] stops
-/// comparing.
-const GIVE_UP: u8 = 3;
-
-/// A plain chunk read whole, kept to read the next ones against.
+/// What else a plain chunk read whole holds, by place.
 #[derive(Debug, Clone)]
-struct Last {
-    /// Its text.
-    data: String,
-    /// Byte range of its content's string literal (quotes included).
-    content_at: Range<usize>,
+struct Shape {
     /// Byte offset of its closing `}`.
     chunk_end: usize,
     /// Its metadata members.
@@ -72,26 +62,47 @@ impl ChatChunks {
     /// what [`ChatChunk::read`] gives.
     #[must_use]
     pub fn read<'a>(&mut self, data: &'a str) -> Option<ChatChunk<'a>> {
-        if self.misses >= GIVE_UP {
+        if self.misses.given_up() {
             return ChatChunk::read(data);
         }
-        if let Some(c) = self.last.as_ref().and_then(|l| l.read_like(data)) {
-            self.misses = 0;
+        if let Some(c) = self.read_like(data) {
+            self.misses.hit();
             return Some(c);
         }
         let c = ChatChunk::read(data)?;
-        if self.last.is_some() {
-            self.misses += 1;
-            if self.misses >= GIVE_UP {
-                self.last = None;
-                return Some(c);
-            }
+        if self.last.is_some() && self.misses.miss() {
+            self.last = None;
+            self.shape = None;
+            return Some(c);
         }
         self.remember(&c);
         Some(c)
     }
 
-    /// Keeps `c` (read whole) to read the next chunks against, in the last one's allocation.
+    /// `data` read against the last plain chunk, when it is written like it.
+    fn read_like<'a>(&self, data: &'a str) -> Option<ChatChunk<'a>> {
+        let (last, shape) = (self.last.as_ref()?, self.shape.as_ref()?);
+        let same = last.read(data)?;
+        let mut meta: [MetaValue<'a>; 5] = Default::default();
+        for (m, kept) in meta.iter_mut().zip(&shape.meta) {
+            *m = match kept {
+                Meta::At(r) => MetaValue::Str(Cow::Borrowed(
+                    data.get(same.moved(r.start)..same.moved(r.end))?,
+                )),
+                Meta::Value(v) => v.clone(),
+            };
+        }
+        let chunk_end = same.moved(shape.chunk_end);
+        Some(ChatChunk {
+            data,
+            content: same.value,
+            meta,
+            content_at: same.literal,
+            chunk_end,
+        })
+    }
+
+    /// Keeps `c` (read whole) to read the next chunks against.
     fn remember(&mut self, c: &ChatChunk<'_>) {
         let meta = std::array::from_fn(|i| match &c.meta[i] {
             MetaValue::Str(Cow::Borrowed(s)) => match offset(c.data, s) {
@@ -100,70 +111,11 @@ impl ChatChunks {
             },
             m => Meta::Value(m.clone().into_owned()),
         });
-        let mut data = self.last.take().map(|l| l.data).unwrap_or_default();
-        data.clear();
-        data.push_str(c.data);
-        self.last = Some(Last {
-            data,
-            content_at: c.content_at.clone(),
+        LikeLast::keep(&mut self.last, c.data, c.content_at.clone());
+        self.shape = Some(Shape {
             chunk_end: c.chunk_end,
             meta,
         });
-    }
-}
-
-impl Last {
-    /// `data` read as this chunk with another content literal, when its text before and after
-    /// the literal is this chunk's and the literal is one JSON string; else `None`.
-    fn read_like<'a>(&self, data: &'a str) -> Option<ChatChunk<'a>> {
-        let before = self.data.get(..self.content_at.start)?;
-        let after = self.data.get(self.content_at.end..)?;
-        if data.len() < before.len() + after.len() + 2
-            || !data.starts_with(before)
-            || !data.ends_with(after)
-        {
-            return None;
-        }
-        let end = data.len() - after.len();
-        let content = string_literal(data.get(before.len()..end)?)?;
-        // A position after the literal moves with the literal's end.
-        let moved = |at: usize| {
-            if at >= self.content_at.end {
-                at - self.content_at.end + end
-            } else {
-                at
-            }
-        };
-        let mut meta: [MetaValue<'a>; 5] = Default::default();
-        for (m, kept) in meta.iter_mut().zip(&self.meta) {
-            *m = match kept {
-                Meta::At(r) => {
-                    MetaValue::Str(Cow::Borrowed(data.get(moved(r.start)..moved(r.end))?))
-                }
-                Meta::Value(v) => v.clone(),
-            };
-        }
-        Some(ChatChunk {
-            data,
-            content,
-            meta,
-            content_at: before.len()..end,
-            chunk_end: moved(self.chunk_end),
-        })
-    }
-}
-
-/// The value of `literal` when it is exactly one JSON string token, else `None`. Without an
-/// escape it is the text between the quotes, borrowed (as the whole read gives it); with one
-/// it is decoded as the whole read decodes it.
-fn string_literal(literal: &str) -> Option<Cow<'_, str>> {
-    let inner = literal.strip_prefix('"')?.strip_suffix('"')?;
-    if !inner.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
-        return Some(Cow::Borrowed(inner));
-    }
-    match serde_json::from_str::<Str<'_>>(literal).ok()? {
-        Str::Is(s) => Some(s),
-        _ => None,
     }
 }
 
@@ -245,9 +197,9 @@ mod tests {
                     _ => chunk(&pre, &lit, &post),
                 };
                 let whole = ChatChunk::read(&data);
-                let kept = reader.last.as_ref().map(|l| l.data.clone());
+                let kept = reader.last.as_ref().map(|l| l.data().to_owned());
                 let read = reader.read(&data);
-                if whole.is_some() && kept.is_some() && reader.last.as_ref().map(|l| &l.data) == kept.as_ref() {
+                if whole.is_some() && kept.is_some() && reader.last.as_ref().map(LikeLast::data) == kept.as_deref() {
                     HITS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
                 prop_assert_eq!(read.as_ref().map(seen), whole.as_ref().map(seen), "{}", data);
@@ -273,7 +225,11 @@ mod tests {
             );
             let c = reader.read(&data).expect("plain");
             assert_eq!(c.content(), format!("t{i}"));
-            assert_eq!(reader.last.is_some(), i < usize::from(GIVE_UP), "{i}");
+            assert_eq!(
+                reader.last.is_some(),
+                i < usize::from(Misses::GIVE_UP),
+                "{i}"
+            );
         }
     }
 
@@ -292,7 +248,7 @@ mod tests {
         assert_eq!(c.chunk_end(), longer.len() - 1);
         // Read by its content: the chunk kept is still the first.
         assert_eq!(
-            reader.last.as_ref().map(|l| l.data.as_str()),
+            reader.last.as_ref().map(LikeLast::data),
             Some(first.as_str())
         );
         // Not one string where the content was: read whole, which refuses it too.

@@ -50,6 +50,7 @@ mod gemini_interactions;
 mod json;
 #[cfg(test)]
 mod jsonl_tests;
+mod like_last;
 mod link;
 mod openai_chat;
 mod openai_responses;
@@ -57,6 +58,7 @@ mod read;
 mod reader;
 mod stream;
 mod text_delta;
+mod text_deltas;
 #[cfg(test)]
 mod typed_tests;
 mod units;
@@ -70,3 +72,4 @@ pub use read::{Placement, ProviderCitation, ProviderEvent, Unit};
 pub use reader::{Dialect, Reader};
 pub use stream::{apply_late_edits, LateEdit, ProviderStream};
 pub use text_delta::TextDelta;
+pub use text_deltas::TextDeltas;

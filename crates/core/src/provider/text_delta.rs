@@ -19,13 +19,13 @@ use super::{anthropic, openai_responses, Dialect};
 /// An event that is answer text alone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TextDelta<'a> {
-    data: &'a str,
-    dialect: Dialect,
-    text: Cow<'a, str>,
-    index: Option<u64>,
-    part: Option<(Cow<'a, str>, u64)>,
-    delta_at: Option<Range<usize>>,
-    sequence_at: Option<Range<usize>>,
+    pub(super) data: &'a str,
+    pub(super) dialect: Dialect,
+    pub(super) text: Cow<'a, str>,
+    pub(super) index: Option<u64>,
+    pub(super) part: Option<(Cow<'a, str>, u64)>,
+    pub(super) delta_at: Option<Range<usize>>,
+    pub(super) sequence_at: Option<Range<usize>>,
 }
 
 impl<'a> TextDelta<'a> {

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use citeflow_core::provider::{Dialect, TextDelta};
+use citeflow_core::provider::{Dialect, TextDelta, TextDeltas};
 use serde_json::{json, Value};
 
 use super::engine::{Drained, Engine};
@@ -50,6 +50,8 @@ pub(crate) struct MessagesWire {
     delta: Option<Value>,
     pending: Vec<Value>,
     terminal: Option<Value>,
+    /// Reads the text deltas, one written like the last by its text alone.
+    deltas: TextDeltas,
 }
 
 pub(crate) fn is_block_stop(v: &Value) -> bool {
@@ -67,6 +69,7 @@ impl MessagesWire {
             delta: None,
             pending: Vec::new(),
             terminal: None,
+            deltas: TextDeltas::new(Dialect::Anthropic),
         }
     }
 
@@ -289,10 +292,11 @@ impl NamedWire for MessagesWire {
         Ok(out)
     }
 
-    /// A `text_delta` (the core's reading): its text is rewritten into the current text
-    /// block's own `text_delta`, as [`Self::after`] does for it.
+    /// A `text_delta` (the core's reading; one written like the last by its text alone): its
+    /// text is rewritten into the current text block's own `text_delta`, as [`Self::after`]
+    /// does for it.
     fn text_delta<'a>(&mut self, data: &'a str) -> Option<TextDelta<'a>> {
-        TextDelta::read(Dialect::Anthropic, data)
+        self.deltas.read(data)
     }
 
     fn after_text(&mut self, _: &TextDelta<'_>, d: Drained) -> Vec<String> {
