@@ -28,11 +28,9 @@ CLIENTS="crates/server/tests/clients"
 source "$ROOT/scripts/step.sh"
 
 step "install the Python clients (target/venv-clients) and the npm ones (npm ci)"
-if [ ! -x "$VENV/bin/python" ]; then
-    mkdir -p "$ROOT/target"
-    "$PYTHON" -m venv "$VENV"
-fi
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$CLIENTS/requirements.txt"
+# shellcheck source=venv.sh
+source "$ROOT/scripts/venv.sh"
+ensure_venv "$VENV" "$CLIENTS/requirements.txt"
 for dir in "$CLIENTS" examples; do
     if ! (cd "$dir" && [ -d node_modules ] && npm ls --silent >/dev/null 2>&1); then
         (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)

@@ -34,12 +34,9 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 step "pip install -r crates/py/requirements-frameworks.txt"
-if [ ! -x "$VENV/bin/python" ]; then
-    mkdir -p "$(dirname "$VENV")"
-    "$PYTHON" -m venv "$VENV"
-fi
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-    -r crates/py/requirements-frameworks.txt
+# shellcheck source=venv.sh
+source "$ROOT/scripts/venv.sh"
+ensure_venv "$VENV" crates/py/requirements-frameworks.txt
 
 # The replaying upstream (cargo test of the workspace has usually built it already).
 step "cargo build -p citeflow-replay --example replay_upstream"

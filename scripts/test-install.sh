@@ -35,15 +35,7 @@ source "$root/scripts/browser-env.sh"
 source "$root/scripts/wasm-pkg.sh"
 
 step "tools: wasm32 target, wasm-bindgen-cli, chromium, npm ci ($browser_tests)"
-if command -v rustup >/dev/null && ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
-  rustup target add wasm32-unknown-unknown
-fi
-want="$(awk '$0 == "name = \"wasm-bindgen\"" { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)"
-have="$(wasm-bindgen --version 2>/dev/null | awk '{ print $2 }' || true)"
-if [ "$have" != "$want" ]; then
-  # Not --locked: the registry index lacks one of its pinned dependencies.
-  cargo install wasm-bindgen-cli --version "$want" --force
-fi
+ensure_wasm_bindgen
 ensure_browser
 target_dir="$(cargo metadata --format-version 1 --no-deps \
   | node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => console.log(JSON.parse(s).target_directory))')"

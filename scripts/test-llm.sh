@@ -67,12 +67,9 @@ cargo test --locked --release -p citeflow-llm --features local-model -- --test-t
 step "agents on the local model: openai client, LangChain create_agent, Chainlit, the Next.js agent route (issue 47)"
 agents_started=$SECONDS
 VENV="${CITEFLOW_FRAMEWORKS_VENV:-$ROOT/target/venv-frameworks}"
-if [ ! -x "$VENV/bin/python" ]; then
-    mkdir -p "$(dirname "$VENV")"
-    "${PYTHON:-python3}" -m venv "$VENV"
-fi
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-    -r crates/py/requirements-frameworks.txt
+# shellcheck source=venv.sh
+source "$ROOT/scripts/venv.sh"
+ensure_venv "$VENV" crates/py/requirements-frameworks.txt
 if ! "$VENV/bin/python" -c "import citeflow.langchain" >/dev/null 2>&1; then
     (cd crates/py && VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" maturin develop --release --locked --quiet)
 fi

@@ -19,7 +19,6 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 PYTHON="${PYTHON:-python3}"
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
-CARGO_DENY_VERSION="0.20.2"
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
 work="$(mktemp -d)"
@@ -73,14 +72,9 @@ for name in "${publishable[@]}"; do
 done
 
 step "cargo deny check licenses bans sources (deny.toml, offline)"
-have="$(cargo deny --version 2>/dev/null | awk '{ print $2 }' || true)"
-if [ "$have" != "$CARGO_DENY_VERSION" ]; then
-  echo "installing cargo-deny $CARGO_DENY_VERSION (found: ${have:-none})"
-  # Its own target dir (a temporary one), not ours. --locked first; without it if the registry
-  # index lacks one of its pinned dependencies.
-  env -u CARGO_TARGET_DIR cargo install cargo-deny --version "$CARGO_DENY_VERSION" --locked ||
-    env -u CARGO_TARGET_DIR cargo install cargo-deny --version "$CARGO_DENY_VERSION"
-fi
+# shellcheck source=cargo-tools.sh
+source "$ROOT/scripts/cargo-tools.sh"
+ensure_cargo_deny
 # cargo deny --offline reads every platform's and every feature's manifests: make sure they
 # are all in the cargo cache (a no-op when they are).
 cargo fetch --locked --quiet

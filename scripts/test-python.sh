@@ -18,14 +18,11 @@ TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 source "$ROOT/scripts/step.sh"
 
 step "virtualenv $VENV: pip install -r crates/py/requirements-test.txt"
-if [ ! -x "$VENV/bin/python" ]; then
-    mkdir -p "$(dirname "$VENV")"
-    "$PYTHON" -m venv "$VENV"
-fi
 # Exact versions (maturin, pytest, hypothesis, mypy, openai, anthropic, langchain-core and their
 # dependencies) so that a run today and a run next month test the same thing.
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-    -r crates/py/requirements-test.txt
+# shellcheck source=venv.sh
+source "$ROOT/scripts/venv.sh"
+ensure_venv "$VENV" crates/py/requirements-test.txt
 
 # The snapshot interop test runs the Rust CLI on a snapshot taken in Python.
 step "cargo build -p citeflow-cli"

@@ -20,13 +20,10 @@ SHARED="${CITEFLOW_SHARED_DIR:-$(cd "$ROOT/.." && pwd)/shared}"
 source "$ROOT/scripts/step.sh"
 
 step "virtualenv $VENV: pip install -r crates/server/tests/python/requirements.txt"
-if [ ! -x "$VENV/bin/python" ]; then
-    mkdir -p "$ROOT/target"
-    "$PYTHON" -m venv "$VENV"
-fi
 # Exact versions, so that a run today and a run next month test the same client.
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-    -r crates/server/tests/python/requirements.txt
+# shellcheck source=venv.sh
+source "$ROOT/scripts/venv.sh"
+ensure_venv "$VENV" crates/server/tests/python/requirements.txt
 
 step "cargo build -p citeflow-cli, the replaying upstream"
 cargo build --quiet --locked -p citeflow-cli

@@ -19,6 +19,14 @@ step "toolchain"
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 rustup target add wasm32-unknown-unknown >/dev/null 2>&1 || true
 
+# The later scripts' installs (virtualenvs, npm's cache, wasm-bindgen-cli and cargo-deny) begun
+# now, while the Rust steps compile (scripts/prefetch.sh; never fails the run). A script that
+# needs one of them before it is done waits on its lock. Its log is printed at the end.
+mkdir -p target
+bash scripts/prefetch.sh >target/prefetch.log 2>&1 &
+prefetch_pid=$!
+trap 'kill "$prefetch_pid" 2>/dev/null || true' EXIT
+
 step "rustfmt"
 cargo fmt --all -- --check
 
@@ -44,5 +52,8 @@ for part in scripts/test-*.sh; do
 done
 
 step_done
+wait "$prefetch_pid" 2>/dev/null || true
+echo "the early installs (scripts/prefetch.sh):"
+sed 's/^/  /' target/prefetch.log
 echo "all tests passed"
 du -sh target 2>/dev/null | sed 's/^/disk used by target\/: /' || true

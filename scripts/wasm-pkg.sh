@@ -5,23 +5,10 @@
 # second call in the same run, or a run whose .wasm, npm sources and wasm-opt pin and flags have
 # not changed, only checks. Expects `root` (the repository).
 
-ensure_wasm_bindgen() {
-  if command -v rustup >/dev/null && ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
-    rustup target add wasm32-unknown-unknown
-  fi
-  local want have
-  want="$(awk '$0 == "name = \"wasm-bindgen\"" { getline; gsub(/version = |"/, ""); print; exit }' "$root/Cargo.lock")"
-  if [ -z "$want" ]; then
-    echo "no wasm-bindgen in Cargo.lock" >&2
-    return 1
-  fi
-  have="$(wasm-bindgen --version 2>/dev/null | awk '{ print $2 }' || true)"
-  if [ "$have" != "$want" ]; then
-    echo "installing wasm-bindgen-cli $want (found: ${have:-none})"
-    # Not --locked: the registry index lacks one of its pinned dependencies.
-    cargo install wasm-bindgen-cli --version "$want" --force
-  fi
-}
+# ensure_wasm_bindgen (the wasm32 target and the pinned wasm-bindgen-cli) is shared with the
+# scripts' early installs.
+# shellcheck source=cargo-tools.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cargo-tools.sh"
 
 # npm ci in DIR, unless DIR/node_modules already holds exactly what its lockfile says.
 npm_ci_if_changed() {

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The test scripts' installs, done early: started by scripts/test.sh in the background while its
+# Rust steps keep both cores busy, so the downloads of a fresh machine (about 340 Python packages
+# into four virtualenvs, 270 npm ones) overlap the compiling instead of following it.
+#
+#   - Python: each test script's virtualenv, made and filled by the same `ensure_venv`
+#     (scripts/venv.sh) the script calls later. It holds the virtualenv's lock while it
+#     installs, so a script that comes early waits for it, then finds every pin satisfied.
+#   - npm: the packages of every lockfile, into npm's cache only (`npm cache add`); the scripts'
+#     `npm ci` then takes them from there. No project directory is touched.
+#   - cargo: wasm-bindgen-cli and cargo-deny, built by the same `ensure_*` functions
+#     (scripts/cargo-tools.sh, under their locks) at the lowest priority (nice 19), beside the
+#     downloads: they take the CPU the project's builds leave (a crate's codegen on one core,
+#     linking, the tests' runs), and a script that needs one before it is done waits for it.
+#
+# A failure here costs only the time it would have saved (the scripts install as before), so
+# this script never fails: it prints what it could not do and exits 0. Prints its time.
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+started=$SECONDS
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=venv.sh
+source "$ROOT/scripts/venv.sh"
+
+# wasm-bindgen-cli first: the first test script (test-agents-js.sh) needs it.
+(
+    for tool in wasm_bindgen cargo_deny; do
+        if nice -n 19 bash -c "source scripts/cargo-tools.sh && ensure_$tool" >"$tmp/$tool.log" 2>&1; then
+            echo "cargo: $tool ($((SECONDS - started)) s)"
+        else
+            echo "cargo: $tool failed (the script that needs it will install it):"
+            tail -n 5 "$tmp/$tool.log"
+        fi
+    done
+) &
+tools_pid=$!
+
+# The same virtualenvs, at the same paths, as the scripts named.
+while read -r venv req script; do
+    if ensure_venv "$venv" "$req" >"$tmp/pip.log" 2>&1; then
+        echo "pip: $req into $venv, for $script ($((SECONDS - started)) s)"
+    else
+        echo "pip: $req into $venv failed ($script will install it):"
+        tail -n 5 "$tmp/pip.log"
+    fi
+done <<LIST
+${CITEFLOW_FRAMEWORKS_VENV:-$ROOT/target/venv-frameworks} crates/py/requirements-frameworks.txt test-frameworks-py.sh
+$ROOT/target/venv-clients crates/server/tests/clients/requirements.txt test-clients.sh
+${CITEFLOW_PY_VENV:-$ROOT/target/venv-py} crates/py/requirements-test.txt test-python.sh
+$ROOT/target/venv-server crates/server/tests/python/requirements.txt test-server.sh
+LIST
+
+# Every npm package of the project's lockfiles that installs on this platform (Linux, x64,
+# glibc: the others' native builds are skipped, as npm ci skips them).
+git ls-files -z -- '*package-lock.json' | xargs -0 node -e '
+  const seen = new Set();
+  const fits = (list, want) => !list || list.includes(want) || list.every((x) => x.startsWith("!") && x !== "!" + want);
+  for (const file of process.argv.slice(1)) {
+    const packages = JSON.parse(require("fs").readFileSync(file, "utf8")).packages ?? {};
+    for (const [path, p] of Object.entries(packages)) {
+      if (!path.includes("node_modules/") || p.link || !p.version) continue;
+      if (!fits(p.os, process.platform) || !fits(p.cpu, process.arch) || !fits(p.libc, "glibc")) continue;
+      // An alias ("x-v7": "npm:x@…") is keyed by its alias and named by its package.
+      seen.add((p.name ?? path.slice(path.lastIndexOf("node_modules/") + "node_modules/".length)) + "@" + p.version);
+    }
+  }
+  console.log([...seen].sort().join("\n"));
+' >"$tmp/npm.txt"
+if xargs -n 50 npm cache add --no-audit --no-fund --loglevel=error <"$tmp/npm.txt" >"$tmp/npm.log" 2>&1; then
+    echo "npm: $(wc -l <"$tmp/npm.txt") packages ($((SECONDS - started)) s)"
+else
+    echo "npm: some of $(wc -l <"$tmp/npm.txt") packages not fetched (npm ci will download them):"
+    tail -n 5 "$tmp/npm.log"
+fi
+wait "$tools_pid"
+echo "prefetch.sh: done in $((SECONDS - started)) s"
+exit 0
