@@ -9,9 +9,11 @@
 #   - npm: the packages of every lockfile, into npm's cache only (`npm cache add`); the scripts'
 #     `npm ci` then takes them from there. No project directory is touched.
 #   - cargo: wasm-bindgen-cli and cargo-deny, built by the same `ensure_*` functions
-#     (scripts/cargo-tools.sh, under their locks) at the lowest priority (nice 19), beside the
-#     downloads: they take the CPU the project's builds leave (a crate's codegen on one core,
-#     linking, the tests' runs), and a script that needs one before it is done waits for it.
+#     (scripts/cargo-tools.sh, under their locks) beside the downloads; a script that needs one
+#     before it is done waits for it.
+#
+# test.sh runs it at the lowest priority (nice 19), so that its CPU work takes only what the
+# project's builds leave (a crate's codegen on one core, linking, the tests' runs).
 #
 # A failure here costs only the time it would have saved (the scripts install as before), so
 # this script never fails: it prints what it could not do and exits 0. Prints its time.
@@ -27,7 +29,7 @@ source "$ROOT/scripts/venv.sh"
 # wasm-bindgen-cli first: the first test script (test-agents-js.sh) needs it.
 (
     for tool in wasm_bindgen cargo_deny; do
-        if nice -n 19 bash -c "source scripts/cargo-tools.sh && ensure_$tool" >"$tmp/$tool.log" 2>&1; then
+        if bash -c "source scripts/cargo-tools.sh && ensure_$tool" >"$tmp/$tool.log" 2>&1; then
             echo "cargo: $tool ($((SECONDS - started)) s)"
         else
             echo "cargo: $tool failed (the script that needs it will install it):"
