@@ -1,7 +1,6 @@
 # Sourced by the scripts that need a tool built with `cargo install`, and by scripts/prefetch.sh,
-# which builds them early and at the lowest priority while the Rust steps of scripts/test.sh
-# leave a core idle (a fresh machine builds wasm-bindgen-cli in about 215 s, cargo-deny in
-# about as long).
+# which builds cargo-deny at the lowest priority once the Rust steps of scripts/test.sh are done
+# (a fresh machine builds wasm-bindgen-cli in about 215 s, cargo-deny in about as long).
 #
 #   ensure_wasm_bindgen   the wasm32 target, and wasm-bindgen-cli at the version of the
 #                         wasm-bindgen crate in Cargo.lock

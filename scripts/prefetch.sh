@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
-# The test scripts' installs, done early: started by scripts/test.sh in the background while its
-# Rust steps keep both cores busy, so the downloads of a fresh machine (about 340 Python packages
-# into four virtualenvs, 270 npm ones) overlap the compiling instead of following it.
+# The test scripts' installs, done early, in the background of scripts/test.sh (at nice 19, so
+# that their CPU work takes only what the project's builds leave):
 #
-#   - Python: each test script's virtualenv, made and filled by the same `ensure_venv`
-#     (scripts/venv.sh) the script calls later. It holds the virtualenv's lock while it
-#     installs, so a script that comes early waits for it, then finds every pin satisfied.
-#   - npm: the packages of every lockfile, into npm's cache only (`npm cache add`); the scripts'
-#     `npm ci` then takes them from there. No project directory is touched.
-#   - cargo: wasm-bindgen-cli and cargo-deny, built by the same `ensure_*` functions
-#     (scripts/cargo-tools.sh, under their locks) beside the downloads; a script that needs one
-#     before it is done waits for it.
-#
-# test.sh runs it at the lowest priority (nice 19), so that its CPU work takes only what the
-# project's builds leave (a crate's codegen on one core, linking, the tests' runs).
+#   prefetch.sh downloads   started before the Rust steps, so that the downloads of a fresh
+#                           machine (about 340 Python packages into four virtualenvs, 270 npm
+#                           ones) overlap the compiling instead of following it:
+#     - Python: each test script's virtualenv, made and filled by the same `ensure_venv`
+#       (scripts/venv.sh) the script calls later. It holds the virtualenv's lock while it
+#       installs, so a script that comes early waits for it, then finds every pin satisfied.
+#     - npm: the packages of every lockfile, into npm's cache only (`npm cache add`); the
+#       scripts' `npm ci` then takes them from there. No project directory is touched.
+#   prefetch.sh tools       started after the Rust steps: cargo-deny, built by the same
+#                           `ensure_cargo_deny` (scripts/cargo-tools.sh, under its lock) that
+#                           test-packages.sh calls, in the CPU the test scripts leave idle (their
+#                           browsers, servers and waits). Not wasm-bindgen-cli: the first test
+#                           script needs it at once (built beside the Rust steps, it was done
+#                           only after that script had waited about as long as it takes to build,
+#                           and it slowed the Rust steps).
 #
 # A failure here costs only the time it would have saved (the scripts install as before), so
 # this script never fails: it prints what it could not do and exits 0. Prints its time.
@@ -23,21 +26,28 @@ cd "$ROOT"
 started=$SECONDS
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
+
+case "${1:-}" in
+downloads) ;;
+tools)
+    # shellcheck source=cargo-tools.sh
+    source "$ROOT/scripts/cargo-tools.sh"
+    if ensure_cargo_deny >"$tmp/cargo-deny.log" 2>&1; then
+        echo "cargo: cargo-deny $CARGO_DENY_VERSION ($((SECONDS - started)) s)"
+    else
+        echo "cargo: cargo-deny failed (test-packages.sh will install it):"
+        tail -n 5 "$tmp/cargo-deny.log"
+    fi
+    exit 0
+    ;;
+*)
+    echo "usage: prefetch.sh downloads|tools" >&2
+    exit 0
+    ;;
+esac
+
 # shellcheck source=venv.sh
 source "$ROOT/scripts/venv.sh"
-
-# wasm-bindgen-cli first: the first test script (test-agents-js.sh) needs it.
-(
-    for tool in wasm_bindgen cargo_deny; do
-        if bash -c "source scripts/cargo-tools.sh && ensure_$tool" >"$tmp/$tool.log" 2>&1; then
-            echo "cargo: $tool ($((SECONDS - started)) s)"
-        else
-            echo "cargo: $tool failed (the script that needs it will install it):"
-            tail -n 5 "$tmp/$tool.log"
-        fi
-    done
-) &
-tools_pid=$!
 
 # The same virtualenvs, at the same paths, as the scripts named.
 while read -r venv req script; do
@@ -76,6 +86,5 @@ else
     echo "npm: some of $(wc -l <"$tmp/npm.txt") packages not fetched (npm ci will download them):"
     tail -n 5 "$tmp/npm.log"
 fi
-wait "$tools_pid"
 echo "prefetch.sh: done in $((SECONDS - started)) s"
 exit 0

@@ -19,15 +19,16 @@ step "toolchain"
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 rustup target add wasm32-unknown-unknown >/dev/null 2>&1 || true
 
-# The later scripts' installs (virtualenvs, npm's cache, wasm-bindgen-cli and cargo-deny) begun
-# now, while the Rust steps compile (scripts/prefetch.sh; never fails the run). At nice 19: their
-# downloads overlap the compiling, and their own CPU work takes only what the builds leave (at
-# nice 0 they slowed the Rust steps by 330 s of a fresh clone's run). A script that needs one of
-# them before it is done waits on its lock. Its log is printed at the end.
+# The later scripts' downloads (virtualenvs, npm's cache) begun now, while the Rust steps
+# compile, and cargo-deny's build once they are done (scripts/prefetch.sh; it never fails the
+# run). At nice 19: their downloads overlap the compiling, and their own CPU work takes only
+# what the builds leave (at nice 0 they slowed the Rust steps of a fresh clone's run by 330 s).
+# A script that needs one of them before it is done waits on its lock. The logs are printed at
+# the end.
 mkdir -p target
-nice -n 19 bash scripts/prefetch.sh >target/prefetch.log 2>&1 &
-prefetch_pid=$!
-trap 'kill "$prefetch_pid" 2>/dev/null || true' EXIT
+nice -n 19 bash scripts/prefetch.sh downloads >target/prefetch-downloads.log 2>&1 &
+prefetch_pids=$!
+trap 'kill $prefetch_pids 2>/dev/null || true' EXIT
 
 step "rustfmt"
 cargo fmt --all -- --check
@@ -47,6 +48,9 @@ cargo build --locked --target wasm32-unknown-unknown -p citeflow-core -p citeflo
 step "cargo test (workspace)"
 cargo test --locked
 
+nice -n 19 bash scripts/prefetch.sh tools >target/prefetch-tools.log 2>&1 &
+prefetch_pids="$prefetch_pids $!"
+
 for part in scripts/test-*.sh; do
   [ -e "$part" ] || continue
   step "$part"
@@ -54,8 +58,9 @@ for part in scripts/test-*.sh; do
 done
 
 step_done
-wait "$prefetch_pid" 2>/dev/null || true
+# shellcheck disable=SC2086
+wait $prefetch_pids 2>/dev/null || true
 echo "the early installs (scripts/prefetch.sh):"
-sed 's/^/  /' target/prefetch.log
+sed 's/^/  /' target/prefetch-downloads.log target/prefetch-tools.log
 echo "all tests passed"
 du -sh target 2>/dev/null | sed 's/^/disk used by target\/: /' || true
