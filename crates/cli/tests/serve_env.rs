@@ -25,7 +25,7 @@ fn serve_cmd(index: &Path) -> Command {
 }
 
 async fn post(base: &str, body: Value) -> (u16, Value) {
-    let r = reqwest::Client::new()
+    let r = citeflow_replay::client()
         .post(format!("{base}/v1/sessions"))
         .json(&body)
         .send()
@@ -199,7 +199,7 @@ fn json_logs_and_error_bodies_carry_the_request_id() {
     let server = start_serve(cmd, Some(&log));
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let (given, made) = rt.block_on(async {
-        let client = reqwest::Client::new();
+        let client = citeflow_replay::client();
         // The caller's id: in the error body and the response header.
         let r = client
             .get(format!("{}/v1/models", server.base))
@@ -317,7 +317,7 @@ fn the_sqlite_wal_limit_reaches_the_store() {
         ids.len()
     );
     rt.block_on(async {
-        let client = reqwest::Client::new();
+        let client = citeflow_replay::client();
         for id in ids.iter().step_by(7) {
             let v: Value = client
                 .get(format!("{}/v1/sessions/{id}", server.base))

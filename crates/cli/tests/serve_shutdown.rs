@@ -113,7 +113,7 @@ fn sigterm_lets_a_short_stream_finish_and_interrupts_a_long_one() {
         let db = dir.path().join("citeflow.db");
         let log = dir.path().join("serve.log");
         let (mut child, base) = serve(&upstream, &db, &log);
-        let http = reqwest::Client::new();
+        let http = citeflow_replay::client();
         let open = |model: &'static str| {
             let req = http
                 .post(format!("{base}/v1/chat/completions"))

@@ -183,7 +183,7 @@ async fn main() {
     }
     std::fs::create_dir_all(&out).expect("out dir");
     let mut manifest = std::fs::File::create(out.join("manifest.jsonl")).expect("manifest");
-    let client = reqwest::Client::new();
+    let client = citeflow_replay::client();
     for c in CASES {
         let hits = index
             .search_book(&keys[c.book], c.question, 3)

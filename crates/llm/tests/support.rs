@@ -5,8 +5,7 @@ use std::sync::{Arc, Mutex};
 use citeflow_llm::{
     FinishReason, Generate, GenerateError, GenerationStats, Job, LocalServer, ModelState, Piece,
 };
-pub(crate) use citeflow_replay::{read_sse, Received};
-use serde_json::Value;
+pub(crate) use citeflow_replay::{payloads, read_sse, text_of};
 use tokio::sync::mpsc;
 
 /// Answers every job with the same pieces; remembers the jobs.
@@ -73,21 +72,4 @@ pub(crate) async fn serve(generator: Arc<dyn Generate>) -> LocalServer {
     LocalServer::start_loopback(ModelState::new(generator, 64))
         .await
         .expect("loopback")
-}
-
-/// The JSON payloads (not `[DONE]`).
-pub(crate) fn payloads(events: &[Received]) -> Vec<Value> {
-    events
-        .iter()
-        .filter(|e| e.data != "[DONE]")
-        .map(|e| serde_json::from_str(&e.data).expect("json chunk"))
-        .collect()
-}
-
-/// The content of the chunks.
-pub(crate) fn text_of(events: &[Received]) -> String {
-    payloads(events)
-        .iter()
-        .filter_map(|v| citeflow_core::sse::chunk_text(v).map(str::to_owned))
-        .collect()
 }

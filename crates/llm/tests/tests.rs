@@ -1,8 +1,7 @@
-//! Integration tests of citeflow-llm: the HTTP layer over a scripted model, and (with the
-//! `local-model` feature and a GGUF file) the real model end to end through the proxy.
+//! Integration tests of citeflow-llm: the HTTP layer over a scripted model. The real model end
+//! to end through the proxy is tested in citeflow-cli (`tests/real_model.rs`), whose release
+//! build is the one `scripts/run.sh` makes.
 
 mod http;
-#[cfg(feature = "local-model")]
-mod real;
 mod support;
 mod tools;

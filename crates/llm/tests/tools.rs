@@ -19,7 +19,7 @@ const CALLS: &[&str] = &[
 ];
 
 async fn post(base: &str, body: Value) -> reqwest::Response {
-    reqwest::Client::new()
+    citeflow_replay::client()
         .post(format!("{base}/chat/completions"))
         .json(&body)
         .send()

@@ -217,6 +217,7 @@ async fn run(
         cpu_us(&me),
     ];
     let store_before = pid.map_or(0, |p| threads_cpu_us(p, STORE_THREADS));
+    citeflow_server::install_crypto_provider();
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(n)
         .build()

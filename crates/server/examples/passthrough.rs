@@ -155,7 +155,7 @@ async fn main() -> std::io::Result<()> {
         None => None,
     };
     let proxy = Proxy {
-        client: reqwest::Client::new(),
+        client: citeflow_replay::client(),
         upstream: upstream.trim_end_matches('/').to_owned(),
         log,
         streams: Arc::new(AtomicU64::new(0)),

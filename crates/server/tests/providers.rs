@@ -4,6 +4,7 @@
 
 #[expect(
     dead_code,
+    unused_imports,
     reason = "the shared harness has helpers these tests do not use"
 )]
 #[path = "support.rs"]
@@ -443,7 +444,9 @@ async fn messages_stream_numbers_citations_and_keeps_the_wire_format() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn passthrough_reaches_the_upstream_byte_for_byte() {
     let (h, upstream) = harness(Some("sk-test")).await;
-    let direct = reqwest::get(format!("{upstream}/models"))
+    let direct = citeflow_replay::client()
+        .get(format!("{upstream}/models"))
+        .send()
         .await
         .expect("direct")
         .bytes()

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use citeflow_replay as replay;
 use citeflow_replay::Replay;
-pub(crate) use citeflow_replay::{read_sse, Received};
+pub(crate) use citeflow_replay::{read_sse, text_of, Received};
 use citeflow_server::{router, AppState, Limits, ServerSettings};
 use citeflow_store::{MemoryStore, Store};
 use serde_json::Value;
@@ -64,7 +64,7 @@ impl Harness {
             base,
             replay,
             state,
-            client: reqwest::Client::new(),
+            client: citeflow_replay::client(),
         }
     }
 
@@ -81,16 +81,6 @@ pub(crate) fn limits(f: impl FnOnce(&mut Limits)) -> Limits {
     let mut l = Limits::default();
     f(&mut l);
     l
-}
-
-/// One SSE event as received.
-/// The answer text of received chunks (content or text fields).
-pub(crate) fn text_of(events: &[Received]) -> String {
-    events
-        .iter()
-        .filter_map(|e| serde_json::from_str::<Value>(&e.data).ok())
-        .filter_map(|v| citeflow_core::sse::chunk_text(&v).map(str::to_owned))
-        .collect()
 }
 
 /// The citeflow events of received chunks, in order.

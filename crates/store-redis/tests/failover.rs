@@ -137,7 +137,7 @@ async fn a_master_killed_mid_streams_and_allocations_fails_over_without_renumber
         Server::start(&upstream, &store_url),
         Server::start(&upstream, &store_url),
     ];
-    let client = reqwest::Client::new();
+    let client = citeflow_replay::client();
     // Stream sessions: one on each master, so that the killed one holds a session too.
     let mut sessions = Vec::new();
     let mut masters = HashSet::new();

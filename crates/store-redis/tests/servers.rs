@@ -126,7 +126,7 @@ async fn a_stream_started_on_one_server_resumes_on_another() {
     let upstream = replay.spawn().await.expect("upstream");
     let a = Server::start(&upstream, &store);
     let b = Server::start(&upstream, &store);
-    let client = reqwest::Client::new();
+    let client = citeflow_replay::client();
 
     // The uninterrupted run, on A, in a session of its own.
     let session = new_session(&client, &a.base).await;
@@ -191,7 +191,7 @@ async fn a_stream_started_on_one_server_resumes_on_another() {
 
 /// `GET /readyz` of a server, polled until it answers `want` (at most `secs` seconds).
 async fn readyz_until(base: &str, want: u16, secs: u64) -> (u16, Value) {
-    let client = reqwest::Client::new();
+    let client = citeflow_replay::client();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
     loop {
         let r = client
@@ -229,7 +229,9 @@ async fn readyz_is_503_while_redis_is_down_and_200_when_it_is_back() {
     assert_eq!(v["status"], "not_ready", "{v}");
     assert!(v["store"]["error"].is_string(), "{v}");
     // The server itself keeps answering.
-    let health = reqwest::get(format!("{}/healthz", server.base))
+    let health = citeflow_replay::client()
+        .get(format!("{}/healthz", server.base))
+        .send()
         .await
         .expect("healthz");
     assert_eq!(health.status(), 200);

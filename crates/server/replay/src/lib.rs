@@ -37,6 +37,18 @@ pub use book_agent::{book_answer, book_reply, ANSWER_SENTENCES, BOOK_MODEL};
 pub use cite_sources::{cite_sources_reply, cite_sources_text, source_labels, CITE_SOURCES_MODELS};
 pub use responses_agent::{responses_agent_reply, WEB_SENTENCE, WEB_URLS};
 
+/// A reqwest client for the tests' loopback servers.
+///
+/// reqwest is built in this workspace without a crypto provider of its own (the server's
+/// `rustls-no-provider`), so `reqwest::Client::new()` panics in a process that has not installed
+/// one yet. This installs ring first, the one provider of the workspace, unless one is
+/// installed already.
+pub fn client() -> reqwest::Client {
+    // `Err` only when a provider is installed already, which is what is wanted.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
+}
+
 /// One step of a scripted answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
@@ -462,6 +474,29 @@ pub struct Received {
     pub id: Option<u64>,
     /// The event's `data:`.
     pub data: String,
+}
+
+/// The JSON payloads of received events, `[DONE]` left out. Panics on any other data that is
+/// not JSON.
+pub fn payloads(events: &[Received]) -> Vec<Value> {
+    events
+        .iter()
+        .filter(|e| e.data != "[DONE]")
+        .map(|e| {
+            serde_json::from_str(&e.data)
+                .unwrap_or_else(|err| panic!("event data is not JSON ({err}): {:?}", e.data))
+        })
+        .collect()
+}
+
+/// The answer text of received chunks (their content or text fields; data that is not JSON is
+/// skipped).
+pub fn text_of(events: &[Received]) -> String {
+    events
+        .iter()
+        .filter_map(|e| serde_json::from_str::<Value>(&e.data).ok())
+        .filter_map(|v| citeflow_core::sse::chunk_text(&v).map(str::to_owned))
+        .collect()
 }
 
 /// Reads SSE events from a response until the body ends or `max` events arrived (then drops

@@ -3,7 +3,7 @@
 //! official `openai` client, LangChain `create_agent`, the Chainlit example).
 //!
 //! ```text
-//! cargo run --release -p citeflow-llm --features local-model --example agent_upstream -- \
+//! cargo run --release -p citeflow-cli --features local-model --example agent_upstream -- \
 //!     --model SmolLM2-135M-Instruct.Q4_1.gguf
 //! ```
 //!

@@ -13,7 +13,7 @@ use citeflow_core::{
 use citeflow_llm::{LlamaModel, LocalServer, ModelSettings, ModelState};
 use serde_json::{json, Value};
 
-use crate::support::{payloads, read_sse, text_of, Received};
+use citeflow_replay::{payloads, read_sse, text_of, Received};
 
 /// The marker measured best for the local model (see the README's measurement).
 const MARKER: PromptMarker = SMALL_MODEL_MARKER;
@@ -164,7 +164,7 @@ async fn raw_answer(local: &LocalServer, body: &Value) -> String {
     let mut direct = body.clone();
     direct.as_object_mut().expect("object").remove("citeflow");
     direct.as_object_mut().expect("object").remove("sources");
-    let resp = reqwest::Client::new()
+    let resp = citeflow_replay::client()
         .post(format!("{}/chat/completions", local.base_url()))
         .json(&direct)
         .send()
@@ -176,7 +176,7 @@ async fn raw_answer(local: &LocalServer, body: &Value) -> String {
 async fn ask_drop_resume(grammar: bool) -> (String, String) {
     let proxy = Proxy::start().await;
     let body = request("What did the White Rabbit take out of its pocket?", grammar);
-    let client = reqwest::Client::new();
+    let client = citeflow_replay::client();
     let resp = client
         .post(format!("{}/v1/chat/completions", proxy.base))
         .json(&body)
