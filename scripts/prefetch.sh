@@ -10,13 +10,15 @@
 #       installs, so a script that comes early waits for it, then finds every pin satisfied.
 #     - npm: the packages of every lockfile, into npm's cache only (`npm cache add`); the
 #       scripts' `npm ci` then takes them from there. No project directory is touched.
-#   prefetch.sh tools       started after the Rust steps: cargo-deny, built by the same
-#                           `ensure_cargo_deny` (scripts/cargo-tools.sh, under its lock) that
-#                           test-packages.sh calls, in the CPU the test scripts leave idle (their
-#                           browsers, servers and waits). Not wasm-bindgen-cli: the first test
-#                           script needs it at once (built beside the Rust steps, it was done
-#                           only after that script had waited about as long as it takes to build,
-#                           and it slowed the Rust steps).
+#   prefetch.sh tools       started after the Rust steps: wasm-bindgen-cli, then cargo-deny,
+#                           built by the same `ensure_wasm_bindgen` / `ensure_cargo_deny`
+#                           (scripts/cargo-tools.sh, under their locks) that the test scripts
+#                           call, in the CPU the test scripts leave idle (their browsers, servers
+#                           and waits). scripts/test.sh runs the scripts that need no
+#                           wasm-bindgen-cli first, so that it is built by the time one does.
+#                           (Built beside the Rust steps, it was done only after the first script
+#                           that needs it had waited about as long as it takes to build, and it
+#                           slowed the Rust steps.)
 #
 # A failure here costs only the time it would have saved (the scripts install as before), so
 # this script never fails: it prints what it could not do and exits 0. Prints its time.
@@ -32,6 +34,12 @@ downloads) ;;
 tools)
     # shellcheck source=cargo-tools.sh
     source "$ROOT/scripts/cargo-tools.sh"
+    if ensure_wasm_bindgen >"$tmp/wasm-bindgen.log" 2>&1; then
+        echo "cargo: wasm-bindgen-cli ($((SECONDS - started)) s)"
+    else
+        echo "cargo: wasm-bindgen-cli failed (the scripts that need it will install it):"
+        tail -n 5 "$tmp/wasm-bindgen.log"
+    fi
     if ensure_cargo_deny >"$tmp/cargo-deny.log" 2>&1; then
         echo "cargo: cargo-deny $CARGO_DENY_VERSION ($((SECONDS - started)) s)"
     else

@@ -21,6 +21,8 @@ out="$(mktemp -d)"
 
 # shellcheck source=step.sh
 source "$root/scripts/step.sh"
+# shellcheck source=debug-build.sh
+source "$root/scripts/debug-build.sh"
 
 pids=()
 cleanup() {
@@ -33,7 +35,7 @@ trap cleanup EXIT
 step "the npm package (scripts/wasm-pkg.sh) and the replaying upstream"
 . scripts/wasm-pkg.sh
 build_wasm_pkg
-cargo build --quiet --locked -p citeflow-replay --example replay_upstream
+debug_build
 "$wasm_target_dir/debug/examples/replay_upstream" "$CITEFLOW_SHARED_DIR/fixtures/streams" >"$out/replay.log" 2>&1 &
 pids+=($!)
 . scripts/browser-env.sh

@@ -37,6 +37,8 @@ out="$(mktemp -d)"
 
 # shellcheck source=step.sh
 source "$root/scripts/step.sh"
+# shellcheck source=debug-build.sh
+source "$root/scripts/debug-build.sh"
 
 pids=()
 cleanup() {
@@ -49,7 +51,7 @@ trap cleanup EXIT
 step "the npm package (scripts/wasm-pkg.sh) and the replaying upstream"
 . scripts/wasm-pkg.sh
 build_wasm_pkg
-cargo build -p citeflow-replay --example replay_upstream
+debug_build
 replay_bin="$wasm_target_dir/debug/examples/replay_upstream"
 "$replay_bin" "$CITEFLOW_SHARED_DIR/fixtures/streams" >"$out/replay.log" 2>&1 &
 pids+=($!)
@@ -104,8 +106,8 @@ port="$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", 
 pids+=($!)
 wait_for_line "$out/next.log" 'Ready' 60 "${pids[-1]}" >/dev/null
 export CITEFLOW_NEXT_URL="http://127.0.0.1:$port"
-# The example's default set-up: `citeflow serve` as its upstream (here in front of the replay).
-cargo build -p citeflow-cli
+# The example's default set-up: `citeflow serve` as its upstream (here in front of the replay;
+# debug_build above built it).
 free_port() { node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })'; }
 serve_port="$(free_port)"
 XDG_DATA_HOME="$out/data" "$wasm_target_dir/debug/citeflow" serve --upstream "$CITEFLOW_REPLAY_URL" \

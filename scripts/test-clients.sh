@@ -26,6 +26,8 @@ CLIENTS="crates/server/tests/clients"
 
 # shellcheck source=step.sh
 source "$ROOT/scripts/step.sh"
+# shellcheck source=debug-build.sh
+source "$ROOT/scripts/debug-build.sh"
 
 step "install the Python clients (target/venv-clients) and the npm ones (npm ci)"
 # shellcheck source=venv.sh
@@ -38,8 +40,7 @@ for dir in "$CLIENTS" examples; do
 done
 
 step "build citeflow and the replaying upstream (debug, as scripts/test-server.sh)"
-cargo build --quiet --locked -p citeflow-cli
-cargo build --quiet --locked -p citeflow-replay --example replay_upstream
+debug_build
 
 WORK="$(mktemp -d)"
 PIDS=()

@@ -9,16 +9,19 @@
 # allocation stress test (it prints allocations/s) and the failover:: tests, which start
 # clusters of their own since they kill or stop nodes: a master killed mid streams and
 # allocations (it prints the failover time), and an allocation no replica acknowledged.
-# The builds are those of scripts/test-redis.sh (same packages, features and profile):
-# nothing is compiled twice. Prints each step's time. Stops every node on exit; safe to run
+# The test executable and `citeflow` are those of the workspace's debug build
+# (scripts/debug-build.sh; `cargo test -p citeflow-store-redis` resolved other features and
+# compiled 29 crates again): nothing is compiled twice. Prints each step's time. Stops every node on exit; safe to run
 # twice, or while another run is going.
 #
-#   scripts/test-cluster.sh [extra cargo test args]
+#   scripts/test-cluster.sh [extra arguments of the test executable, e.g. a name filter]
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 # shellcheck source=step.sh
 source scripts/step.sh
+# shellcheck source=debug-build.sh
+source scripts/debug-build.sh
 step "start the cluster (3 masters + 3 replicas)"
 
 if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
@@ -117,16 +120,17 @@ echo "redis cluster $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'): 3 m
 export CITEFLOW_TEST_REDIS_URL="redis+cluster://$(IFS=,; echo "${NODES[*]}")"
 # The two-server test runs the real binary with --store redis+cluster://…; both builds are
 # the ones scripts/test-redis.sh makes.
-step "build (reused when up to date)"
-cargo build -p citeflow-cli
-cargo test -p citeflow-store-redis --no-run
+step "build (the workspace's debug build, scripts/debug-build.sh)"
+debug_build
+tests_exe="$(debug_test_exe citeflow-store-redis tests)"
+redis_tests() { (cd crates/store-redis && "$tests_exe" "$@"); }
 step "tests on the cluster"
 # fault:: kills a standalone Redis of its own (scripts/test-redis.sh runs it); failover::
 # runs apart below, so its failover time is not stretched by the other tests' load.
-cargo test -p citeflow-store-redis "$@" -- --include-ignored --skip fault:: --skip failover:: --skip stress::
+redis_tests --include-ignored --skip fault:: --skip failover:: --skip stress:: "$@"
 # Alone, so the allocations/s it prints are not shared with the other tests.
 step "allocation stress test"
-cargo test -p citeflow-store-redis "$@" -- --include-ignored stress:: --nocapture
+redis_tests --include-ignored stress:: --nocapture "$@"
 step "failover tests (own clusters)"
-cargo test -p citeflow-store-redis "$@" -- --include-ignored failover:: --nocapture
+redis_tests --include-ignored failover:: --nocapture "$@"
 step_done

@@ -23,6 +23,8 @@ export CITEFLOW_SHARED_DIR="${CITEFLOW_SHARED_DIR:-$(cd "$ROOT/.." && pwd)/share
 
 # shellcheck source=step.sh
 source "$ROOT/scripts/step.sh"
+# shellcheck source=debug-build.sh
+source "$ROOT/scripts/debug-build.sh"
 
 # The tests run in a process group of their own; if this script is cut, end it (servers too).
 tests_pid=""
@@ -39,13 +41,11 @@ source "$ROOT/scripts/venv.sh"
 ensure_venv "$VENV" crates/py/requirements-frameworks.txt
 
 # The replaying upstream (cargo test of the workspace has usually built it already).
-step "cargo build -p citeflow-replay --example replay_upstream"
-cargo build --quiet --locked -p citeflow-replay --example replay_upstream
+step "the replaying upstream and citeflow (scripts/debug-build.sh)"
+debug_build
 export CITEFLOW_REPLAY_BIN="$TARGET_DIR/debug/examples/replay_upstream"
 
 # `citeflow serve` as an agent's upstream (one test); built by the workspace tests already.
-step "cargo build -p citeflow-cli"
-cargo build --quiet --locked -p citeflow-cli
 export CITEFLOW_CLI="${CITEFLOW_CLI:-$TARGET_DIR/debug/citeflow}"
 
 # citeflow into the venv: the same maturin build as test-python.sh (same target dir, same

@@ -78,13 +78,14 @@ FLOOD_CLIENTS="${FLOOD_CLIENTS:-300}"
 ADDRESS_SPACE_BYTES="${ADDRESS_SPACE_BYTES:-$((4 << 30))}"
 # shellcheck source=step.sh
 source "$ROOT/scripts/step.sh"
+# shellcheck source=debug-build.sh
+source "$ROOT/scripts/debug-build.sh"
 
 step "build citeflow-cli and the replaying upstream"
+debug_build
 if [ -z "${CITEFLOW_BIN:-}" ]; then
-    cargo build --quiet --locked -p citeflow-cli
     CITEFLOW_BIN="$TARGET_DIR/debug/citeflow"
 fi
-cargo build --quiet --locked -p citeflow-replay --example replay_upstream
 
 WORK="$(mktemp -d)"
 PIDS=()

@@ -16,6 +16,8 @@ VENV="${CITEFLOW_PY_VENV:-$ROOT/target/venv-py}"
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 # shellcheck source=step.sh
 source "$ROOT/scripts/step.sh"
+# shellcheck source=debug-build.sh
+source "$ROOT/scripts/debug-build.sh"
 
 step "virtualenv $VENV: pip install -r crates/py/requirements-test.txt"
 # Exact versions (maturin, pytest, hypothesis, mypy, openai, anthropic, langchain-core and their
@@ -25,8 +27,8 @@ source "$ROOT/scripts/venv.sh"
 ensure_venv "$VENV" crates/py/requirements-test.txt
 
 # The snapshot interop test runs the Rust CLI on a snapshot taken in Python.
-step "cargo build -p citeflow-cli"
-cargo build --quiet --locked -p citeflow-cli
+step "citeflow (scripts/debug-build.sh)"
+debug_build
 export CITEFLOW_CLI="$TARGET_DIR/debug/citeflow"
 
 # maturin develop installs into the active virtualenv.

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Runs the Redis store's tests against a real Redis: installs redis-server (Debian package)
 # if it is missing, starts it on a free loopback port in a temporary directory, runs
-# `cargo test -p citeflow-store-redis` (conformance, stress, fault, leases, two servers),
+# citeflow-store-redis's tests (conformance, stress, fault, leases, two servers),
 # and stops it on exit. Idempotent: safe to run twice, or while another run is going.
 #
-#   scripts/test-redis.sh [extra cargo test args]
+#   scripts/test-redis.sh [extra arguments of the test executable, e.g. a name filter]
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 # shellcheck source=step.sh
 source scripts/step.sh
+# shellcheck source=debug-build.sh
+source scripts/debug-build.sh
 step "redis-server on a free loopback port"
 
 if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
@@ -57,9 +59,11 @@ echo "redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/') on 12
 
 export CITEFLOW_TEST_REDIS_URL="redis://127.0.0.1:$PORT/0"
 # The two-server test runs the real binary.
-step "cargo build -p citeflow-cli"
-cargo build -p citeflow-cli
-step "cargo test -p citeflow-store-redis (--include-ignored)"
-# The tests are #[ignore]d where no Redis is given (a plain `cargo test` lists them as ignored).
-cargo test -p citeflow-store-redis "$@" -- --include-ignored
+step "citeflow (scripts/debug-build.sh)"
+debug_build
+step "citeflow-store-redis's tests (--include-ignored)"
+# The tests are #[ignore]d where no Redis is given (a plain `cargo test` lists them as ignored);
+# the executable is the workspace build's (scripts/debug-build.sh).
+tests_exe="$(debug_test_exe citeflow-store-redis tests)"
+(cd crates/store-redis && "$tests_exe" --include-ignored "$@")
 step_done

@@ -18,6 +18,8 @@ SHARED="${CITEFLOW_SHARED_DIR:-$(cd "$ROOT/.." && pwd)/shared}"
 [ -d "$SHARED/fixtures/streams" ] || { echo "shared fixtures not found at $SHARED" >&2; exit 1; }
 # shellcheck source=step.sh
 source "$ROOT/scripts/step.sh"
+# shellcheck source=debug-build.sh
+source "$ROOT/scripts/debug-build.sh"
 
 step "virtualenv $VENV: pip install -r crates/server/tests/python/requirements.txt"
 # Exact versions, so that a run today and a run next month test the same client.
@@ -25,9 +27,8 @@ step "virtualenv $VENV: pip install -r crates/server/tests/python/requirements.t
 source "$ROOT/scripts/venv.sh"
 ensure_venv "$VENV" crates/server/tests/python/requirements.txt
 
-step "cargo build -p citeflow-cli, the replaying upstream"
-cargo build --quiet --locked -p citeflow-cli
-cargo build --quiet --locked -p citeflow-replay --example replay_upstream
+step "citeflow and the replaying upstream (scripts/debug-build.sh)"
+debug_build
 
 WORK="$(mktemp -d)"
 PIDS=()

@@ -42,6 +42,8 @@ export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
 # shellcheck source=step.sh
 source "$root/scripts/step.sh"
+# shellcheck source=debug-build.sh
+source "$root/scripts/debug-build.sh"
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
@@ -71,7 +73,7 @@ wasm-bindgen --target web --out-dir "$core_only" --remove-name-section --remove-
 build_wasm_pkg
 
 step "build the CLI (snapshot interop and recorded stream tests)"
-cargo build -p citeflow-cli
+debug_build
 export CITEFLOW_CLI="$target_dir/debug/citeflow"
 
 step "npm packages of the test harness"

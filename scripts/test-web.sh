@@ -9,8 +9,8 @@
 #
 # Installs what is missing: Debian's chromium and a CJK font (fonts-wqy-microhei, so Japanese
 # and Chinese render in the screenshots) with apt-get, and the test project's npm packages
-# (npm ci in crates/server/tests/browser). Builds `citeflow` (cargo build -p citeflow-cli
-# --locked); the page's WASM for client-side rendering is compiled into it (vendored in
+# (npm ci in crates/server/tests/browser). Builds `citeflow` (scripts/debug-build.sh, the
+# workspace's debug build); the page's WASM for client-side rendering is compiled into it (vendored in
 # crates/server/assets/wasm, checked by scripts/test-install.sh). Safe to run twice.
 set -euo pipefail
 
@@ -22,6 +22,8 @@ export CITEFLOW_SHARED_DIR="${CITEFLOW_SHARED_DIR:-$(cd "$root/.." && pwd)/share
 
 # shellcheck source=step.sh
 source "$root/scripts/step.sh"
+# shellcheck source=debug-build.sh
+source "$root/scripts/debug-build.sh"
 # shellcheck source=browser-env.sh
 source "$root/scripts/browser-env.sh"
 
@@ -32,7 +34,7 @@ target_dir="$(cargo metadata --format-version 1 --no-deps \
   | node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => console.log(JSON.parse(s).target_directory))')"
 
 step "build citeflow"
-cargo build -p citeflow-cli --locked
+debug_build
 export CITEFLOW_BIN="$target_dir/debug/citeflow"
 
 step "start the replaying upstream and citeflow serve on free loopback ports"

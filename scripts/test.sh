@@ -20,9 +20,10 @@ rustup component add rustfmt clippy >/dev/null 2>&1 || true
 rustup target add wasm32-unknown-unknown >/dev/null 2>&1 || true
 
 # The later scripts' downloads (virtualenvs, npm's cache) begun now, while the Rust steps
-# compile, and cargo-deny's build once they are done (scripts/prefetch.sh; it never fails the
-# run). At nice 19: their downloads overlap the compiling, and their own CPU work takes only
-# what the builds leave (at nice 0 they slowed the Rust steps of a fresh clone's run by 330 s).
+# compile, and the builds of wasm-bindgen-cli and cargo-deny once they are done
+# (scripts/prefetch.sh; it never fails the run). At nice 19: their downloads overlap the
+# compiling, and their own CPU work takes only what the builds leave (at nice 0 they slowed the
+# Rust steps of a fresh clone's run by 330 s).
 # A script that needs one of them before it is done waits on its lock. The logs are printed at
 # the end.
 mkdir -p target
@@ -51,8 +52,21 @@ cargo test --locked
 nice -n 19 bash scripts/prefetch.sh tools >target/prefetch-tools.log 2>&1 &
 prefetch_pids="$prefetch_pids $!"
 
+# The scripts that need no wasm-bindgen-cli first (their browsers, servers and waits leave CPU
+# idle for its build in the background), then those that do, then the ones that reuse their
+# builds: test-main.sh after test-llm.sh (the release build of `citeflow`), test-packages.sh
+# after test-python.sh (the Python package's release build). Every scripts/test-*.sh runs once.
+late=(test-agents-js test-ai-sdk test-install test-llm test-wasm test-web test-main test-packages)
+parts=()
 for part in scripts/test-*.sh; do
-  [ -e "$part" ] || continue
+  name="$(basename "$part" .sh)"
+  [[ " ${late[*]} " == *" $name "* ]] || parts+=("$part")
+done
+for name in "${late[@]}"; do
+  [ -e "scripts/$name.sh" ] || { echo "scripts/$name.sh is listed in test.sh but missing" >&2; exit 1; }
+  parts+=("scripts/$name.sh")
+done
+for part in "${parts[@]}"; do
   step "$part"
   bash "$part"
 done
