@@ -39,7 +39,7 @@ for dir in "$CLIENTS" examples; do
     fi
 done
 
-step "build citeflow and the replaying upstream (debug, as scripts/test-server.sh)"
+step "citeflow and the replaying upstream (scripts/debug-build.sh)"
 debug_build
 
 WORK="$(mktemp -d)"
