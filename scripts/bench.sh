@@ -51,7 +51,7 @@
 #           kept up with, memory per open stream, as ratios to citeflow's of the same round. If
 #           LiteLLM cannot be installed, the row says skipped.
 #   llm     the local model's tool-call grammar per generated token against the same request
-#           without a grammar (crates/llm/examples/grammar_cost.rs).
+#           without a grammar (crates/cli/examples/grammar_cost.rs).
 # --quick skips the proxy, Redis, LiteLLM and local-model benchmarks.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -324,13 +324,13 @@ PY
     # tool_choice "required" makes against the same request with none, alternating in one
     # process. Needs cmake and libclang-dev (llama.cpp; reused from scripts/test-llm.sh).
     model="$(python3 scripts/fetch-model.py crates/llm/src/fetch.rs DEFAULT_MODEL "$TARGET_DIR/models" 2>/dev/null || true)"
-    if [ -n "$model" ] && cargo build --quiet --locked --release -p citeflow-llm --features local-model --example grammar_cost 2>/dev/null; then
+    if [ -n "$model" ] && cargo build --quiet --locked --release -p citeflow-cli --features local-model --example grammar_cost 2>/dev/null; then
         cost="$("$REL/examples/grammar_cost" --model "$model" --rounds 3 --threads "$(nproc)" | tail -n 1)"
         row "local model: a tool call's grammar per generated token, against no grammar" "${cost:-?}" \
             "target/release/examples/grammar_cost --model SmolLM2-135M-Instruct.Q4_1.gguf --rounds 3"
     else
         row "local model: a tool call's grammar per generated token" "skipped: no model or no llama.cpp build" \
-            "cargo run --release -p citeflow-llm --features local-model --example grammar_cost"
+            "cargo run --release -p citeflow-cli --features local-model --example grammar_cost"
     fi
 fi
 

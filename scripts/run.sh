@@ -16,18 +16,9 @@ cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
 SHARED="${CITEFLOW_SHARED_DIR:-$(cd .. && pwd)/shared}"
 
-as_root() {
-  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
-}
-missing=()
-command -v cmake >/dev/null 2>&1 || missing+=(cmake)
-dpkg -s libclang-dev >/dev/null 2>&1 || missing+=(libclang-dev)
-if [ "${#missing[@]}" -gt 0 ]; then
-  echo "== installing ${missing[*]} (to build llama.cpp)" >&2
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}" >/dev/null \
-    || { as_root apt-get update >/dev/null \
-      && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}" >/dev/null; }
-fi
+# shellcheck source=llama-build-deps.sh
+source scripts/llama-build-deps.sh
+ensure_llama_build_deps
 
 echo "== building citeflow with the local model (the first build compiles llama.cpp)" >&2
 cargo build --release --locked -p citeflow-cli --features local-model

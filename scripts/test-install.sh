@@ -7,8 +7,10 @@
 #      wasm-bindgen --target web of the version in Cargo.lock, then wasm-opt with the npm
 #      package's pinned binaryen and flags (scripts/wasm-pkg.sh). CITEFLOW_BLESS=1 copies the
 #      fresh build over the vendored files instead of failing (review and commit them);
-#   2. `cargo install --path crates/cli --debug` (sharing the workspace's target directory,
-#      so it reuses the dev build), the binary copied alone into an empty directory and run
+#   2. `cargo install --path crates/cli --features local-model` (sharing the workspace's target
+#      directory, so it is the release build that scripts/test-llm.sh and scripts/run.sh make,
+#      which scripts/test.sh runs before this script; alone, this script makes it), the binary
+#      with everything, the local model too, copied alone into an empty directory and run
 #      from there with an empty environment (HOME and CITEFLOW_DATA_DIR in a temporary
 #      directory, no CITEFLOW_* variable, cwd outside the source tree), against the replaying
 #      upstream of the browser tests;
@@ -17,7 +19,7 @@
 #      the rendered text, citation numbers and source list, and that the .wasm it loaded is
 #      the vendored file.
 # Installs what is missing (the wasm32 target, wasm-bindgen-cli, chromium, the test project's
-# npm packages). Prints the time of each part.
+# npm packages, cmake and libclang-dev). Prints the time of each part.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -88,9 +90,12 @@ for f in "${files[@]}"; do
   printf '%s  %8d bytes  %s\n' "$(sha256sum "$assets/$f" | cut -c1-16)" "$(wc -c <"$assets/$f")" "$assets/$f (= fresh build)"
 done
 
-step "cargo install --path crates/cli --debug (target directory $target_dir)"
+step "cargo install --path crates/cli --features local-model (target directory $target_dir)"
 t0=$SECONDS
-CARGO_TARGET_DIR="$target_dir" cargo install --locked --debug --path crates/cli --root "$work/root" 2>&1 \
+# shellcheck source=llama-build-deps.sh
+source "$root/scripts/llama-build-deps.sh"
+ensure_llama_build_deps
+CARGO_TARGET_DIR="$target_dir" cargo install --locked --features local-model --path crates/cli --root "$work/root" 2>&1 \
   | grep -Ev '^\s*(Compiling|Downloaded|Downloading)' || true
 [ -x "$work/root/bin/citeflow" ] || { echo "cargo install made no binary" >&2; exit 1; }
 echo "installed in $((SECONDS - t0)) s: $(wc -c <"$work/root/bin/citeflow") bytes"

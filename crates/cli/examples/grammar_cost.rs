@@ -3,7 +3,7 @@
 //! without any grammar (`tool_choice: "none"`), alternating, in one process and one run.
 //!
 //! ```text
-//! cargo run --release -p citeflow-llm --features local-model --example grammar_cost -- \
+//! cargo run --release -p citeflow-cli --features local-model --example grammar_cost -- \
 //!     --model SmolLM2-135M-Instruct.Q4_1.gguf [--rounds 5] [--threads 2]
 //! ```
 //!

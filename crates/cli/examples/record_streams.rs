@@ -7,7 +7,7 @@
 //! and the exact request body.
 //!
 //! ```text
-//! cargo run -p citeflow-llm --features local-model --example record_streams -- \
+//! cargo run -p citeflow-cli --features local-model --example record_streams -- \
 //!     --model target/models/SmolLM2-135M-Instruct.Q4_1.gguf --out tests/fixtures/streams
 //! ```
 

@@ -11,7 +11,7 @@
 //! of issue 6 and then the three scores per marker and variant.
 //!
 //! ```text
-//! cargo run -p citeflow-llm --features local-model --example cite_rate -- \
+//! cargo run -p citeflow-cli --features local-model --example cite_rate -- \
 //!     --model target/models/SmolLM2-135M-Instruct.Q4_1.gguf [--books DIR] [--max-tokens 64]
 //! ```
 //!
