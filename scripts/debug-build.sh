@@ -1,5 +1,6 @@
-# Sourced by the test scripts that run the debug `citeflow` binary or the replaying upstream
-# (target/debug/citeflow, target/debug/examples/replay_upstream).
+# Sourced by the test scripts that run the debug `citeflow` binary, the replaying upstream or
+# another example of the workspace (target/debug/citeflow, target/debug/examples/replay_upstream,
+# target/debug/examples/epubjs_cfis).
 #
 # debug_build builds them as the workspace's `cargo test` builds them (scripts/test.sh runs it
 # before these scripts): one debug build, one set of dependency features. A script's own

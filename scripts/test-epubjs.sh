@@ -7,7 +7,8 @@
 # epub.js-flavoured range CFI (996 passages) at exactly the passage's text, and every sentence of
 # the Japanese book's passages at exactly the sentence from its quote CFI (issue 43,
 # Book::passage_range_cfi). The CFIs come from
-# `cargo run -p citeflow-epub --example epubjs_cfis`. The Rust side (our epub.js-flavoured CFIs
+# citeflow-epub's example `epubjs_cfis` as the workspace's `cargo test` builds it
+# (scripts/debug-build.sh: no build of its own after that). The Rust side (our epub.js-flavoured CFIs
 # equal the oracle's column) is `cargo test -p citeflow-epub` (tests/cfi_flavor.rs).
 #
 # Installs what is missing: Debian's chromium (apt-get) and the harness's npm packages
@@ -21,6 +22,8 @@ export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 export CITEFLOW_SHARED_DIR="${CITEFLOW_SHARED_DIR:-$(cd "$root/.." && pwd)/shared}"
 # shellcheck source=step.sh
 source "$root/scripts/step.sh"
+# shellcheck source=debug-build.sh
+source "$root/scripts/debug-build.sh"
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
@@ -37,12 +40,12 @@ echo "node $(node --version), $(/usr/bin/chromium --version 2>/dev/null | head -
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT INT TERM
 
-step "our CFIs of every text node, both flavours (cargo run --example epubjs_cfis)"
-cargo run --locked --quiet -p citeflow-epub --example epubjs_cfis -- \
-  "$CITEFLOW_SHARED_DIR"/fixtures/epub/*.epub >"$work/nodes.jsonl"
-cargo run --locked --quiet -p citeflow-epub --example epubjs_cfis -- --passages \
-  "$CITEFLOW_SHARED_DIR"/fixtures/epub/*.epub >"$work/passages.jsonl"
-cargo run --locked --quiet -p citeflow-epub --example epubjs_cfis -- --sentences \
+step "our CFIs of every text node, both flavours (example epubjs_cfis, scripts/debug-build.sh)"
+debug_build
+cfis="${CARGO_TARGET_DIR:-$root/target}/debug/examples/epubjs_cfis"
+"$cfis" "$CITEFLOW_SHARED_DIR"/fixtures/epub/*.epub >"$work/nodes.jsonl"
+"$cfis" --passages "$CITEFLOW_SHARED_DIR"/fixtures/epub/*.epub >"$work/passages.jsonl"
+"$cfis" --sentences \
   "$CITEFLOW_SHARED_DIR"/fixtures/epub/kusamakura-japanese-vertical-writing.epub >"$work/sentences.jsonl"
 wc -l <"$work/nodes.jsonl" | sed 's/^/text nodes: /'
 wc -l <"$work/passages.jsonl" | sed 's/^/passages: /'
