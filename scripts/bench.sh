@@ -168,11 +168,12 @@ while IFS='|' read -r measure figure; do
 done <<< "$anchor_rows"
 
 # --- Python -----------------------------------------------------------------------------
-VENV="$TARGET_DIR/venv-py"
-if [ ! -x "$VENV/bin/python" ]; then
-    python3 -m venv "$VENV"
-    "$VENV/bin/pip" install --quiet -r crates/py/requirements-test.txt
-fi
+# The test virtualenvs (scripts/venv.sh: the paths and pins test-python.sh and
+# test-frameworks-py.sh use).
+# shellcheck source=venv.sh
+source scripts/venv.sh
+VENV="$(test_venv_path py)"
+ensure_test_venv py >&2
 # Always rebuilt (incremental): a package left in the venv by an older build would be measured.
 echo "building the Python package into $VENV…" >&2
 (cd crates/py && VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" maturin develop --release --locked --quiet) >&2
@@ -189,11 +190,8 @@ row "Python: linear in the text, 1× and 100× the tokens (the time of 100× the
     "${py_linear:-?} (target ≤ 110×)" "python crates/py/bench/bench.py"
 
 # --- Python frameworks: each adapter against a bare loop over the same stream -------------
-FW_VENV="$TARGET_DIR/venv-frameworks"
-if [ ! -x "$FW_VENV/bin/python" ]; then
-    python3 -m venv "$FW_VENV"
-fi
-"$FW_VENV/bin/pip" install --quiet --disable-pip-version-check -r crates/py/requirements-frameworks.txt >&2
+FW_VENV="$(test_venv_path frameworks)"
+ensure_test_venv frameworks >&2
 (cd crates/py && VIRTUAL_ENV="$FW_VENV" PATH="$FW_VENV/bin:$PATH" maturin develop --release --locked --quiet) >&2
 cargo build --quiet --locked -p citeflow-replay --example replay_upstream
 CITEFLOW_REPLAY_BIN="$TARGET_DIR/debug/examples/replay_upstream" \

@@ -57,20 +57,17 @@ esac
 # shellcheck source=venv.sh
 source "$ROOT/scripts/venv.sh"
 
-# The same virtualenvs, at the same paths, as the scripts named.
-while read -r venv req script; do
-    if ensure_venv "$venv" "$req" >"$tmp/pip.log" 2>&1; then
-        echo "pip: $req into $venv, for $script ($((SECONDS - started)) s)"
+# The test scripts' virtualenvs, from the one table of them (scripts/venv.sh).
+for name in $test_venv_names; do
+    venv="$(test_venv_path "$name")"
+    req="$(test_venv_requirements "$name")"
+    if ensure_test_venv "$name" >"$tmp/pip.log" 2>&1; then
+        echo "pip: $req into $venv ($((SECONDS - started)) s)"
     else
-        echo "pip: $req into $venv failed ($script will install it):"
+        echo "pip: $req into $venv failed (its test script will install it):"
         tail -n 5 "$tmp/pip.log"
     fi
-done <<LIST
-${CITEFLOW_FRAMEWORKS_VENV:-$ROOT/target/venv-frameworks} crates/py/requirements-frameworks.txt test-frameworks-py.sh
-$ROOT/target/venv-clients crates/server/tests/clients/requirements.txt test-clients.sh
-${CITEFLOW_PY_VENV:-$ROOT/target/venv-py} crates/py/requirements-test.txt test-python.sh
-$ROOT/target/venv-server crates/server/tests/python/requirements.txt test-server.sh
-LIST
+done
 
 # Every npm package of the project's lockfiles that installs on this platform (Linux, x64,
 # glibc: the others' native builds are skipped, as npm ci skips them).

@@ -18,7 +18,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 PYTHON="${PYTHON:-python3}"
-VENV="$ROOT/target/venv-clients"
+# shellcheck source=venv.sh
+source "$ROOT/scripts/venv.sh"
+VENV="$(test_venv_path clients)"
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 SHARED="${CITEFLOW_SHARED_DIR:-$(cd "$ROOT/.." && pwd)/shared}"
 CLIENTS="crates/server/tests/clients"
@@ -30,9 +32,7 @@ source "$ROOT/scripts/step.sh"
 source "$ROOT/scripts/debug-build.sh"
 
 step "install the Python clients (target/venv-clients) and the npm ones (npm ci)"
-# shellcheck source=venv.sh
-source "$ROOT/scripts/venv.sh"
-ensure_venv "$VENV" "$CLIENTS/requirements.txt"
+ensure_test_venv clients
 for dir in "$CLIENTS" examples; do
     if ! (cd "$dir" && [ -d node_modules ] && npm ls --silent >/dev/null 2>&1); then
         (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)

@@ -17,7 +17,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 root="$ROOT"
 PYTHON="${PYTHON:-python3}"
-VENV="${CITEFLOW_FRAMEWORKS_VENV:-$ROOT/target/venv-frameworks}"
+# shellcheck source=venv.sh
+source "$ROOT/scripts/venv.sh"
+VENV="$(test_venv_path frameworks)"
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 export CITEFLOW_SHARED_DIR="${CITEFLOW_SHARED_DIR:-$(cd "$ROOT/.." && pwd)/shared}"
 
@@ -36,9 +38,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 step "pip install -r crates/py/requirements-frameworks.txt"
-# shellcheck source=venv.sh
-source "$ROOT/scripts/venv.sh"
-ensure_venv "$VENV" crates/py/requirements-frameworks.txt
+ensure_test_venv frameworks
 
 # The replaying upstream (cargo test of the workspace has usually built it already).
 step "the replaying upstream and citeflow (scripts/debug-build.sh)"

@@ -70,10 +70,10 @@ fi
 # citeflow-cli) links the release build above. A few generations of at most 96 tokens.
 step "agents on the local model: openai client, LangChain create_agent, Chainlit, the Next.js agent route (issue 47)"
 agents_started=$SECONDS
-VENV="${CITEFLOW_FRAMEWORKS_VENV:-$ROOT/target/venv-frameworks}"
 # shellcheck source=venv.sh
 source "$ROOT/scripts/venv.sh"
-ensure_venv "$VENV" crates/py/requirements-frameworks.txt
+VENV="$(test_venv_path frameworks)"
+ensure_test_venv frameworks
 if ! "$VENV/bin/python" -c "import citeflow.langchain" >/dev/null 2>&1; then
     (cd crates/py && VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" maturin develop --release --locked --quiet)
 fi

@@ -12,7 +12,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 PYTHON="${PYTHON:-python3}"
-VENV="${CITEFLOW_PY_VENV:-$ROOT/target/venv-py}"
+# shellcheck source=venv.sh
+source "$ROOT/scripts/venv.sh"
+VENV="$(test_venv_path py)"
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 # shellcheck source=step.sh
 source "$ROOT/scripts/step.sh"
@@ -22,9 +24,7 @@ source "$ROOT/scripts/debug-build.sh"
 step "virtualenv $VENV: pip install -r crates/py/requirements-test.txt"
 # Exact versions (maturin, pytest, hypothesis, mypy, openai, anthropic, langchain-core and their
 # dependencies) so that a run today and a run next month test the same thing.
-# shellcheck source=venv.sh
-source "$ROOT/scripts/venv.sh"
-ensure_venv "$VENV" crates/py/requirements-test.txt
+ensure_test_venv py
 
 # The snapshot interop test runs the Rust CLI on a snapshot taken in Python.
 step "citeflow (scripts/debug-build.sh)"

@@ -12,7 +12,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 PYTHON="${PYTHON:-python3}"
-VENV="$ROOT/target/venv-server"
+# shellcheck source=venv.sh
+source "$ROOT/scripts/venv.sh"
+VENV="$(test_venv_path server)"
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 SHARED="${CITEFLOW_SHARED_DIR:-$(cd "$ROOT/.." && pwd)/shared}"
 [ -d "$SHARED/fixtures/streams" ] || { echo "shared fixtures not found at $SHARED" >&2; exit 1; }
@@ -23,9 +25,7 @@ source "$ROOT/scripts/debug-build.sh"
 
 step "virtualenv $VENV: pip install -r crates/server/tests/python/requirements.txt"
 # Exact versions, so that a run today and a run next month test the same client.
-# shellcheck source=venv.sh
-source "$ROOT/scripts/venv.sh"
-ensure_venv "$VENV" crates/server/tests/python/requirements.txt
+ensure_test_venv server
 
 step "citeflow and the replaying upstream (scripts/debug-build.sh)"
 debug_build

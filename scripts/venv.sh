@@ -7,6 +7,44 @@
 # scripts/test.sh starts in the background (prefetch.sh) and the test script that needs the same
 # virtualenv never install into it at once: the second to come waits, then finds every
 # requirement satisfied and returns in a few seconds. Safe to run twice.
+#
+# The test virtualenvs, each named once here with its pinned requirements: a test script takes
+# its path (`VENV="$(test_venv_path NAME)"`) and installs it (`ensure_test_venv NAME`);
+# scripts/prefetch.sh installs every one of `test_venv_names` early.
+#
+#   test_venv_path NAME           the virtualenv's directory
+#   test_venv_requirements NAME   its requirements file, in the checkout
+#   ensure_test_venv NAME         ensure_venv of the two
+venv_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+test_venv_names="frameworks clients py server"
+
+test_venv_path() {
+    case "$1" in
+    frameworks) echo "${CITEFLOW_FRAMEWORKS_VENV:-$venv_root/target/venv-frameworks}" ;;
+    clients) echo "$venv_root/target/venv-clients" ;;
+    py) echo "${CITEFLOW_PY_VENV:-$venv_root/target/venv-py}" ;;
+    server) echo "$venv_root/target/venv-server" ;;
+    *) echo "test_venv_path: no test virtualenv named '$1' (scripts/venv.sh)" >&2; return 1 ;;
+    esac
+}
+
+test_venv_requirements() {
+    case "$1" in
+    frameworks) echo "$venv_root/crates/py/requirements-frameworks.txt" ;;
+    clients) echo "$venv_root/crates/server/tests/clients/requirements.txt" ;;
+    py) echo "$venv_root/crates/py/requirements-test.txt" ;;
+    server) echo "$venv_root/crates/server/tests/python/requirements.txt" ;;
+    *) echo "test_venv_requirements: no test virtualenv named '$1' (scripts/venv.sh)" >&2; return 1 ;;
+    esac
+}
+
+ensure_test_venv() {
+    local venv req
+    venv="$(test_venv_path "$1")"
+    req="$(test_venv_requirements "$1")"
+    ensure_venv "$venv" "$req"
+}
+
 ensure_venv() {
     local venv="$1" req="$2"
     mkdir -p "$(dirname "$venv")"
