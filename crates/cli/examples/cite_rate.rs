@@ -34,6 +34,9 @@ use citeflow_epub::{Book, ChunkSettings, Limits};
 use citeflow_index::{fingerprint, BookPassage, Index};
 use citeflow_llm::{ChatMessage, Generate, Job, LlamaModel, ModelSettings, Piece, Sampling};
 
+#[path = "support/prompt_sources.rs"]
+mod prompt_sources;
+
 const BOOKS: [&str; 2] = ["alice.epub", "kusamakura-japanese-vertical-writing.epub"];
 
 /// One question of the fixed set, with what a right answer says and where the book says it.
@@ -259,20 +262,9 @@ fn args() -> Args {
 }
 
 /// Sources for a marker: the retrieved passages, with `source_n` ids for the single-bracket
-/// form (whose scanner only takes ids shaped `source_<digits>`; book ids hold `#`).
+/// form.
 fn sources_for(passages: &[Source], marker: PromptMarker) -> Sources {
-    let list = passages
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let mut s = s.clone();
-            if marker == PromptMarker::SingleBracket {
-                s.id = format!("source_{}", i + 1);
-            }
-            s
-        })
-        .collect();
-    Sources::from_vec(list).expect("distinct ids")
+    Sources::from_vec(prompt_sources::sources_for(passages, marker)).expect("distinct ids")
 }
 
 /// Lowercase, whitespace removed: how answers, passages and keywords are compared.

@@ -24,6 +24,10 @@ use citeflow_index::{fingerprint, BookPassage, Index};
 use citeflow_llm::{sha256_file, LlamaModel, LocalServer, ModelSettings, ModelState};
 use serde_json::{json, Value};
 
+#[path = "support/prompt_sources.rs"]
+mod prompt_sources;
+use prompt_sources::sources_for;
+
 struct Case {
     file: &'static str,
     book: &'static str,
@@ -126,22 +130,6 @@ const CASES: [Case; 8] = [
         exercises: "the default, sampled at the local server's default temperature 0.7 (seed 7)",
     },
 ];
-
-/// The sources a case shows: the retrieved passages, renamed `source_n` for the single-bracket
-/// form (as `cite_rate` does).
-fn sources_for(passages: &[Source], marker: PromptMarker) -> Vec<Source> {
-    passages
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let mut s = s.clone();
-            if marker == PromptMarker::SingleBracket {
-                s.id = format!("source_{}", i + 1);
-            }
-            s
-        })
-        .collect()
-}
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
